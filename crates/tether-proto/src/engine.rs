@@ -1,0 +1,761 @@
+//! The point-to-point protocol engine: requests in, frames out.
+//!
+//! Protocols:
+//! - **eager** (message size <= `eager_limit`): one `Eager` frame carries
+//!   envelope and data. If a matching receive is posted when the header
+//!   arrives, the payload is read straight into its buffer; otherwise into
+//!   a buffer of exactly the announced size (bounded by the decoder) that
+//!   waits in the unexpected queue. The send completes once the frame is
+//!   handed to the transport (which copies what it cannot write at once).
+//! - **rendezvous** (larger): `Rts` carries the envelope and size; the
+//!   receiver matches it like any message and answers `Cts` with how many
+//!   bytes its buffer takes; the sender then sends one `Data` frame of
+//!   exactly that size, read straight into the receive buffer. A truncated
+//!   receive therefore moves only what fits, and the link stays in step.
+//! - **self**: a message to oneself is copied between the two buffers once
+//!   both exist (or buffered if small).
+//!
+//! Contract with the runtime (all calls from one thread):
+//! 1. call [`Engine::isend`]/[`Engine::irecv`]/...; then drain
+//!    [`Engine::poll_transmit`] and send each frame on the link to its peer,
+//!    in order; when a frame with `completes: Some(req)` is fully handed to
+//!    the transport, call [`Engine::transmit_done`];
+//! 2. for every decoded header of kind `Eager`, `Rts`, `Cts` or `Data`,
+//!    call [`Engine::on_header`], fill the returned [`PayloadSink`] from the
+//!    link, then call [`Engine::payload_done`] with its token;
+//! 3. when a link to a peer fails, call [`Engine::peer_lost`].
+
+use std::collections::{HashSet, VecDeque};
+
+use crate::matching::{Envelope, PostedQueue, Selector, UnexpectedQueue};
+use crate::request::{Completion, CompletionError, Region, ReqId, Slab};
+use crate::wire::{FrameHeader, FrameKind, WireError};
+
+/// Settings of one engine.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineConfig {
+    /// This process's universe rank: the source of what it sends.
+    pub me: u32,
+    /// Messages up to this many bytes go eagerly.
+    pub eager_limit: u64,
+}
+
+/// What a frame's payload is.
+#[derive(Debug)]
+pub enum TransmitPayload {
+    None,
+    /// User memory: valid until the request in `completes` completes.
+    Borrowed(Region),
+    Owned(Vec<u8>),
+}
+
+impl TransmitPayload {
+    pub fn len(&self) -> usize {
+        match self {
+            TransmitPayload::None => 0,
+            TransmitPayload::Borrowed(r) => r.len,
+            TransmitPayload::Owned(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A frame for the runtime to send to `peer`. The transport fills in the
+/// sequence number and the payload length.
+#[derive(Debug)]
+pub struct Transmit {
+    pub peer: u32,
+    pub header: FrameHeader,
+    pub payload: TransmitPayload,
+    /// Request to report through [`Engine::transmit_done`] once the frame
+    /// is handed over.
+    pub completes: Option<ReqId>,
+    /// The transport may copy a borrowed payload it cannot write at once
+    /// and report the frame handed over (eager sends complete locally);
+    /// otherwise the user memory must be written in place (rendezvous data).
+    pub copy_if_blocked: bool,
+}
+
+/// Where the payload that follows a header goes. Opaque to the runtime
+/// except through the variants' fields.
+#[derive(Debug)]
+pub struct SinkToken(Token);
+
+#[derive(Debug)]
+enum Token {
+    Recv(ReqId),
+    Unexpected(Envelope),
+}
+
+/// What the runtime must do with the payload that follows a header.
+#[derive(Debug)]
+pub enum PayloadSink {
+    /// Nothing follows, or nothing more to do.
+    None,
+    /// Read `region.len` bytes into `region`, then read and drop `discard`
+    /// bytes, then call [`Engine::payload_done`] with `token` and no buffer.
+    Region {
+        region: Region,
+        discard: u64,
+        token: SinkToken,
+    },
+    /// Fill `buf` completely, then hand it back with `token`.
+    Owned { buf: Vec<u8>, token: SinkToken },
+}
+
+#[derive(Debug)]
+enum Unexpected {
+    Eager(Vec<u8>),
+    Rts {
+        sender_req: u64,
+        size: u64,
+    },
+    /// A large message to oneself, waiting for its receive.
+    Local(ReqId),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum SendState {
+    /// Handed out as an eager frame, or waiting in this engine's unexpected
+    /// queue as a self-send.
+    Eager,
+    /// `Rts` sent; waiting for the receiver's `Cts`.
+    AwaitCts,
+    /// `Data` handed out.
+    Data,
+}
+
+#[derive(Debug)]
+enum RecvState {
+    Posted,
+    /// Matched; the data is on its way (eager payload or rendezvous data).
+    Matched {
+        source: u32,
+        tag: i32,
+        size: u64,
+        granted: u64,
+    },
+}
+
+#[derive(Debug)]
+enum Kind {
+    Send {
+        peer: u32,
+        tag: i32,
+        region: Region,
+        state: SendState,
+    },
+    Recv {
+        region: Region,
+        selector: Selector,
+        state: RecvState,
+    },
+}
+
+#[derive(Debug)]
+struct Request {
+    kind: Kind,
+    done: Option<Completion>,
+}
+
+/// The point-to-point engine of one process. See the module documentation
+/// for the contract.
+#[derive(Debug)]
+pub struct Engine {
+    config: EngineConfig,
+    requests: Slab<Request>,
+    posted: PostedQueue,
+    unexpected: UnexpectedQueue<Unexpected>,
+    outbox: VecDeque<Transmit>,
+    lost: HashSet<u32>,
+}
+
+impl Engine {
+    pub fn new(config: EngineConfig) -> Engine {
+        Engine {
+            config,
+            requests: Slab::new(),
+            posted: PostedQueue::default(),
+            unexpected: UnexpectedQueue::default(),
+            outbox: VecDeque::new(),
+            lost: HashSet::new(),
+        }
+    }
+
+    pub fn config(&self) -> EngineConfig {
+        self.config
+    }
+
+    /// Changes the eager limit for sends started from now on.
+    pub fn set_eager_limit(&mut self, limit: u64) {
+        self.config.eager_limit = limit;
+    }
+
+    /// Starts a send of `region` to universe rank `dest`.
+    pub fn isend(&mut self, dest: u32, context: u32, tag: i32, region: Region) -> ReqId {
+        let req = self.requests.insert(Request {
+            kind: Kind::Send {
+                peer: dest,
+                tag,
+                region,
+                state: SendState::Eager,
+            },
+            done: None,
+        });
+        let size = region.len as u64;
+        let sent = Completion {
+            source: self.config.me,
+            tag,
+            bytes: size,
+            error: None,
+        };
+        if self.lost.contains(&dest) {
+            self.complete(req, sent.with_error(CompletionError::PeerLost));
+            return req;
+        }
+        let envelope = Envelope {
+            source: self.config.me,
+            context,
+            tag,
+        };
+        if dest == self.config.me {
+            self.send_to_self(req, envelope, region, sent);
+            return req;
+        }
+        let mut header = FrameHeader::new(FrameKind::Rts);
+        header.context = context;
+        header.tag = tag;
+        header.msg_size = size;
+        header.sender_req = req.to_wire();
+        if size <= self.config.eager_limit {
+            header.kind = FrameKind::Eager;
+            self.outbox.push_back(Transmit {
+                peer: dest,
+                header,
+                payload: TransmitPayload::Borrowed(region),
+                completes: Some(req),
+                copy_if_blocked: true,
+            });
+        } else {
+            self.set_send_state(req, SendState::AwaitCts);
+            self.outbox.push_back(Transmit {
+                peer: dest,
+                header,
+                payload: TransmitPayload::None,
+                completes: None,
+                copy_if_blocked: false,
+            });
+        }
+        req
+    }
+
+    fn send_to_self(&mut self, req: ReqId, envelope: Envelope, region: Region, sent: Completion) {
+        if let Some(recv) = self.posted.take_match(&envelope) {
+            // SAFETY: both regions are valid until their requests complete,
+            // which happens below.
+            let data = unsafe { region.as_slice() };
+            self.deliver(recv, envelope, data);
+            self.complete(req, sent);
+        } else if region.len as u64 <= self.config.eager_limit {
+            // SAFETY: the send buffer is valid until this request completes.
+            let copy = unsafe { region.as_slice() }.to_vec();
+            self.unexpected.push(envelope, Unexpected::Eager(copy));
+            self.complete(req, sent);
+        } else {
+            self.unexpected.push(envelope, Unexpected::Local(req));
+        }
+    }
+
+    /// Posts a receive into `region`; `None` source or tag is a wildcard.
+    pub fn irecv(
+        &mut self,
+        source: Option<u32>,
+        context: u32,
+        tag: Option<i32>,
+        region: Region,
+    ) -> ReqId {
+        let selector = Selector {
+            source,
+            context,
+            tag,
+        };
+        let req = self.requests.insert(Request {
+            kind: Kind::Recv {
+                region,
+                selector,
+                state: RecvState::Posted,
+            },
+            done: None,
+        });
+        match self.unexpected.take_match(&selector) {
+            Some((envelope, Unexpected::Eager(data))) => self.deliver(req, envelope, &data),
+            Some((envelope, Unexpected::Rts { sender_req, size })) => {
+                self.grant(req, envelope, sender_req, size);
+            }
+            Some((envelope, Unexpected::Local(send))) => {
+                let send_region = match self.requests.get(send).map(|r| &r.kind) {
+                    Some(Kind::Send { region, .. }) => *region,
+                    _ => unreachable!("a local rendezvous names a live send"),
+                };
+                // SAFETY: the send buffer is valid until `send` completes.
+                let data = unsafe { send_region.as_slice() };
+                self.deliver(req, envelope, data);
+                let sent = Completion {
+                    source: self.config.me,
+                    tag: envelope.tag,
+                    bytes: send_region.len as u64,
+                    error: None,
+                };
+                self.complete(send, sent);
+            }
+            None => match source {
+                Some(peer) if self.lost.contains(&peer) => {
+                    self.fail(req, CompletionError::PeerLost);
+                }
+                _ => self.posted.push(selector, req),
+            },
+        }
+        req
+    }
+
+    /// The oldest message a receive with these arguments would take, if it
+    /// has arrived: its envelope and size.
+    pub fn iprobe(
+        &self,
+        source: Option<u32>,
+        context: u32,
+        tag: Option<i32>,
+    ) -> Option<(Envelope, u64)> {
+        let selector = Selector {
+            source,
+            context,
+            tag,
+        };
+        self.unexpected
+            .peek_match(&selector)
+            .map(|(envelope, item)| {
+                let size = match item {
+                    Unexpected::Eager(data) => data.len() as u64,
+                    Unexpected::Rts { size, .. } => *size,
+                    Unexpected::Local(send) => match self.requests.get(*send).map(|r| &r.kind) {
+                        Some(Kind::Send { region, .. }) => region.len as u64,
+                        _ => 0,
+                    },
+                };
+                (*envelope, size)
+            })
+    }
+
+    /// Cancels a receive that has not matched a message yet. Returns false
+    /// (and changes nothing) when the request cannot be cancelled: it is a
+    /// send, it has matched, or it has completed.
+    pub fn cancel(&mut self, req: ReqId) -> bool {
+        let posted = matches!(
+            self.requests.get(req),
+            Some(Request {
+                kind: Kind::Recv {
+                    state: RecvState::Posted,
+                    ..
+                },
+                done: None,
+            })
+        );
+        if posted && self.posted.remove(req) {
+            self.fail(req, CompletionError::Cancelled);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// How `req` completed, if it has; `None` for pending or unknown requests.
+    pub fn completion(&self, req: ReqId) -> Option<Completion> {
+        self.requests.get(req).and_then(|r| r.done)
+    }
+
+    /// Whether `req` names a request of this engine that was not freed.
+    pub fn is_live(&self, req: ReqId) -> bool {
+        self.requests.get(req).is_some()
+    }
+
+    /// Frees a completed request and returns its completion; a pending
+    /// request is left alone (`None`).
+    pub fn take_completion(&mut self, req: ReqId) -> Option<Completion> {
+        let done = self.completion(req)?;
+        self.requests.remove(req);
+        Some(done)
+    }
+
+    /// Number of requests not yet freed.
+    pub fn live_requests(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// The next frame to send, in the order the protocol requires.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.outbox.pop_front()
+    }
+
+    /// Whether frames are waiting in [`Engine::poll_transmit`].
+    pub fn has_transmit(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
+    /// A frame whose `completes` named `req` was handed to the transport.
+    pub fn transmit_done(&mut self, req: ReqId) {
+        if let Some(Request {
+            kind: Kind::Send { tag, region, .. },
+            done: None,
+        }) = self.requests.get(req)
+        {
+            let sent = Completion {
+                source: self.config.me,
+                tag: *tag,
+                bytes: region.len as u64,
+                error: None,
+            };
+            self.complete(req, sent);
+        }
+    }
+
+    /// Handles a data-path header from `peer`; returns where its payload goes.
+    ///
+    /// An error means the peer broke the protocol: the runtime closes that
+    /// link (and reports [`Engine::peer_lost`]).
+    pub fn on_header(&mut self, peer: u32, header: &FrameHeader) -> Result<PayloadSink, WireError> {
+        let envelope = Envelope {
+            source: peer,
+            context: header.context,
+            tag: header.tag,
+        };
+        match header.kind {
+            FrameKind::Eager => Ok(self.on_eager(envelope, header.payload_len)),
+            FrameKind::Rts => {
+                match self.posted.take_match(&envelope) {
+                    Some(req) => self.grant(req, envelope, header.sender_req, header.msg_size),
+                    None => self.unexpected.push(
+                        envelope,
+                        Unexpected::Rts {
+                            sender_req: header.sender_req,
+                            size: header.msg_size,
+                        },
+                    ),
+                }
+                Ok(PayloadSink::None)
+            }
+            FrameKind::Cts => self.on_cts(peer, header),
+            FrameKind::Data => self.on_data(peer, header),
+            other => Err(WireError::UnexpectedFrame {
+                got: other,
+                state: "on the data path",
+            }),
+        }
+    }
+
+    fn on_eager(&mut self, envelope: Envelope, len: u64) -> PayloadSink {
+        match self.posted.take_match(&envelope) {
+            Some(req) => {
+                let region = self.recv_region(req);
+                if len == 0 {
+                    self.finish_recv(req, envelope, 0, region);
+                    return PayloadSink::None;
+                }
+                let fits = (region.len as u64).min(len);
+                self.set_matched(req, envelope, len, fits);
+                PayloadSink::Region {
+                    region: region.prefix(fits as usize),
+                    discard: len - fits,
+                    token: SinkToken(Token::Recv(req)),
+                }
+            }
+            None if len == 0 => {
+                self.unexpected
+                    .push(envelope, Unexpected::Eager(Vec::new()));
+                PayloadSink::None
+            }
+            None => PayloadSink::Owned {
+                buf: vec![0; len as usize],
+                token: SinkToken(Token::Unexpected(envelope)),
+            },
+        }
+    }
+
+    fn on_cts(&mut self, peer: u32, header: &FrameHeader) -> Result<PayloadSink, WireError> {
+        let req = ReqId::from_wire(header.sender_req);
+        let region = match self.requests.get(req) {
+            Some(Request {
+                kind:
+                    Kind::Send {
+                        peer: p,
+                        region,
+                        state: SendState::AwaitCts,
+                        ..
+                    },
+                done: None,
+            }) if *p == peer => *region,
+            _ => {
+                return Err(WireError::UnknownHandle {
+                    kind: FrameKind::Cts,
+                    handle: header.sender_req,
+                })
+            }
+        };
+        if header.msg_size > region.len as u64 {
+            return Err(WireError::DataLength {
+                expected: region.len as u64,
+                got: header.msg_size,
+            });
+        }
+        self.set_send_state(req, SendState::Data);
+        let mut data = FrameHeader::new(FrameKind::Data);
+        data.context = header.context;
+        data.tag = header.tag;
+        data.msg_size = header.msg_size;
+        data.sender_req = header.sender_req;
+        data.receiver_req = header.receiver_req;
+        self.outbox.push_back(Transmit {
+            peer,
+            header: data,
+            payload: TransmitPayload::Borrowed(region.prefix(header.msg_size as usize)),
+            completes: Some(req),
+            copy_if_blocked: false,
+        });
+        Ok(PayloadSink::None)
+    }
+
+    fn on_data(&mut self, peer: u32, header: &FrameHeader) -> Result<PayloadSink, WireError> {
+        let req = ReqId::from_wire(header.receiver_req);
+        let (region, source, tag, size, granted) = match self.requests.get(req) {
+            Some(Request {
+                kind:
+                    Kind::Recv {
+                        region,
+                        state:
+                            RecvState::Matched {
+                                source,
+                                tag,
+                                size,
+                                granted,
+                            },
+                        ..
+                    },
+                done: None,
+            }) if *source == peer => (*region, *source, *tag, *size, *granted),
+            _ => {
+                return Err(WireError::UnknownHandle {
+                    kind: FrameKind::Data,
+                    handle: header.receiver_req,
+                })
+            }
+        };
+        if header.payload_len != granted {
+            return Err(WireError::DataLength {
+                expected: granted,
+                got: header.payload_len,
+            });
+        }
+        if granted == 0 {
+            let envelope = Envelope {
+                source,
+                context: header.context,
+                tag,
+            };
+            self.finish_recv(req, envelope, size, region);
+            return Ok(PayloadSink::None);
+        }
+        Ok(PayloadSink::Region {
+            region: region.prefix(granted as usize),
+            discard: 0,
+            token: SinkToken(Token::Recv(req)),
+        })
+    }
+
+    /// The payload announced by [`Engine::on_header`] has been read.
+    /// `owned` is the buffer of a [`PayloadSink::Owned`], `None` otherwise.
+    pub fn payload_done(&mut self, token: SinkToken, owned: Option<Vec<u8>>) {
+        match token.0 {
+            Token::Recv(req) => {
+                if let Some(Request {
+                    kind:
+                        Kind::Recv {
+                            region,
+                            state:
+                                RecvState::Matched {
+                                    source, tag, size, ..
+                                },
+                            selector,
+                        },
+                    done: None,
+                }) = self.requests.get(req)
+                {
+                    let envelope = Envelope {
+                        source: *source,
+                        context: selector.context,
+                        tag: *tag,
+                    };
+                    let (size, region) = (*size, *region);
+                    self.finish_recv(req, envelope, size, region);
+                }
+            }
+            Token::Unexpected(envelope) => {
+                let data = owned.unwrap_or_default();
+                match self.posted.take_match(&envelope) {
+                    Some(req) => self.deliver(req, envelope, &data),
+                    None => self.unexpected.push(envelope, Unexpected::Eager(data)),
+                }
+            }
+        }
+    }
+
+    /// The link to `peer` is gone: every request that needs it completes
+    /// with [`CompletionError::PeerLost`], and so will new ones.
+    pub fn peer_lost(&mut self, peer: u32) {
+        self.lost.insert(peer);
+        self.outbox.retain(|t| t.peer != peer);
+        let mut failed: Vec<ReqId> = self.posted.take_from_source(peer);
+        for (id, request) in self.requests.iter_mut() {
+            if request.done.is_some() {
+                continue;
+            }
+            let needs_peer = match &request.kind {
+                Kind::Send { peer: p, .. } => *p == peer,
+                Kind::Recv {
+                    state: RecvState::Matched { source, .. },
+                    ..
+                } => *source == peer,
+                Kind::Recv { .. } => false,
+            };
+            if needs_peer {
+                failed.push(id);
+            }
+        }
+        for req in failed {
+            self.fail(req, CompletionError::PeerLost);
+        }
+    }
+
+    /// Whether `peer` was reported lost.
+    pub fn is_lost(&self, peer: u32) -> bool {
+        self.lost.contains(&peer)
+    }
+
+    fn recv_region(&self, req: ReqId) -> Region {
+        match self.requests.get(req).map(|r| &r.kind) {
+            Some(Kind::Recv { region, .. }) => *region,
+            _ => unreachable!("posted queue holds only live receives"),
+        }
+    }
+
+    fn set_send_state(&mut self, req: ReqId, new: SendState) {
+        if let Some(Request {
+            kind: Kind::Send { state, .. },
+            ..
+        }) = self.requests.get_mut(req)
+        {
+            *state = new;
+        }
+    }
+
+    fn set_matched(&mut self, req: ReqId, envelope: Envelope, size: u64, granted: u64) {
+        if let Some(Request {
+            kind: Kind::Recv { state, .. },
+            ..
+        }) = self.requests.get_mut(req)
+        {
+            *state = RecvState::Matched {
+                source: envelope.source,
+                tag: envelope.tag,
+                size,
+                granted,
+            };
+        }
+    }
+
+    /// Matches a receive with a rendezvous announcement and grants the data.
+    fn grant(&mut self, req: ReqId, envelope: Envelope, sender_req: u64, size: u64) {
+        if self.lost.contains(&envelope.source) {
+            self.fail(req, CompletionError::PeerLost);
+            return;
+        }
+        let region = self.recv_region(req);
+        let granted = (region.len as u64).min(size);
+        self.set_matched(req, envelope, size, granted);
+        let mut cts = FrameHeader::new(FrameKind::Cts);
+        cts.context = envelope.context;
+        cts.tag = envelope.tag;
+        cts.msg_size = granted;
+        cts.sender_req = sender_req;
+        cts.receiver_req = req.to_wire();
+        self.outbox.push_back(Transmit {
+            peer: envelope.source,
+            header: cts,
+            payload: TransmitPayload::None,
+            completes: None,
+            copy_if_blocked: false,
+        });
+    }
+
+    /// Copies a whole message that is already here into a receive.
+    fn deliver(&mut self, req: ReqId, envelope: Envelope, data: &[u8]) {
+        let region = self.recv_region(req);
+        // SAFETY: the receive buffer is valid until `req` completes, and the
+        // data is in engine memory or another request's buffer, not in it.
+        unsafe { region.copy_from(data) };
+        self.finish_recv(req, envelope, data.len() as u64, region);
+    }
+
+    fn finish_recv(&mut self, req: ReqId, envelope: Envelope, size: u64, region: Region) {
+        let error = (size > region.len as u64).then_some(CompletionError::Truncated);
+        self.complete(
+            req,
+            Completion {
+                source: envelope.source,
+                tag: envelope.tag,
+                bytes: size,
+                error,
+            },
+        );
+    }
+
+    fn fail(&mut self, req: ReqId, error: CompletionError) {
+        let tag = match self.requests.get(req).map(|r| &r.kind) {
+            Some(Kind::Send { tag, .. }) => *tag,
+            _ => 0,
+        };
+        let source = match self.requests.get(req).map(|r| &r.kind) {
+            Some(Kind::Send { peer, .. }) => *peer,
+            Some(Kind::Recv { selector, .. }) => selector.source.unwrap_or(u32::MAX),
+            None => u32::MAX,
+        };
+        self.complete(
+            req,
+            Completion {
+                source,
+                tag,
+                bytes: 0,
+                error: Some(error),
+            },
+        );
+    }
+
+    fn complete(&mut self, req: ReqId, completion: Completion) {
+        if let Some(request) = self.requests.get_mut(req) {
+            if request.done.is_none() {
+                request.done = Some(completion);
+            }
+        }
+    }
+}
+
+impl Completion {
+    fn with_error(mut self, error: CompletionError) -> Completion {
+        self.error = Some(error);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,391 @@
+//! Engines wired together in memory, in one thread: every frame goes
+//! through the real header codec with per-link sequence numbers.
+
+use super::*;
+use crate::wire::HEADER_LEN;
+
+const EAGER: u64 = 64;
+
+struct World {
+    engines: Vec<Engine>,
+    /// Next sequence number per (from, to).
+    seq: Vec<Vec<u64>>,
+    /// Frames in flight per (from, to), encoded.
+    links: Vec<Vec<VecDeque<Vec<u8>>>>,
+}
+
+impl World {
+    fn new(n: u32) -> World {
+        World {
+            engines: (0..n)
+                .map(|me| {
+                    Engine::new(EngineConfig {
+                        me,
+                        eager_limit: EAGER,
+                    })
+                })
+                .collect(),
+            seq: vec![vec![0; n as usize]; n as usize],
+            links: vec![vec![VecDeque::new(); n as usize]; n as usize],
+        }
+    }
+
+    /// Moves frames until nothing is left to move.
+    fn pump(&mut self) {
+        loop {
+            let mut moved = false;
+            for from in 0..self.engines.len() {
+                while let Some(t) = self.engines[from].poll_transmit() {
+                    moved = true;
+                    let to = t.peer as usize;
+                    let mut header = t.header;
+                    header.seq = self.seq[from][to];
+                    self.seq[from][to] += 1;
+                    header.payload_len = t.payload.len() as u64;
+                    let mut bytes = header.encode().to_vec();
+                    match &t.payload {
+                        TransmitPayload::None => {}
+                        TransmitPayload::Borrowed(r) => {
+                            bytes.extend_from_slice(unsafe { r.as_slice() })
+                        }
+                        TransmitPayload::Owned(v) => bytes.extend_from_slice(v),
+                    }
+                    if let Some(req) = t.completes {
+                        self.engines[from].transmit_done(req);
+                    }
+                    self.links[from][to].push_back(bytes);
+                }
+            }
+            for from in 0..self.engines.len() {
+                for to in 0..self.engines.len() {
+                    while let Some(frame) = self.links[from][to].pop_front() {
+                        moved = true;
+                        self.receive(from as u32, to, &frame).expect("valid frame");
+                    }
+                }
+            }
+            if !moved {
+                return;
+            }
+        }
+    }
+
+    fn expected_seq(&self, from: u32, to: usize) -> u64 {
+        let sent = self.seq[from as usize][to];
+        sent - 1 - self.links[from as usize][to].len() as u64
+    }
+
+    fn receive(&mut self, from: u32, to: usize, frame: &[u8]) -> Result<(), WireError> {
+        let head: [u8; HEADER_LEN] = frame[..HEADER_LEN].try_into().unwrap();
+        let expected = self.expected_seq(from, to);
+        let header = FrameHeader::decode(&head, expected, EAGER)?;
+        let payload = &frame[HEADER_LEN..];
+        assert_eq!(payload.len() as u64, header.payload_len);
+        match self.engines[to].on_header(from, &header)? {
+            PayloadSink::None => {}
+            PayloadSink::Region {
+                region,
+                discard,
+                token,
+            } => {
+                assert_eq!(region.len as u64 + discard, header.payload_len);
+                unsafe { region.copy_from(&payload[..region.len]) };
+                self.engines[to].payload_done(token, None);
+            }
+            PayloadSink::Owned { mut buf, token } => {
+                buf.copy_from_slice(payload);
+                self.engines[to].payload_done(token, Some(buf));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn region(buf: &mut [u8]) -> Region {
+    Region {
+        ptr: buf.as_mut_ptr(),
+        len: buf.len(),
+    }
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+fn done(engine: &mut Engine, req: ReqId) -> Completion {
+    engine.take_completion(req).expect("request complete")
+}
+
+#[test]
+fn eager_and_rendezvous_deliver_whether_posted_first_or_not() {
+    for len in [0usize, 1, EAGER as usize, EAGER as usize + 1, 5000] {
+        for post_first in [true, false] {
+            let mut w = World::new(2);
+            let mut src = pattern(len, 3);
+            let mut dst = vec![0u8; len];
+            let mut r = None;
+            if post_first {
+                r = Some(w.engines[1].irecv(Some(0), 0, Some(9), region(&mut dst)));
+                w.pump();
+            }
+            let s = w.engines[0].isend(1, 0, 9, region(&mut src));
+            w.pump();
+            let r = r.unwrap_or_else(|| w.engines[1].irecv(Some(0), 0, Some(9), region(&mut dst)));
+            w.pump();
+            let got = done(&mut w.engines[1], r);
+            assert_eq!(
+                got,
+                Completion {
+                    source: 0,
+                    tag: 9,
+                    bytes: len as u64,
+                    error: None
+                },
+                "len {len} post_first {post_first}"
+            );
+            assert_eq!(done(&mut w.engines[0], s).error, None);
+            assert_eq!(dst, src);
+            assert_eq!(
+                w.engines[0].live_requests() + w.engines[1].live_requests(),
+                0
+            );
+        }
+    }
+}
+
+#[test]
+fn messages_do_not_overtake_within_source_tag_and_context() {
+    let mut w = World::new(2);
+    let sizes = [10usize, 500, 3, 200, 0, 64, 65];
+    let mut sends: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| pattern(n, i as u8))
+        .collect();
+    for buf in sends.iter_mut() {
+        w.engines[0].isend(1, 0, 1, region(buf));
+    }
+    w.pump();
+    let mut recvs: Vec<Vec<u8>> = sizes.iter().map(|_| vec![0u8; 600]).collect();
+    let reqs: Vec<ReqId> = recvs
+        .iter_mut()
+        .map(|b| w.engines[1].irecv(Some(0), 0, Some(1), region(b)))
+        .collect();
+    w.pump();
+    for (i, req) in reqs.into_iter().enumerate() {
+        let c = done(&mut w.engines[1], req);
+        assert_eq!(c.bytes as usize, sizes[i]);
+        assert_eq!(&recvs[i][..sizes[i]], &sends[i][..]);
+    }
+}
+
+#[test]
+fn wildcards_take_the_oldest_match() {
+    let mut w = World::new(3);
+    let mut a = pattern(8, 1);
+    let mut b = pattern(100, 2);
+    w.engines[0].isend(2, 0, 5, region(&mut a));
+    w.pump();
+    w.engines[1].isend(2, 0, 6, region(&mut b));
+    w.pump();
+    let mut buf = vec![0u8; 200];
+    let any = w.engines[2].irecv(None, 0, None, region(&mut buf));
+    w.pump();
+    let c = done(&mut w.engines[2], any);
+    assert_eq!((c.source, c.tag, c.bytes), (0, 5, 8));
+    let tag6 = w.engines[2].irecv(None, 0, Some(6), region(&mut buf));
+    w.pump();
+    let c = done(&mut w.engines[2], tag6);
+    assert_eq!((c.source, c.tag, c.bytes), (1, 6, 100));
+    assert_eq!(&buf[..100], &b[..]);
+}
+
+#[test]
+fn contexts_keep_traffic_apart() {
+    let mut w = World::new(2);
+    let mut x = pattern(4, 1);
+    let mut y = pattern(4, 2);
+    w.engines[0].isend(1, 7, 0, region(&mut x));
+    w.engines[0].isend(1, 0, 0, region(&mut y));
+    w.pump();
+    let mut buf = vec![0u8; 4];
+    let r = w.engines[1].irecv(Some(0), 0, None, region(&mut buf));
+    w.pump();
+    done(&mut w.engines[1], r);
+    assert_eq!(buf, y);
+}
+
+#[test]
+fn truncation_reports_true_size_and_keeps_the_link_in_step() {
+    for len in [40usize, 4000] {
+        let mut w = World::new(2);
+        let mut big = pattern(len, 9);
+        let mut next = pattern(30, 4);
+        let mut small = vec![0u8; 16];
+        let r = w.engines[1].irecv(Some(0), 0, None, region(&mut small));
+        w.pump();
+        let s = w.engines[0].isend(1, 0, 1, region(&mut big));
+        w.engines[0].isend(1, 0, 2, region(&mut next));
+        w.pump();
+        let c = done(&mut w.engines[1], r);
+        assert_eq!(c.error, Some(CompletionError::Truncated));
+        assert_eq!(c.bytes, len as u64);
+        assert_eq!(&small[..], &big[..16]);
+        assert_eq!(done(&mut w.engines[0], s).error, None);
+        let mut after = vec![0u8; 30];
+        let r2 = w.engines[1].irecv(Some(0), 0, Some(2), region(&mut after));
+        w.pump();
+        assert_eq!(done(&mut w.engines[1], r2).error, None);
+        assert_eq!(after, next);
+    }
+}
+
+#[test]
+fn probe_sees_envelope_and_size_without_receiving() {
+    let mut w = World::new(2);
+    let mut msg = pattern(1000, 5);
+    w.engines[0].isend(1, 0, 42, region(&mut msg));
+    w.pump();
+    let (env, size) = w.engines[1]
+        .iprobe(None, 0, None)
+        .expect("message announced");
+    assert_eq!((env.source, env.tag, size), (0, 42, 1000));
+    assert!(w.engines[1].iprobe(None, 0, Some(41)).is_some() == false);
+    let mut buf = vec![0u8; 1000];
+    let r = w.engines[1].irecv(Some(0), 0, Some(42), region(&mut buf));
+    w.pump();
+    done(&mut w.engines[1], r);
+    assert_eq!(buf, msg);
+    assert!(w.engines[1].iprobe(None, 0, None).is_none());
+}
+
+#[test]
+fn cancel_removes_a_posted_receive_only() {
+    let mut w = World::new(2);
+    let mut buf = vec![0u8; 8];
+    let r = w.engines[1].irecv(Some(0), 0, Some(1), region(&mut buf));
+    assert!(w.engines[1].cancel(r));
+    assert_eq!(
+        done(&mut w.engines[1], r).error,
+        Some(CompletionError::Cancelled)
+    );
+    let mut msg = pattern(8, 1);
+    w.engines[0].isend(1, 0, 1, region(&mut msg));
+    w.pump();
+    assert!(
+        w.engines[1].iprobe(Some(0), 0, Some(1)).is_some(),
+        "the message was not taken by the cancelled receive"
+    );
+    let mut big = pattern(500, 1);
+    let mut dst = vec![0u8; 500];
+    let r = w.engines[1].irecv(Some(0), 0, Some(2), region(&mut dst));
+    w.engines[0].isend(1, 0, 2, region(&mut big));
+    w.pump();
+    assert!(
+        !w.engines[1].cancel(r),
+        "a completed receive cannot be cancelled"
+    );
+}
+
+#[test]
+fn lost_peer_fails_pending_and_new_requests() {
+    let mut w = World::new(3);
+    let mut big = pattern(500, 1);
+    let send = w.engines[0].isend(1, 0, 0, region(&mut big));
+    let mut buf = vec![0u8; 8];
+    let recv = w.engines[0].irecv(Some(1), 0, None, region(&mut buf));
+    let mut buf2 = vec![0u8; 8];
+    let any = w.engines[0].irecv(None, 0, None, region(&mut buf2));
+    w.engines[0].poll_transmit();
+    w.engines[0].peer_lost(1);
+    assert_eq!(
+        done(&mut w.engines[0], send).error,
+        Some(CompletionError::PeerLost)
+    );
+    assert_eq!(
+        done(&mut w.engines[0], recv).error,
+        Some(CompletionError::PeerLost)
+    );
+    assert!(
+        w.engines[0].completion(any).is_none(),
+        "a wildcard receive may still match another peer"
+    );
+    let again = w.engines[0].isend(1, 0, 0, region(&mut big));
+    assert_eq!(
+        done(&mut w.engines[0], again).error,
+        Some(CompletionError::PeerLost)
+    );
+    let mut msg = pattern(8, 3);
+    w.engines[2].isend(0, 0, 0, region(&mut msg));
+    w.pump();
+    assert_eq!(done(&mut w.engines[0], any).source, 2);
+}
+
+#[test]
+fn self_sends_small_and_large_in_either_order() {
+    for len in [0usize, 10, 1000] {
+        let mut w = World::new(1);
+        let mut msg = pattern(len, 6);
+        let mut dst = vec![0u8; len];
+        let s = w.engines[0].isend(0, 0, 3, region(&mut msg));
+        let r = w.engines[0].irecv(Some(0), 0, Some(3), region(&mut dst));
+        assert_eq!(done(&mut w.engines[0], s).error, None);
+        assert_eq!(done(&mut w.engines[0], r).bytes, len as u64);
+        assert_eq!(dst, msg);
+        let r = w.engines[0].irecv(None, 0, None, region(&mut dst));
+        let s = w.engines[0].isend(0, 0, 3, region(&mut msg));
+        assert!(w.engines[0].completion(r).is_some() && w.engines[0].completion(s).is_some());
+        assert!(!w.engines[0].has_transmit());
+    }
+}
+
+#[test]
+fn frames_for_unknown_handles_or_wrong_sizes_are_protocol_errors() {
+    let mut e = Engine::new(EngineConfig {
+        me: 0,
+        eager_limit: EAGER,
+    });
+    let mut cts = FrameHeader::new(FrameKind::Cts);
+    cts.sender_req = 12345;
+    assert!(matches!(
+        e.on_header(1, &cts),
+        Err(WireError::UnknownHandle { .. })
+    ));
+    let mut data = FrameHeader::new(FrameKind::Data);
+    data.receiver_req = 7;
+    data.payload_len = 10;
+    assert!(matches!(
+        e.on_header(1, &data),
+        Err(WireError::UnknownHandle { .. })
+    ));
+    assert!(matches!(
+        e.on_header(1, &FrameHeader::new(FrameKind::Hello)),
+        Err(WireError::UnexpectedFrame { .. })
+    ));
+
+    let mut w = World::new(2);
+    let mut dst = vec![0u8; 1000];
+    w.engines[1].irecv(Some(0), 0, None, region(&mut dst));
+    let mut src = pattern(1000, 0);
+    w.engines[0].isend(1, 0, 0, region(&mut src));
+    let rts = w.engines[0].poll_transmit().unwrap();
+    w.engines[1].on_header(0, &rts.header).unwrap();
+    let grant = w.engines[1].poll_transmit().unwrap();
+    assert_eq!(grant.header.kind, FrameKind::Cts);
+    let mut bad = FrameHeader::new(FrameKind::Data);
+    bad.receiver_req = grant.header.receiver_req;
+    bad.payload_len = 999;
+    assert_eq!(
+        w.engines[1].on_header(0, &bad).unwrap_err(),
+        WireError::DataLength {
+            expected: 1000,
+            got: 999
+        }
+    );
+    assert!(
+        w.engines[1].on_header(1, &bad).is_err(),
+        "data from another peer than the one granted"
+    );
+}

@@ -1,0 +1,22 @@
+//! The sans-IO protocol engine of Tether.
+//!
+//! Nothing in this crate opens a socket, reads a clock or starts a thread:
+//! the runtime hands it decoded frame headers and finished payloads, and it
+//! answers with frames to transmit and requests that completed. This keeps
+//! every protocol decision (matching order, eager or rendezvous, truncation,
+//! what a lost peer means for pending requests) in one deterministic place
+//! that is unit-tested in a single thread.
+//!
+//! The layers, top to bottom:
+//! - [`engine::Engine`]: point-to-point requests with MPI semantics;
+//! - [`matching`]: the posted-receive and unexpected-message queues;
+//! - [`wire`]: the frame header and handshake codecs.
+
+pub mod engine;
+pub mod matching;
+pub mod request;
+pub mod wire;
+
+pub use engine::{Engine, EngineConfig, PayloadSink, SinkToken, Transmit, TransmitPayload};
+pub use request::{Completion, CompletionError, Region, ReqId};
+pub use wire::{FrameHeader, FrameKind, Hello, WireError};

@@ -1,0 +1,222 @@
+//! MPI message matching: the posted-receive queue and the unexpected-message
+//! queue.
+//!
+//! Both queues keep arrival order, and both are searched front to back, so
+//! a message matches the oldest receive that accepts it and a receive takes
+//! the oldest message it accepts. With one ordered link per peer this gives
+//! MPI's non-overtaking rule per (source, tag, context).
+
+use std::collections::VecDeque;
+
+use crate::request::ReqId;
+
+/// Who sent a message, in which context, with which tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Envelope {
+    pub source: u32,
+    pub context: u32,
+    pub tag: i32,
+}
+
+/// What a receive accepts: `None` is a wildcard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Selector {
+    pub source: Option<u32>,
+    pub context: u32,
+    pub tag: Option<i32>,
+}
+
+impl Selector {
+    pub fn matches(&self, envelope: &Envelope) -> bool {
+        self.context == envelope.context
+            && self.source.is_none_or(|s| s == envelope.source)
+            && self.tag.is_none_or(|t| t == envelope.tag)
+    }
+}
+
+/// Receives that were posted before their message arrived.
+#[derive(Debug, Default)]
+pub struct PostedQueue {
+    items: VecDeque<(Selector, ReqId)>,
+}
+
+impl PostedQueue {
+    pub fn push(&mut self, selector: Selector, req: ReqId) {
+        self.items.push_back((selector, req));
+    }
+
+    /// Removes and returns the oldest receive that accepts `envelope`.
+    pub fn take_match(&mut self, envelope: &Envelope) -> Option<ReqId> {
+        let at = self.items.iter().position(|(s, _)| s.matches(envelope))?;
+        self.items.remove(at).map(|(_, req)| req)
+    }
+
+    /// Removes `req` if it is still waiting; tells whether it was.
+    pub fn remove(&mut self, req: ReqId) -> bool {
+        match self.items.iter().position(|(_, r)| *r == req) {
+            Some(at) => {
+                self.items.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes every receive that names `source` explicitly.
+    pub fn take_from_source(&mut self, source: u32) -> Vec<ReqId> {
+        let mut taken = Vec::new();
+        self.items.retain(|(s, r)| {
+            let hit = s.source == Some(source);
+            if hit {
+                taken.push(*r);
+            }
+            !hit
+        });
+        taken
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+/// Messages that arrived before a receive accepted them, with whatever the
+/// engine keeps for each (`T`: the data, or a pending rendezvous).
+#[derive(Debug)]
+pub struct UnexpectedQueue<T> {
+    items: VecDeque<(Envelope, T)>,
+}
+
+impl<T> Default for UnexpectedQueue<T> {
+    fn default() -> Self {
+        UnexpectedQueue {
+            items: VecDeque::new(),
+        }
+    }
+}
+
+impl<T> UnexpectedQueue<T> {
+    pub fn push(&mut self, envelope: Envelope, item: T) {
+        self.items.push_back((envelope, item));
+    }
+
+    /// Removes and returns the oldest message `selector` accepts.
+    pub fn take_match(&mut self, selector: &Selector) -> Option<(Envelope, T)> {
+        let at = self.items.iter().position(|(e, _)| selector.matches(e))?;
+        self.items.remove(at)
+    }
+
+    /// The oldest message `selector` accepts, left in place (probe).
+    pub fn peek_match(&self, selector: &Selector) -> Option<(&Envelope, &T)> {
+        self.items
+            .iter()
+            .find(|(e, _)| selector.matches(e))
+            .map(|(e, t)| (e, t))
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(source: u32, tag: i32) -> Envelope {
+        Envelope {
+            source,
+            context: 0,
+            tag,
+        }
+    }
+
+    fn id(slot: u32) -> ReqId {
+        ReqId {
+            slot,
+            generation: 0,
+        }
+    }
+
+    #[test]
+    fn oldest_matching_receive_wins() {
+        let mut posted = PostedQueue::default();
+        let any = Selector {
+            source: None,
+            context: 0,
+            tag: None,
+        };
+        let exact = Selector {
+            source: Some(1),
+            context: 0,
+            tag: Some(5),
+        };
+        posted.push(exact, id(0));
+        posted.push(any, id(1));
+        assert_eq!(posted.take_match(&env(2, 5)), Some(id(1)));
+        assert_eq!(posted.take_match(&env(1, 5)), Some(id(0)));
+        assert_eq!(posted.take_match(&env(1, 5)), None);
+    }
+
+    #[test]
+    fn contexts_never_cross() {
+        let mut posted = PostedQueue::default();
+        posted.push(
+            Selector {
+                source: None,
+                context: 1,
+                tag: None,
+            },
+            id(0),
+        );
+        assert_eq!(posted.take_match(&env(0, 0)), None);
+    }
+
+    #[test]
+    fn oldest_matching_message_wins_and_probe_leaves_it() {
+        let mut queue = UnexpectedQueue::default();
+        queue.push(env(1, 7), "a");
+        queue.push(env(1, 8), "b");
+        queue.push(env(1, 7), "c");
+        let sel = Selector {
+            source: Some(1),
+            context: 0,
+            tag: Some(7),
+        };
+        assert_eq!(queue.peek_match(&sel).map(|(_, t)| *t), Some("a"));
+        assert_eq!(queue.take_match(&sel).map(|(_, t)| t), Some("a"));
+        assert_eq!(queue.take_match(&sel).map(|(_, t)| t), Some("c"));
+        assert_eq!(queue.len(), 1);
+    }
+
+    #[test]
+    fn lost_source_takes_only_explicit_receives() {
+        let mut posted = PostedQueue::default();
+        posted.push(
+            Selector {
+                source: Some(3),
+                context: 0,
+                tag: None,
+            },
+            id(0),
+        );
+        posted.push(
+            Selector {
+                source: None,
+                context: 0,
+                tag: None,
+            },
+            id(1),
+        );
+        assert_eq!(posted.take_from_source(3), vec![id(0)]);
+        assert_eq!(posted.len(), 1);
+    }
+}

@@ -1,0 +1,210 @@
+//! Requests: the user buffers they name, their identities on the wire and
+//! how they completed.
+
+/// A user buffer: start and length.
+///
+/// The engine never dereferences a `Region` itself except to copy between
+/// two regions it was given (self-sends, unexpected messages). Whoever
+/// creates a region promises what MPI promises: the memory stays valid and
+/// is not touched by the program until the request naming it completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    pub ptr: *mut u8,
+    pub len: usize,
+}
+
+// SAFETY: a Region is an address and a length; the promise above, not the
+// type, is what makes access through it sound, and it holds across threads.
+unsafe impl Send for Region {}
+unsafe impl Sync for Region {}
+
+impl Region {
+    pub const EMPTY: Region = Region {
+        ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+        len: 0,
+    };
+
+    /// A region for a buffer the engine will only read from.
+    pub fn from_const(ptr: *const u8, len: usize) -> Region {
+        Region {
+            ptr: ptr as *mut u8,
+            len,
+        }
+    }
+
+    /// The first `len` bytes of this region.
+    pub fn prefix(self, len: usize) -> Region {
+        Region {
+            ptr: self.ptr,
+            len: len.min(self.len),
+        }
+    }
+
+    /// Copies as much of `src` as fits; returns the number of bytes copied.
+    ///
+    /// # Safety
+    /// Both regions must be valid as promised at creation and must not overlap.
+    pub unsafe fn copy_from(self, src: &[u8]) -> usize {
+        let n = src.len().min(self.len);
+        if n > 0 {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr, n);
+        }
+        n
+    }
+
+    /// The bytes of the region.
+    ///
+    /// # Safety
+    /// The region must be valid for reads as promised at creation.
+    pub unsafe fn as_slice<'a>(self) -> &'a [u8] {
+        if self.len == 0 {
+            &[]
+        } else {
+            std::slice::from_raw_parts(self.ptr, self.len)
+        }
+    }
+}
+
+/// Identifies a request inside one engine: a slot and the generation of the
+/// slot, so that a handle of a freed request is never mistaken for a new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ReqId {
+    pub slot: u32,
+    pub generation: u32,
+}
+
+impl ReqId {
+    /// The 64-bit form carried in frame headers.
+    pub fn to_wire(self) -> u64 {
+        (u64::from(self.generation) << 32) | u64::from(self.slot)
+    }
+
+    pub fn from_wire(value: u64) -> ReqId {
+        ReqId {
+            slot: value as u32,
+            generation: (value >> 32) as u32,
+        }
+    }
+}
+
+/// Why a request completed without (fully) succeeding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompletionError {
+    /// The message was longer than the receive buffer; the buffer holds its prefix.
+    Truncated,
+    /// The peer went away before the operation could finish.
+    PeerLost,
+    /// The request was cancelled before it matched anything.
+    Cancelled,
+}
+
+/// How a request ended. For receives `source`, `tag` and `bytes` describe
+/// the message (`bytes` is its true size, even when truncated); for sends
+/// they describe what was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub source: u32,
+    pub tag: i32,
+    pub bytes: u64,
+    pub error: Option<CompletionError>,
+}
+
+/// A slab of values addressed by [`ReqId`], with generations.
+#[derive(Debug)]
+pub(crate) struct Slab<T> {
+    slots: Vec<(u32, Option<T>)>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl<T> Slab<T> {
+    pub(crate) fn new() -> Slab<T> {
+        Slab {
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+        }
+    }
+
+    pub(crate) fn insert(&mut self, value: T) -> ReqId {
+        self.live += 1;
+        if let Some(slot) = self.free.pop() {
+            let entry = &mut self.slots[slot as usize];
+            entry.0 = entry.0.wrapping_add(1);
+            entry.1 = Some(value);
+            ReqId {
+                slot,
+                generation: entry.0,
+            }
+        } else {
+            let slot = self.slots.len() as u32;
+            self.slots.push((0, Some(value)));
+            ReqId {
+                slot,
+                generation: 0,
+            }
+        }
+    }
+
+    pub(crate) fn get(&self, id: ReqId) -> Option<&T> {
+        match self.slots.get(id.slot as usize) {
+            Some((generation, Some(value))) if *generation == id.generation => Some(value),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn get_mut(&mut self, id: ReqId) -> Option<&mut T> {
+        match self.slots.get_mut(id.slot as usize) {
+            Some((generation, Some(value))) if *generation == id.generation => Some(value),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn remove(&mut self, id: ReqId) -> Option<T> {
+        let entry = self.slots.get_mut(id.slot as usize)?;
+        if entry.0 != id.generation || entry.1.is_none() {
+            return None;
+        }
+        self.free.push(id.slot);
+        self.live -= 1;
+        entry.1.take()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.live
+    }
+
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (ReqId, &mut T)> {
+        self.slots
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(slot, (generation, value))| {
+                value.as_mut().map(|v| {
+                    (
+                        ReqId {
+                            slot: slot as u32,
+                            generation: *generation,
+                        },
+                        v,
+                    )
+                })
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_ids_do_not_reach_reused_slots() {
+        let mut slab = Slab::new();
+        let a = slab.insert(1);
+        assert_eq!(slab.remove(a), Some(1));
+        let b = slab.insert(2);
+        assert_eq!(a.slot, b.slot);
+        assert_eq!(slab.get(a), None);
+        assert_eq!(slab.get(b), Some(&2));
+        assert_eq!(ReqId::from_wire(b.to_wire()), b);
+    }
+}

@@ -1,0 +1,343 @@
+//! The wire format: one fixed-size little-endian frame header, optionally
+//! followed by a payload, and the handshake message.
+//!
+//! Layout of a header ([`HEADER_LEN`] bytes, all fields little-endian):
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 4 | magic `b"TTHR"` |
+//! | 4 | 2 | protocol version |
+//! | 6 | 1 | frame kind |
+//! | 7 | 1 | flags (reserved, 0) |
+//! | 8 | 8 | sequence number, per connection and direction, from 0 |
+//! | 16 | 8 | payload length in bytes |
+//! | 24 | 4 | communication context |
+//! | 28 | 4 | tag |
+//! | 32 | 8 | message size (the whole message, for `Rts`) |
+//! | 40 | 8 | sender's request handle |
+//! | 48 | 8 | receiver's request handle |
+//!
+//! Decoding checks magic, version, sequence number and the payload length
+//! allowed for the kind *before* anything is allocated, so a peer cannot
+//! make the receiver allocate from a length it chose.
+
+use thiserror::Error;
+
+/// The four bytes every frame starts with.
+pub const MAGIC: [u8; 4] = *b"TTHR";
+/// The protocol version this build speaks; a peer with another version is refused.
+pub const VERSION: u16 = 1;
+/// Size of an encoded [`FrameHeader`].
+pub const HEADER_LEN: usize = 56;
+/// The largest payload of a control frame (handshake, reject reason).
+pub const MAX_CONTROL_PAYLOAD: u64 = 4096;
+
+/// What a frame carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum FrameKind {
+    /// Connector's handshake: payload is an encoded [`Hello`].
+    Hello = 1,
+    /// Acceptor's positive answer: payload is the acceptor's [`Hello`].
+    HelloAck = 2,
+    /// Acceptor refuses the connection: payload is a UTF-8 reason.
+    HelloReject = 3,
+    /// A whole small message: envelope in the header, data in the payload.
+    Eager = 4,
+    /// Request to send a large message of `msg_size` bytes; no payload.
+    Rts = 5,
+    /// Clear to send: the receiver accepts `msg_size` bytes into `receiver_req`.
+    Cts = 6,
+    /// The data of a rendezvous message, for `receiver_req`.
+    Data = 7,
+    /// The sender finalized: it sends nothing more on this connection.
+    Bye = 8,
+    /// The sender aborts the universe with exit code `tag`.
+    Abort = 9,
+}
+
+impl FrameKind {
+    fn from_u8(value: u8) -> Option<FrameKind> {
+        Some(match value {
+            1 => FrameKind::Hello,
+            2 => FrameKind::HelloAck,
+            3 => FrameKind::HelloReject,
+            4 => FrameKind::Eager,
+            5 => FrameKind::Rts,
+            6 => FrameKind::Cts,
+            7 => FrameKind::Data,
+            8 => FrameKind::Bye,
+            9 => FrameKind::Abort,
+            _ => return None,
+        })
+    }
+}
+
+/// A decoded frame header. Fields that a kind does not use are zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHeader {
+    pub kind: FrameKind,
+    pub seq: u64,
+    pub payload_len: u64,
+    pub context: u32,
+    pub tag: i32,
+    pub msg_size: u64,
+    pub sender_req: u64,
+    pub receiver_req: u64,
+}
+
+impl FrameHeader {
+    /// A header of `kind` with every other field zero.
+    pub fn new(kind: FrameKind) -> FrameHeader {
+        FrameHeader {
+            kind,
+            seq: 0,
+            payload_len: 0,
+            context: 0,
+            tag: 0,
+            msg_size: 0,
+            sender_req: 0,
+            receiver_req: 0,
+        }
+    }
+
+    /// Encodes the header; `seq` is written as given.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut out = [0u8; HEADER_LEN];
+        out[0..4].copy_from_slice(&MAGIC);
+        out[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        out[6] = self.kind as u8;
+        out[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        out[16..24].copy_from_slice(&self.payload_len.to_le_bytes());
+        out[24..28].copy_from_slice(&self.context.to_le_bytes());
+        out[28..32].copy_from_slice(&self.tag.to_le_bytes());
+        out[32..40].copy_from_slice(&self.msg_size.to_le_bytes());
+        out[40..48].copy_from_slice(&self.sender_req.to_le_bytes());
+        out[48..56].copy_from_slice(&self.receiver_req.to_le_bytes());
+        out
+    }
+
+    /// Decodes and validates a header.
+    ///
+    /// `expected_seq` is the next sequence number this direction of the
+    /// connection must carry; `max_eager` bounds the payload of an `Eager`
+    /// frame (the largest eager message any sender may use). `Data`
+    /// payloads are bounded later, against the receive they are for.
+    pub fn decode(
+        bytes: &[u8; HEADER_LEN],
+        expected_seq: u64,
+        max_eager: u64,
+    ) -> Result<FrameHeader, WireError> {
+        let magic: [u8; 4] = bytes[0..4].try_into().expect("4 bytes");
+        if magic != MAGIC {
+            return Err(WireError::BadMagic { got: magic });
+        }
+        let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+        if version != VERSION {
+            return Err(WireError::BadVersion { got: version });
+        }
+        let kind = FrameKind::from_u8(bytes[6]).ok_or(WireError::UnknownKind { got: bytes[6] })?;
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let seq = u64_at(8);
+        if seq != expected_seq {
+            return Err(WireError::BadSequence {
+                expected: expected_seq,
+                got: seq,
+            });
+        }
+        let payload_len = u64_at(16);
+        let max = match kind {
+            FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => MAX_CONTROL_PAYLOAD,
+            FrameKind::Eager => max_eager,
+            FrameKind::Data => u64::MAX,
+            FrameKind::Rts | FrameKind::Cts | FrameKind::Bye | FrameKind::Abort => 0,
+        };
+        if payload_len > max {
+            return Err(WireError::BadLength {
+                kind,
+                got: payload_len,
+                max,
+            });
+        }
+        Ok(FrameHeader {
+            kind,
+            seq,
+            payload_len,
+            context: u32::from_le_bytes(bytes[24..28].try_into().expect("4 bytes")),
+            tag: i32::from_le_bytes(bytes[28..32].try_into().expect("4 bytes")),
+            msg_size: u64_at(32),
+            sender_req: u64_at(40),
+            receiver_req: u64_at(48),
+        })
+    }
+}
+
+/// Why a frame was refused. Any of these closes the connection it came on.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WireError {
+    #[error("bad magic: expected {:02x?} (\"TTHR\"), got {got:02x?}", MAGIC)]
+    BadMagic { got: [u8; 4] },
+    #[error("unsupported protocol version: expected {VERSION}, got {got}")]
+    BadVersion { got: u16 },
+    #[error("unknown frame kind {got}")]
+    UnknownKind { got: u8 },
+    #[error("bad sequence number: expected {expected}, got {got}")]
+    BadSequence { expected: u64, got: u64 },
+    #[error("payload length {got} too large for a {kind:?} frame (at most {max})")]
+    BadLength { kind: FrameKind, got: u64, max: u64 },
+    #[error("malformed handshake: {0}")]
+    BadHello(String),
+    #[error("unexpected {got:?} frame {state}")]
+    UnexpectedFrame { got: FrameKind, state: &'static str },
+    #[error("{kind:?} frame for unknown request handle {handle:#x}")]
+    UnknownHandle { kind: FrameKind, handle: u64 },
+    #[error("data frame of {got} bytes where {expected} were granted")]
+    DataLength { expected: u64, got: u64 },
+}
+
+/// The handshake: who is connecting, to which universe, with what limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    /// Identifies the universe; processes of another run are refused.
+    pub universe_id: u64,
+    pub universe_rank: u32,
+    /// Capability bits; none are defined in version 1, so this is 0.
+    pub capabilities: u64,
+    pub program: String,
+    pub program_rank: u32,
+}
+
+impl Hello {
+    const FIXED: usize = 8 + 4 + 8 + 4 + 2;
+
+    pub fn encode(&self) -> Vec<u8> {
+        let name = self.program.as_bytes();
+        let mut out = Vec::with_capacity(Self::FIXED + name.len());
+        out.extend_from_slice(&self.universe_id.to_le_bytes());
+        out.extend_from_slice(&self.universe_rank.to_le_bytes());
+        out.extend_from_slice(&self.capabilities.to_le_bytes());
+        out.extend_from_slice(&self.program_rank.to_le_bytes());
+        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        out.extend_from_slice(name);
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Hello, WireError> {
+        if bytes.len() < Self::FIXED {
+            return Err(WireError::BadHello(format!(
+                "{} bytes, at least {} expected",
+                bytes.len(),
+                Self::FIXED
+            )));
+        }
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        let name_len = u16::from_le_bytes([bytes[24], bytes[25]]) as usize;
+        if bytes.len() != Self::FIXED + name_len {
+            return Err(WireError::BadHello(format!(
+                "program name of {name_len} bytes does not fit a {}-byte handshake",
+                bytes.len()
+            )));
+        }
+        let program = std::str::from_utf8(&bytes[Self::FIXED..])
+            .map_err(|_| WireError::BadHello("program name is not UTF-8".into()))?
+            .to_owned();
+        Ok(Hello {
+            universe_id: u64_at(0),
+            universe_rank: u32_at(8),
+            capabilities: u64_at(12),
+            program_rank: u32_at(20),
+            program,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> FrameHeader {
+        FrameHeader {
+            kind: FrameKind::Rts,
+            seq: 7,
+            payload_len: 0,
+            context: 3,
+            tag: -5,
+            msg_size: 1 << 33,
+            sender_req: 0xdead_beef_0000_0001,
+            receiver_req: 42,
+        }
+    }
+
+    #[test]
+    fn header_round_trips() {
+        let h = sample();
+        assert_eq!(FrameHeader::decode(&h.encode(), 7, 1024), Ok(h));
+    }
+
+    #[test]
+    fn wrong_magic_version_kind_and_sequence_are_refused() {
+        let good = sample().encode();
+        let mut bad = good;
+        bad[0] = b'X';
+        assert!(matches!(
+            FrameHeader::decode(&bad, 7, 0),
+            Err(WireError::BadMagic { .. })
+        ));
+        let mut bad = good;
+        bad[4] = 99;
+        assert_eq!(
+            FrameHeader::decode(&bad, 7, 0),
+            Err(WireError::BadVersion { got: 99 })
+        );
+        let mut bad = good;
+        bad[6] = 200;
+        assert_eq!(
+            FrameHeader::decode(&bad, 7, 0),
+            Err(WireError::UnknownKind { got: 200 })
+        );
+        assert_eq!(
+            FrameHeader::decode(&good, 8, 0),
+            Err(WireError::BadSequence {
+                expected: 8,
+                got: 7
+            })
+        );
+    }
+
+    #[test]
+    fn absurd_lengths_are_refused_before_allocation() {
+        let mut h = FrameHeader::new(FrameKind::Eager);
+        h.payload_len = 1 << 40;
+        assert!(matches!(
+            FrameHeader::decode(&h.encode(), 0, 65536),
+            Err(WireError::BadLength { got, max: 65536, .. }) if got == 1 << 40
+        ));
+        let mut h = FrameHeader::new(FrameKind::Hello);
+        h.payload_len = MAX_CONTROL_PAYLOAD + 1;
+        assert!(FrameHeader::decode(&h.encode(), 0, 0).is_err());
+        let mut h = FrameHeader::new(FrameKind::Cts);
+        h.payload_len = 1;
+        assert!(FrameHeader::decode(&h.encode(), 0, 0).is_err());
+    }
+
+    #[test]
+    fn hello_round_trips_and_rejects_garbage() {
+        let hello = Hello {
+            universe_id: 99,
+            universe_rank: 4,
+            capabilities: 0,
+            program: "ocean".into(),
+            program_rank: 1,
+        };
+        assert_eq!(Hello::decode(&hello.encode()), Ok(hello.clone()));
+        let mut bytes = hello.encode();
+        bytes.pop();
+        assert!(Hello::decode(&bytes).is_err());
+        assert!(Hello::decode(&[1, 2, 3]).is_err());
+        let mut bytes = hello.encode();
+        let last = bytes.len() - 1;
+        bytes[last] = 0xff;
+        assert!(Hello::decode(&bytes).is_err());
+    }
+}
