@@ -252,7 +252,7 @@ fn probe_sees_envelope_and_size_without_receiving() {
         .iprobe(None, 0, None)
         .expect("message announced");
     assert_eq!((env.source, env.tag, size), (0, 42, 1000));
-    assert!(w.engines[1].iprobe(None, 0, Some(41)).is_some() == false);
+    assert!(w.engines[1].iprobe(None, 0, Some(41)).is_none());
     let mut buf = vec![0u8; 1000];
     let r = w.engines[1].irecv(Some(0), 0, Some(42), region(&mut buf));
     w.pump();

@@ -1,0 +1,162 @@
+//! The boundary: the process-wide state behind one lock, the thread's last
+//! error, pointer checks, and the guard that keeps panics inside.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{LazyLock, Mutex, MutexGuard};
+
+use tether::error::{err, Error, ErrorClass, Result};
+use tether::{ReqId, Runtime};
+
+use crate::types::{tether_request, TETHER_SUCCESS};
+
+/// Everything the C API keeps between calls.
+pub(crate) struct State {
+    pub runtime: Option<Runtime>,
+    /// C request handles (slot + 1) of live requests.
+    pub requests: HashMap<tether_request, ReqId>,
+    /// Hints set before `tether_init`, applied by it.
+    pub early_hints: Vec<(String, String)>,
+}
+
+static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
+    Mutex::new(State {
+        runtime: None,
+        requests: HashMap::new(),
+        early_hints: Vec::new(),
+    })
+});
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+pub(crate) fn state() -> MutexGuard<'static, State> {
+    STATE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl State {
+    pub fn runtime(&mut self) -> Result<&mut Runtime> {
+        self.runtime.as_mut().ok_or_else(|| {
+            err(
+                ErrorClass::NotInitialized,
+                "call tether_init or tether_init_as first",
+            )
+        })
+    }
+
+    /// Registers a new request and returns its C handle.
+    pub fn register(&mut self, req: ReqId) -> tether_request {
+        let handle = req.slot as tether_request + 1;
+        self.requests.insert(handle, req);
+        handle
+    }
+
+    pub fn request(&self, handle: tether_request) -> Result<ReqId> {
+        self.requests.get(&handle).copied().ok_or_else(|| {
+            err(
+                ErrorClass::Request,
+                format!("request handle {handle} is not active (already completed and freed, or never started)"),
+            )
+        })
+    }
+}
+
+/// Remembers `error` as this thread's last error and returns its code.
+pub(crate) fn record(error: &Error) -> c_int {
+    LAST_ERROR.with(|last| *last.borrow_mut() = error.to_string());
+    error.class.code()
+}
+
+pub(crate) fn last_error() -> String {
+    LAST_ERROR.with(|last| last.borrow().clone())
+}
+
+/// Runs the body of an exported function: errors become codes (and the
+/// last error), a panic becomes `TETHER_ERR_INTERNAL`.
+pub(crate) fn guard(body: impl FnOnce() -> Result<c_int>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => record(&e),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            record(&err(
+                ErrorClass::Internal,
+                format!("internal error (please report): {what}"),
+            ))
+        }
+    }
+}
+
+/// `guard` for bodies that succeed with `TETHER_SUCCESS`.
+pub(crate) fn run(body: impl FnOnce() -> Result<()>) -> c_int {
+    guard(|| body().map(|()| TETHER_SUCCESS))
+}
+
+/// A checked output pointer.
+pub(crate) fn out<'a, T>(ptr: *mut T, name: &str) -> Result<&'a mut T> {
+    // SAFETY: non-null pointers from C are taken to point to a valid T, as
+    // the API contract requires.
+    unsafe { ptr.as_mut() }
+        .ok_or_else(|| err(ErrorClass::Arg, format!("argument `{name}` is NULL")))
+}
+
+/// A checked input string.
+pub(crate) fn in_str<'a>(ptr: *const c_char, name: &str) -> Result<&'a str> {
+    if ptr.is_null() {
+        return Err(err(ErrorClass::Arg, format!("argument `{name}` is NULL")));
+    }
+    // SAFETY: a non-null C string argument is NUL-terminated by contract.
+    unsafe { CStr::from_ptr(ptr) }
+        .to_str()
+        .map_err(|_| err(ErrorClass::Arg, format!("argument `{name}` is not UTF-8")))
+}
+
+/// Copies `text` with a NUL into `buf` of `len` bytes; fails (writing
+/// nothing) when it does not fit.
+pub(crate) fn write_str(text: &str, buf: *mut c_char, len: c_int, name: &str) -> Result<()> {
+    if buf.is_null() {
+        return Err(err(ErrorClass::Arg, format!("argument `{name}` is NULL")));
+    }
+    let needed = text.len() + 1;
+    if len < 0 || (len as usize) < needed {
+        return Err(err(
+            ErrorClass::Arg,
+            format!("buffer `{name}` of {len} bytes is too small: {needed} needed"),
+        ));
+    }
+    // SAFETY: `buf` holds at least `needed` bytes, checked above.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
+        *buf.add(text.len()) = 0;
+    }
+    Ok(())
+}
+
+/// Copies as much of `text` as fits, always NUL-terminated (for messages).
+pub(crate) fn write_str_truncated(text: &str, buf: *mut c_char, len: c_int) -> Result<()> {
+    if buf.is_null() || len <= 0 {
+        return Err(err(
+            ErrorClass::Arg,
+            "message buffer is NULL or has no room",
+        ));
+    }
+    let mut n = text.len().min(len as usize - 1);
+    while !text.is_char_boundary(n) {
+        n -= 1;
+    }
+    // SAFETY: `buf` holds `len > n` bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);
+        *buf.add(n) = 0;
+    }
+    Ok(())
+}

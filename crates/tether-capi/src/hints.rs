@@ -1,0 +1,54 @@
+//! Hints (DESIGN 3.6): settings a program may change while it runs.
+
+use std::ffi::{c_char, c_int};
+
+use tether::settings::{validate, Settings};
+
+use crate::ffi::{in_str, run, state, write_str};
+
+/// Sets hint `key` to `value`. Before `tether_init` the hint is checked at
+/// once and applied by init. `TETHER_ERR_UNKNOWN_HINT` for an unknown key
+/// or a start-up-only setting, `TETHER_ERR_HINT_VALUE` for a bad value.
+#[no_mangle]
+pub extern "C" fn tether_hint(key: *const c_char, value: *const c_char) -> c_int {
+    run(|| {
+        let key = in_str(key, "key")?;
+        let value = in_str(value, "value")?;
+        let mut st = state();
+        match st.runtime.as_mut() {
+            Some(rt) => rt.hint(key, value),
+            None => {
+                validate(key, value)?;
+                Settings::from_vars(Vec::new())?.0.set_hint(key, value)?;
+                st.early_hints.push((key.to_string(), value.to_string()));
+                Ok(())
+            }
+        }
+    })
+}
+
+/// The effective value of setting `key` into `value` (`len` bytes).
+#[no_mangle]
+pub extern "C" fn tether_hint_get(key: *const c_char, value: *mut c_char, len: c_int) -> c_int {
+    run(|| {
+        let key = in_str(key, "key")?;
+        let st = state();
+        let effective = match st.runtime.as_ref() {
+            Some(rt) => rt.settings().get(key).map(str::to_string),
+            None => {
+                let (mut settings, _) = Settings::from_env()?;
+                for (k, v) in &st.early_hints {
+                    settings.set_hint(k, v)?;
+                }
+                settings.get(key).map(str::to_string)
+            }
+        };
+        let effective = effective.ok_or_else(|| {
+            tether::error::err(
+                tether::ErrorClass::UnknownHint,
+                format!("unknown setting {key:?}"),
+            )
+        })?;
+        write_str(&effective, value, len, "value")
+    })
+}

@@ -1,0 +1,28 @@
+//! The C ABI of Tether (DESIGN 3): `libtether.so` / `libtether.a`, declared
+//! by the generated and committed header `include/tether.h`.
+//!
+//! Conventions (after rustls-ffi): every function returns `TETHER_SUCCESS`
+//! or an error class; outputs are written only on success, except statuses,
+//! which always describe the operation that completed; every pointer is
+//! checked; a panic never crosses the boundary (it becomes
+//! `TETHER_ERR_INTERNAL`); `tether_last_error` gives the calling thread's
+//! last detailed message. Calls are serialised by one lock, so a program
+//! may call from several threads, one call at a time.
+
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)]
+// The C functions take raw pointers by design; each is checked before use.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+mod errors;
+mod ffi;
+mod hints;
+mod p2p;
+mod start;
+mod types;
+
+pub use errors::*;
+pub use hints::*;
+pub use p2p::*;
+pub use start::*;
+pub use types::*;

@@ -1,0 +1,447 @@
+//! Point-to-point (DESIGN 3.3) and datatype queries (DESIGN 3.4).
+
+use std::ffi::{c_int, c_void};
+
+use tether::datatype::{self, byte_len};
+use tether::error::{err, ErrorClass, Result};
+use tether::{ErrorClass as Class, Status};
+
+use crate::ffi::{guard, out, record, run, state, State};
+use crate::types::*;
+
+/// Writes `status` (unless `ptr` is NULL: `TETHER_STATUS_IGNORE`) and
+/// returns the code `wait` reports for it: its error class, except that a
+/// cancelled receive is a success whose status says `TETHER_ERR_CANCELLED`.
+fn report(status: &Status, ptr: *mut tether_status) -> c_int {
+    // SAFETY: a non-null status pointer points to a tether_status by contract.
+    if let Some(s) = unsafe { ptr.as_mut() } {
+        *s = tether_status {
+            source: status.source,
+            tag: status.tag,
+            error: status
+                .error
+                .as_ref()
+                .map_or(TETHER_SUCCESS, |e| e.class.code()),
+            bytes: status.bytes as i64,
+        };
+    }
+    match &status.error {
+        None => TETHER_SUCCESS,
+        Some(e) if e.class == Class::Cancelled => TETHER_SUCCESS,
+        Some(e) => record(e),
+    }
+}
+
+fn buffer_len(buf: *const c_void, count: i64, datatype: tether_datatype) -> Result<usize> {
+    let len = byte_len(count, datatype::lookup(datatype)?)?;
+    if buf.is_null() && len > 0 {
+        return Err(err(
+            ErrorClass::Arg,
+            format!("buffer is NULL but count {count} is not 0"),
+        ));
+    }
+    Ok(len)
+}
+
+fn start_send(
+    st: &mut State,
+    buf: *const c_void,
+    count: i64,
+    datatype: tether_datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: tether_comm,
+) -> Result<tether_request> {
+    let len = buffer_len(buf, count, datatype)?;
+    let ptr = if buf.is_null() {
+        std::ptr::NonNull::<u8>::dangling().as_ptr()
+    } else {
+        buf.cast::<u8>().cast_mut()
+    };
+    // SAFETY: the caller keeps the buffer valid until the request completes (API contract).
+    let req = unsafe { st.runtime()?.isend(ptr, len, dest, tag, comm)? };
+    Ok(st.register(req))
+}
+
+fn start_recv(
+    st: &mut State,
+    buf: *mut c_void,
+    count: i64,
+    datatype: tether_datatype,
+    source: c_int,
+    tag: c_int,
+    comm: tether_comm,
+) -> Result<tether_request> {
+    let len = buffer_len(buf, count, datatype)?;
+    let ptr = if buf.is_null() {
+        std::ptr::NonNull::<u8>::dangling().as_ptr()
+    } else {
+        buf.cast::<u8>()
+    };
+    // SAFETY: the caller keeps the buffer valid until the request completes (API contract).
+    let req = unsafe { st.runtime()?.irecv(ptr, len, source, tag, comm)? };
+    Ok(st.register(req))
+}
+
+/// Starts a send; `*req` is written on success.
+#[no_mangle]
+pub extern "C" fn tether_isend(
+    buf: *const c_void,
+    count: i64,
+    datatype: tether_datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: tether_comm,
+    req: *mut tether_request,
+) -> c_int {
+    run(|| {
+        let req = out(req, "req")?;
+        *req = start_send(&mut state(), buf, count, datatype, dest, tag, comm)?;
+        Ok(())
+    })
+}
+
+/// Posts a receive; `*req` is written on success.
+#[no_mangle]
+pub extern "C" fn tether_irecv(
+    buf: *mut c_void,
+    count: i64,
+    datatype: tether_datatype,
+    source: c_int,
+    tag: c_int,
+    comm: tether_comm,
+    req: *mut tether_request,
+) -> c_int {
+    run(|| {
+        let req = out(req, "req")?;
+        *req = start_recv(&mut state(), buf, count, datatype, source, tag, comm)?;
+        Ok(())
+    })
+}
+
+fn wait_handle(st: &mut State, handle: tether_request) -> Result<Status> {
+    let id = st.request(handle)?;
+    let status = st.runtime()?.wait(id)?;
+    st.requests.remove(&handle);
+    Ok(status)
+}
+
+/// Sends and waits until the buffer may be reused.
+#[no_mangle]
+pub extern "C" fn tether_send(
+    buf: *const c_void,
+    count: i64,
+    datatype: tether_datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: tether_comm,
+) -> c_int {
+    guard(|| {
+        let mut st = state();
+        let handle = start_send(&mut st, buf, count, datatype, dest, tag, comm)?;
+        let status = wait_handle(&mut st, handle)?;
+        Ok(report(&status, std::ptr::null_mut()))
+    })
+}
+
+/// Receives a message; `status` may be `TETHER_STATUS_IGNORE`.
+#[no_mangle]
+pub extern "C" fn tether_recv(
+    buf: *mut c_void,
+    count: i64,
+    datatype: tether_datatype,
+    source: c_int,
+    tag: c_int,
+    comm: tether_comm,
+    status: *mut tether_status,
+) -> c_int {
+    guard(|| {
+        let mut st = state();
+        let handle = start_recv(&mut st, buf, count, datatype, source, tag, comm)?;
+        let done = wait_handle(&mut st, handle)?;
+        Ok(report(&done, status))
+    })
+}
+
+/// Waits for `*req`, fills `status`, sets `*req = TETHER_REQUEST_NULL`.
+/// Returns the operation's error class (`TETHER_ERR_TRUNCATE`, ...). A null
+/// request completes at once with an empty status.
+#[no_mangle]
+pub extern "C" fn tether_wait(req: *mut tether_request, status: *mut tether_status) -> c_int {
+    guard(|| {
+        let handle = out(req, "req")?;
+        if *handle == TETHER_REQUEST_NULL {
+            return Ok(report(&empty_status(), status));
+        }
+        let done = wait_handle(&mut state(), *handle)?;
+        *handle = TETHER_REQUEST_NULL;
+        Ok(report(&done, status))
+    })
+}
+
+fn empty_status() -> Status {
+    Status {
+        source: TETHER_ANY_SOURCE,
+        tag: TETHER_ANY_TAG,
+        bytes: 0,
+        error: None,
+    }
+}
+
+fn slice_mut<'a, T>(ptr: *mut T, n: c_int, name: &str) -> Result<&'a mut [T]> {
+    if n < 0 {
+        return Err(err(ErrorClass::Count, format!("{n} {name} is negative")));
+    }
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if ptr.is_null() {
+        return Err(err(ErrorClass::Arg, format!("argument `{name}` is NULL")));
+    }
+    // SAFETY: the caller passes an array of `n` elements (API contract).
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr, n as usize) })
+}
+
+/// Waits for all `n` requests. Every status describes its own request; the
+/// return value is the first error class among them, or success.
+#[no_mangle]
+pub extern "C" fn tether_waitall(
+    n: c_int,
+    reqs: *mut tether_request,
+    statuses: *mut tether_status,
+) -> c_int {
+    guard(|| {
+        let handles = slice_mut(reqs, n, "reqs")?;
+        let mut st = state();
+        for h in handles.iter().filter(|h| **h != TETHER_REQUEST_NULL) {
+            st.request(*h)?;
+        }
+        let mut first_error = TETHER_SUCCESS;
+        for (i, handle) in handles.iter_mut().enumerate() {
+            let done = if *handle == TETHER_REQUEST_NULL {
+                empty_status()
+            } else {
+                wait_handle(&mut st, *handle)?
+            };
+            *handle = TETHER_REQUEST_NULL;
+            let slot = if statuses.is_null() {
+                std::ptr::null_mut()
+            } else {
+                statuses.wrapping_add(i)
+            };
+            let code = report(&done, slot);
+            if first_error == TETHER_SUCCESS {
+                first_error = code;
+            }
+        }
+        Ok(first_error)
+    })
+}
+
+/// Waits until one of the `n` requests completes; `*index` is its position
+/// (`TETHER_UNDEFINED` when none is active).
+#[no_mangle]
+pub extern "C" fn tether_waitany(
+    n: c_int,
+    reqs: *mut tether_request,
+    index: *mut c_int,
+    status: *mut tether_status,
+) -> c_int {
+    guard(|| {
+        let handles = slice_mut(reqs, n, "reqs")?;
+        let index = out(index, "index")?;
+        let mut st = state();
+        let ids = handles
+            .iter()
+            .map(|h| {
+                if *h == TETHER_REQUEST_NULL {
+                    Ok(None)
+                } else {
+                    st.request(*h).map(Some)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        match st.runtime()?.wait_any(&ids)? {
+            None => {
+                *index = TETHER_UNDEFINED;
+                Ok(report(&empty_status(), status))
+            }
+            Some((i, done)) => {
+                st.requests.remove(&handles[i]);
+                handles[i] = TETHER_REQUEST_NULL;
+                *index = i as c_int;
+                Ok(report(&done, status))
+            }
+        }
+    })
+}
+
+/// `*flag` = 1 and the request is completed and freed if it is done;
+/// otherwise `*flag` = 0 and nothing else changes.
+#[no_mangle]
+pub extern "C" fn tether_test(
+    req: *mut tether_request,
+    flag: *mut c_int,
+    status: *mut tether_status,
+) -> c_int {
+    guard(|| {
+        let handle = out(req, "req")?;
+        let flag = out(flag, "flag")?;
+        if *handle == TETHER_REQUEST_NULL {
+            *flag = 1;
+            return Ok(report(&empty_status(), status));
+        }
+        let mut st = state();
+        let id = st.request(*handle)?;
+        match st.runtime()?.test(id)? {
+            Some(done) => {
+                st.requests.remove(handle);
+                *handle = TETHER_REQUEST_NULL;
+                *flag = 1;
+                Ok(report(&done, status))
+            }
+            None => {
+                *flag = 0;
+                Ok(TETHER_SUCCESS)
+            }
+        }
+    })
+}
+
+/// `*flag` = 1 and all requests completed and freed if all are done;
+/// otherwise `*flag` = 0 and none is freed.
+#[no_mangle]
+pub extern "C" fn tether_testall(
+    n: c_int,
+    reqs: *mut tether_request,
+    flag: *mut c_int,
+    statuses: *mut tether_status,
+) -> c_int {
+    guard(|| {
+        let handles = slice_mut(reqs, n, "reqs")?;
+        let flag = out(flag, "flag")?;
+        let mut st = state();
+        let ids = handles
+            .iter()
+            .filter(|h| **h != TETHER_REQUEST_NULL)
+            .map(|h| st.request(*h))
+            .collect::<Result<Vec<_>>>()?;
+        if !st.runtime()?.all_complete(&ids)? {
+            *flag = 0;
+            return Ok(TETHER_SUCCESS);
+        }
+        *flag = 1;
+        let mut first_error = TETHER_SUCCESS;
+        for (i, handle) in handles.iter_mut().enumerate() {
+            let done = match st.requests.remove(handle) {
+                Some(id) => st.runtime()?.take(id).expect("complete"),
+                None => empty_status(),
+            };
+            *handle = TETHER_REQUEST_NULL;
+            let slot = if statuses.is_null() {
+                std::ptr::null_mut()
+            } else {
+                statuses.wrapping_add(i)
+            };
+            let code = report(&done, slot);
+            if first_error == TETHER_SUCCESS {
+                first_error = code;
+            }
+        }
+        Ok(first_error)
+    })
+}
+
+/// Waits until a message matching (source, tag, comm) can be received and
+/// describes it in `status` without receiving it.
+#[no_mangle]
+pub extern "C" fn tether_probe(
+    source: c_int,
+    tag: c_int,
+    comm: tether_comm,
+    status: *mut tether_status,
+) -> c_int {
+    guard(|| {
+        let found = state().runtime()?.probe(source, tag, comm)?;
+        Ok(report(&found, status))
+    })
+}
+
+/// Like `tether_probe` without waiting: `*flag` tells whether one is there.
+#[no_mangle]
+pub extern "C" fn tether_iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: tether_comm,
+    flag: *mut c_int,
+    status: *mut tether_status,
+) -> c_int {
+    guard(|| {
+        let flag = out(flag, "flag")?;
+        match state().runtime()?.iprobe(source, tag, comm)? {
+            Some(found) => {
+                *flag = 1;
+                Ok(report(&found, status))
+            }
+            None => {
+                *flag = 0;
+                Ok(TETHER_SUCCESS)
+            }
+        }
+    })
+}
+
+/// Cancels a receive that has not matched yet. The request must still be
+/// completed with wait or test; its status then says `TETHER_ERR_CANCELLED`
+/// (or describes the message, if it matched first).
+#[no_mangle]
+pub extern "C" fn tether_cancel(req: *mut tether_request) -> c_int {
+    run(|| {
+        let handle = out(req, "req")?;
+        let mut st = state();
+        let id = st.request(*handle)?;
+        st.runtime()?.cancel(id)
+    })
+}
+
+/// Elements of `datatype` in the message `status` describes;
+/// `TETHER_UNDEFINED` when its size is not a whole number of elements.
+#[no_mangle]
+pub extern "C" fn tether_get_count(
+    status: *const tether_status,
+    datatype: tether_datatype,
+    count: *mut i64,
+) -> c_int {
+    run(|| {
+        // SAFETY: a non-null status pointer points to a tether_status by contract.
+        let status = unsafe { status.as_ref() }
+            .ok_or_else(|| err(ErrorClass::Arg, "argument `status` is NULL"))?;
+        let size = datatype::lookup(datatype)?.size as i64;
+        let count = out(count, "count")?;
+        *count = if status.bytes % size == 0 {
+            status.bytes / size
+        } else {
+            i64::from(TETHER_UNDEFINED)
+        };
+        Ok(())
+    })
+}
+
+/// Size in bytes of one element of `datatype`.
+#[no_mangle]
+pub extern "C" fn tether_type_size(datatype: tether_datatype, size: *mut c_int) -> c_int {
+    run(|| {
+        let t = datatype::lookup(datatype)?;
+        *out(size, "size")? = t.size as c_int;
+        Ok(())
+    })
+}
+
+/// Moves communication forward without waiting for anything.
+#[no_mangle]
+pub extern "C" fn tether_progress() -> c_int {
+    run(|| {
+        state().runtime()?.progress();
+        Ok(())
+    })
+}

@@ -1,0 +1,209 @@
+//! Start-up, the universe and its programs (DESIGN 3.1), and the queries on
+//! communicators (DESIGN 3.2).
+
+use std::ffi::{c_char, c_int};
+
+use tether::error::{err, ErrorClass, Result};
+use tether::identity;
+use tether::Runtime;
+
+use crate::ffi::{in_str, out, run, state, write_str};
+use crate::types::tether_comm;
+
+fn start(identity: Option<identity::Identity>) -> Result<()> {
+    let mut st = state();
+    if st.runtime.is_some() {
+        return Err(err(ErrorClass::Init, "tether is already initialized"));
+    }
+    let mut runtime = Runtime::init(identity)?;
+    for (key, value) in std::mem::take(&mut st.early_hints) {
+        runtime.hint(&key, &value)?;
+    }
+    st.runtime = Some(runtime);
+    Ok(())
+}
+
+/// Joins the universe with the identity from the environment (DESIGN 3.9).
+/// `argc` and `argv` may be NULL; they are not changed.
+#[no_mangle]
+pub extern "C" fn tether_init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
+    run(|| start(None))
+}
+
+/// Joins the universe as rank `rank` of program `program`, which has `size`
+/// joining processes.
+#[no_mangle]
+pub extern "C" fn tether_init_as(program: *const c_char, rank: c_int, size: c_int) -> c_int {
+    run(|| {
+        let program = in_str(program, "program")?;
+        start(Some(identity::explicit(program, rank.into(), size.into())?))
+    })
+}
+
+/// Leaves the universe after delivering what is in flight (see docs).
+#[no_mangle]
+pub extern "C" fn tether_finalize() -> c_int {
+    run(|| {
+        let mut st = state();
+        let runtime = st.runtime.take().ok_or_else(|| {
+            err(
+                ErrorClass::NotInitialized,
+                "tether_finalize without tether_init",
+            )
+        })?;
+        st.requests.clear();
+        runtime.finalize()
+    })
+}
+
+/// `*flag` = 1 between a successful init and finalize, else 0.
+#[no_mangle]
+pub extern "C" fn tether_initialized(flag: *mut c_int) -> c_int {
+    run(|| {
+        let flag = out(flag, "flag")?;
+        *flag = c_int::from(state().runtime.is_some());
+        Ok(())
+    })
+}
+
+/// Ends every process of the universe with exit code `code`. Returns only
+/// if it cannot (never, in practice).
+#[no_mangle]
+pub extern "C" fn tether_abort(code: c_int) -> c_int {
+    let mut st = state();
+    match st.runtime.as_mut() {
+        Some(runtime) => runtime.abort(code),
+        None => std::process::exit(code),
+    }
+}
+
+fn query(body: impl FnOnce(&Runtime) -> Result<()>) -> c_int {
+    run(|| {
+        let mut st = state();
+        body(st.runtime()?)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn tether_universe_rank(rank: *mut c_int) -> c_int {
+    query(|rt| {
+        *out(rank, "rank")? = rt.universe().my_universe_rank() as c_int;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn tether_universe_size(size: *mut c_int) -> c_int {
+    query(|rt| {
+        *out(size, "size")? = rt.universe().size() as c_int;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn tether_program_count(count: *mut c_int) -> c_int {
+    query(|rt| {
+        *out(count, "count")? = rt.universe().programs.len() as c_int;
+        Ok(())
+    })
+}
+
+/// My program's id: its index among the programs ordered by name.
+#[no_mangle]
+pub extern "C" fn tether_program_id(id: *mut c_int) -> c_int {
+    query(|rt| {
+        *out(id, "id")? = rt.universe().my_program as c_int;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn tether_program_rank(rank: *mut c_int) -> c_int {
+    query(|rt| {
+        *out(rank, "rank")? = rt.universe().my_rank as c_int;
+        Ok(())
+    })
+}
+
+fn program(rt: &Runtime, id: c_int) -> Result<&tether::universe::Program> {
+    let programs = &rt.universe().programs;
+    usize::try_from(id)
+        .ok()
+        .and_then(|i| programs.get(i))
+        .ok_or_else(|| {
+            err(
+                ErrorClass::Arg,
+                format!("program id {id} is outside 0..{}", programs.len()),
+            )
+        })
+}
+
+/// Joined processes of program `id`.
+#[no_mangle]
+pub extern "C" fn tether_program_size(id: c_int, size: *mut c_int) -> c_int {
+    query(|rt| {
+        let p = program(rt, id)?;
+        *out(size, "size")? = p.size as c_int;
+        Ok(())
+    })
+}
+
+/// Name of program `id` into `name` (`len` bytes, `TETHER_MAX_PROGRAM_NAME` always suffice).
+#[no_mangle]
+pub extern "C" fn tether_program_name(id: c_int, name: *mut c_char, len: c_int) -> c_int {
+    query(|rt| write_str(&program(rt, id)?.name, name, len, "name"))
+}
+
+/// Id of the program called `name`; `TETHER_ERR_ARG` if there is none.
+#[no_mangle]
+pub extern "C" fn tether_program_find(name: *const c_char, id: *mut c_int) -> c_int {
+    query(|rt| {
+        let name = in_str(name, "name")?;
+        let found = rt.universe().find(name).ok_or_else(|| {
+            let names: Vec<&str> = rt
+                .universe()
+                .programs
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect();
+            err(
+                ErrorClass::Arg,
+                format!("no program {name:?} in the universe ({})", names.join(", ")),
+            )
+        })?;
+        *out(id, "id")? = found as c_int;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn tether_comm_rank(comm: tether_comm, rank: *mut c_int) -> c_int {
+    query(|rt| {
+        let c = rt.comm(comm)?;
+        *out(rank, "rank")? = c.my_rank as c_int;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn tether_comm_size(comm: tether_comm, size: *mut c_int) -> c_int {
+    query(|rt| {
+        let c = rt.comm(comm)?;
+        *out(size, "size")? = c.size() as c_int;
+        Ok(())
+    })
+}
+
+/// Universe rank of rank `rank` of `comm`.
+#[no_mangle]
+pub extern "C" fn tether_comm_universe_rank(
+    comm: tether_comm,
+    rank: c_int,
+    universe_rank: *mut c_int,
+) -> c_int {
+    query(|rt| {
+        let u = rt.comm(comm)?.universe_rank(rank)?;
+        *out(universe_rank, "universe_rank")? = u as c_int;
+        Ok(())
+    })
+}

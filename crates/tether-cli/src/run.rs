@@ -1,0 +1,146 @@
+//! `tether run`: start every program of a coupled run on this machine
+//! (DESIGN 3.9), relay their output, and end them together.
+
+mod children;
+mod environment;
+mod relay;
+mod segments;
+mod signals;
+mod supervise;
+
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+use clap::error::ErrorKind;
+use clap::Args;
+use tether_rendezvous::{Server, ServerHandle};
+
+use children::Children;
+use environment::RunEnvironment;
+use segments::Segment;
+use supervise::Timeout;
+
+/// Exit code when a child's command cannot be started, as in a shell.
+const START_FAILED: u8 = 127;
+
+/// Start the programs of a coupled run on this machine.
+#[derive(Args)]
+#[command(
+    override_usage = "tether run [--timeout S] [--rendezvous SPEC] \
+                      --name NAME [-n N] CMD [ARGS...] [: --name NAME [-n N] CMD [ARGS...]]...",
+    after_help = "Each program gets TETHER_RENDEZVOUS, TETHER_PROGRAMS, TETHER_PROGRAM and \
+                  TETHER_RUN_ID; with -n N it is started N times with TETHER_RANK and \
+                  TETHER_SIZE, without -n once (it starts its own ranks, e.g. through mpiexec). \
+                  Output lines are prefixed with [name:rank] ([name] without -n). When one \
+                  process fails, the others get SIGTERM, then SIGKILL 3 s later, and the run \
+                  exits with the failed process's code."
+)]
+pub struct RunArgs {
+    /// End the run after S seconds and exit with 124.
+    #[arg(long, value_name = "S", value_parser = parse_timeout)]
+    timeout: Option<Timeout>,
+
+    /// Pass this rendezvous (a directory or tcp://host:port) to the programs
+    /// instead of serving one from the launcher.
+    #[arg(long, value_name = "SPEC")]
+    rendezvous: Option<String>,
+
+    /// The programs, separated by `:`, each `--name NAME [-n N] CMD [ARGS...]`.
+    #[arg(
+        value_name = "PROGRAMS",
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    programs: Vec<String>,
+}
+
+pub fn main(args: RunArgs) -> ExitCode {
+    let segments = match segments::parse(&args.programs) {
+        Ok(segments) => segments,
+        Err(e) => usage_error(&e),
+    };
+    match execute(&segments, args.rendezvous, args.timeout) {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("tether run: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Starts the rendezvous (unless one is given) and every child, and
+/// supervises them; returns the run's exit code.
+///
+/// Errors: the signal handlers or the rendezvous server cannot be set up
+/// (nothing was started then).
+fn execute(
+    segments: &[Segment],
+    rendezvous: Option<String>,
+    timeout: Option<Timeout>,
+) -> Result<u8, String> {
+    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let (spec, _server): (String, Option<ServerHandle>) = match rendezvous {
+        Some(spec) => (spec, None),
+        None => {
+            let server = Server::bind("127.0.0.1:0")
+                .and_then(Server::spawn)
+                .map_err(|e| e.to_string())?;
+            (server.url(), Some(server))
+        }
+    };
+    let environment = RunEnvironment::new(spec, segments);
+    let mut children = Children::new();
+    let failed_start = start_all(segments, &environment, &mut children).err();
+    Ok(supervise::supervise(&children, timeout, failed_start))
+}
+
+/// Starts every rank of every segment in command-line order, stopping at the
+/// first that cannot be started.
+///
+/// Errors: [`START_FAILED`], after printing which child and why.
+fn start_all(
+    segments: &[Segment],
+    environment: &RunEnvironment,
+    children: &mut Children,
+) -> Result<(), u8> {
+    for segment in segments {
+        let instances: Vec<(String, Option<(u32, u32)>)> = match segment.ranks {
+            Some(size) => (0..size)
+                .map(|rank| (format!("{}:{rank}", segment.name), Some((rank, size))))
+                .collect(),
+            None => vec![(segment.name.clone(), None)],
+        };
+        for (label, rank) in instances {
+            let mut command = Command::new(&segment.command[0]);
+            command.args(&segment.command[1..]);
+            environment.apply(&mut command, &segment.name, rank);
+            if let Err(e) = children.start(label.clone(), command) {
+                eprintln!(
+                    "tether run: cannot start {label} ({}): {e}",
+                    segment.command[0]
+                );
+                return Err(START_FAILED);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn parse_timeout(text: &str) -> Result<Timeout, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    match Duration::try_from_secs_f64(seconds) {
+        Ok(after) if seconds > 0.0 => Ok(Timeout { seconds, after }),
+        _ => Err(format!(
+            "{text:?}: the timeout must be a positive number of seconds"
+        )),
+    }
+}
+
+/// Prints `error` with the usage of `tether run` and exits with 2.
+fn usage_error(error: &dyn std::fmt::Display) -> ! {
+    let mut command = RunArgs::augment_args(clap::Command::new("run").bin_name("tether run"));
+    command.error(ErrorKind::ValueValidation, error).exit()
+}

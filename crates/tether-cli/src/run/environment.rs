@@ -1,0 +1,80 @@
+//! The `TETHER_*` variables that tell each child who it is and where the
+//! others are (DESIGN 3.9).
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::segments::Segment;
+
+pub const RENDEZVOUS: &str = "TETHER_RENDEZVOUS";
+pub const PROGRAMS: &str = "TETHER_PROGRAMS";
+pub const PROGRAM: &str = "TETHER_PROGRAM";
+pub const RUN_ID: &str = "TETHER_RUN_ID";
+pub const RANK: &str = "TETHER_RANK";
+pub const SIZE: &str = "TETHER_SIZE";
+
+/// What every child of one run shares.
+#[derive(Debug, Clone)]
+pub struct RunEnvironment {
+    rendezvous: String,
+    programs: String,
+    run_id: String,
+}
+
+impl RunEnvironment {
+    /// A fresh run id, the rendezvous spec, and the program names in
+    /// command-line order.
+    pub fn new(rendezvous: String, segments: &[Segment]) -> RunEnvironment {
+        let names: Vec<&str> = segments.iter().map(|s| s.name.as_str()).collect();
+        RunEnvironment {
+            rendezvous,
+            programs: names.join(","),
+            run_id: new_run_id(),
+        }
+    }
+
+    /// Sets the variables on `command` for `program`; `rank` is
+    /// `Some((rank, size))` for a segment with `-n`. Without it, inherited
+    /// `TETHER_RANK`/`TETHER_SIZE` are removed so that the program takes its
+    /// identity from its MPI launcher instead.
+    pub fn apply(&self, command: &mut Command, program: &str, rank: Option<(u32, u32)>) {
+        command
+            .env(RENDEZVOUS, &self.rendezvous)
+            .env(PROGRAMS, &self.programs)
+            .env(PROGRAM, program)
+            .env(RUN_ID, &self.run_id);
+        match rank {
+            Some((rank, size)) => command
+                .env(RANK, rank.to_string())
+                .env(SIZE, size.to_string()),
+            None => command.env_remove(RANK).env_remove(SIZE),
+        };
+    }
+}
+
+/// 16 hex digits. `RandomState` is seeded from the operating system's
+/// randomness, which is all a run id needs, without another dependency.
+fn new_run_id() -> String {
+    let mut hasher = RandomState::new().build_hasher();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    hasher.write_u128(nanos);
+    hasher.write_u32(std::process::id());
+    format!("{:016x}", hasher.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_are_16_hex_digits_and_differ() {
+        let a = new_run_id();
+        assert_eq!(a.len(), 16);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, new_run_id());
+    }
+}

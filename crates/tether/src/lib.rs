@@ -1,0 +1,24 @@
+//! The Tether runtime: start-up, transports, progress, settings and the
+//! Rust API on which the C, Fortran and Python front ends are built.
+//!
+//! Data flows down one path: API call -> request in the
+//! [`tether_proto::Engine`] -> frames -> transport; completions flow back
+//! up the same path. See `docs/ARCHITECTURE.md`.
+
+pub mod comm;
+pub mod datatype;
+pub mod error;
+pub mod identity;
+pub mod log;
+pub mod progress;
+pub mod runtime;
+pub mod settings;
+pub mod transport;
+pub mod universe;
+
+pub use error::{Error, ErrorClass, Result};
+pub use runtime::{Runtime, Status, ANY_SOURCE, ANY_TAG};
+pub use tether_proto::ReqId;
+
+/// This library's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,46 @@
+//! Logging: `TETHER_LOG_LEVEL` and `TETHER_LOG_FILE`, through `tracing`.
+
+use std::fs::OpenOptions;
+use std::sync::Mutex;
+
+use tracing_subscriber::filter::LevelFilter;
+
+use crate::settings::Settings;
+
+/// Installs the log subscriber once per process; later calls do nothing.
+/// `%r` in the file name becomes `rank` (the universe rank, or the program
+/// rank before the universe exists).
+pub fn init(settings: &Settings, rank: u32) {
+    let level = match settings.get("LOG_LEVEL").unwrap_or("warn") {
+        "off" => LevelFilter::OFF,
+        "error" => LevelFilter::ERROR,
+        "info" => LevelFilter::INFO,
+        "debug" => LevelFilter::DEBUG,
+        "trace" => LevelFilter::TRACE,
+        _ => LevelFilter::WARN,
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_target(false);
+    let file = settings
+        .text("LOG_FILE")
+        .map(|f| f.replace("%r", &rank.to_string()))
+        .and_then(
+            |path| match OpenOptions::new().create(true).append(true).open(&path) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    eprintln!(
+                        "tether: cannot open TETHER_LOG_FILE {path:?}: {e}; logging to stderr"
+                    );
+                    None
+                }
+            },
+        );
+    let _ = match file {
+        Some(f) => builder
+            .with_ansi(false)
+            .with_writer(Mutex::new(f))
+            .try_init(),
+        None => builder.with_writer(std::io::stderr).try_init(),
+    };
+}

@@ -1,0 +1,579 @@
+//! The runtime of one process: start-up, the progress loop, point-to-point
+//! operations on communicators, hints, finalize and abort.
+//!
+//! Threading: a `Runtime` is used from one thread at a time (the C layer
+//! serialises calls behind a lock). Progress happens inside calls: every
+//! test, wait, probe and send moves the engine and the sockets forward.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tether_proto::{Completion, CompletionError, Engine, EngineConfig, Region, ReqId};
+use tether_rendezvous::Rendezvous;
+
+use crate::comm::{Comm, CommTable};
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::identity::{self, Identity};
+use crate::progress::SpinPolicy;
+use crate::settings::Settings;
+use crate::transport::tcp::{LinkEvent, TcpConfig, TcpTransport};
+use crate::universe::{self, addr_key, PeerAddress, Universe};
+
+/// Wildcard source for receives and probes.
+pub const ANY_SOURCE: i32 = -1;
+/// Wildcard tag for receives and probes.
+pub const ANY_TAG: i32 = -1;
+
+/// How an operation completed. `source` is a rank of the request's
+/// communicator; `bytes` the message's true size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub source: i32,
+    pub tag: i32,
+    pub bytes: u64,
+    pub error: Option<Error>,
+}
+
+/// Longest single sleep inside a wait: timers (connect retries, handshake
+/// deadlines) are checked at least this often.
+const MAX_SLEEP: Duration = Duration::from_millis(100);
+
+pub struct Runtime {
+    settings: Settings,
+    universe: Arc<Universe>,
+    rendezvous: Arc<Rendezvous>,
+    /// A private rendezvous directory to remove at finalize.
+    private_rendezvous: Option<std::path::PathBuf>,
+    engine: Engine,
+    transport: TcpTransport,
+    comms: CommTable,
+    /// The communicator of each live request, for its status.
+    request_comm: HashMap<ReqId, i32>,
+    /// Why a peer can no longer be reached.
+    unreachable: HashMap<u32, Error>,
+    spin: SpinPolicy,
+    in_kernel: bool,
+    kernel_peers: HashSet<u32>,
+}
+
+impl Runtime {
+    /// Joins the universe. `identity` is explicit (`tether_init_as`) or, when
+    /// `None`, read from the environment (DESIGN 3.9).
+    pub fn init(identity: Option<Identity>) -> Result<Runtime> {
+        let (settings, warnings) = Settings::from_env()?;
+        let identity = match identity {
+            Some(id) => id,
+            None => identity::from_env(settings.text("PROGRAM"), |k| std::env::var(k).ok())?,
+        };
+        crate::log::init(&settings, identity.rank);
+        for w in warnings {
+            tracing::warn!("{w}");
+        }
+        let names = universe::program_names(settings.text("PROGRAMS"), &identity)?;
+        let (rendezvous, private_rendezvous) = open_rendezvous(&settings, &names, &identity)?;
+        let tcp_config = TcpConfig {
+            listen_ip: settings
+                .get("TCP_INTERFACE")
+                .unwrap_or("127.0.0.1")
+                .to_string(),
+            connect_timeout: Duration::from_secs(settings.number("CONNECT_TIMEOUT")),
+            handshake_timeout: Duration::from_secs(settings.number("HANDSHAKE_TIMEOUT")),
+        };
+        let bound = TcpTransport::bind(tcp_config.clone())?;
+        let address = PeerAddress {
+            tcp: bound.2.to_string(),
+            host: host_id(),
+            pid: std::process::id(),
+        };
+        let connect_timeout = tcp_config.connect_timeout;
+        let universe = Arc::new(universe::join(
+            &rendezvous,
+            &names,
+            &identity,
+            &address,
+            connect_timeout,
+        )?);
+        let rendezvous = Arc::new(rendezvous);
+        let me = universe.my_universe_rank();
+        let engine = Engine::new(EngineConfig {
+            me,
+            eager_limit: settings.number("EAGER_LIMIT"),
+        });
+        let transport = TcpTransport::new(bound, tcp_config, universe.clone(), rendezvous.clone());
+        let mut runtime = Runtime {
+            comms: CommTable::with_universe(universe.size(), me),
+            spin: SpinPolicy::new(Duration::from_micros(settings.number("POLL_SPIN_US"))),
+            in_kernel: settings.flag("IN_KERNEL"),
+            settings,
+            universe,
+            rendezvous,
+            private_rendezvous,
+            engine,
+            transport,
+            request_comm: HashMap::new(),
+            unreachable: HashMap::new(),
+            kernel_peers: HashSet::new(),
+        };
+        if runtime.settings.get("CONNECT") == Some("eager") {
+            runtime.connect_all();
+        }
+        tracing::info!(
+            "joined universe of {} processes as {} (universe rank {me})",
+            runtime.universe.size(),
+            runtime.universe.describe(me)
+        );
+        Ok(runtime)
+    }
+
+    pub fn universe(&self) -> &Universe {
+        &self.universe
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn comm(&self, handle: i32) -> Result<&Comm> {
+        self.comms.get(handle)
+    }
+
+    fn check_tag(tag: i32, wildcard_ok: bool) -> Result<Option<i32>> {
+        match tag {
+            ANY_TAG if wildcard_ok => Ok(None),
+            t if t >= 0 => Ok(Some(t)),
+            t => Err(err(
+                ErrorClass::Tag,
+                format!(
+                    "tag {t} is invalid: tags are 0..={}{}",
+                    i32::MAX,
+                    if wildcard_ok {
+                        " or TETHER_ANY_TAG"
+                    } else {
+                        ""
+                    }
+                ),
+            )),
+        }
+    }
+
+    /// Starts a send of `len` bytes at `buf` to rank `dest` of `comm`.
+    ///
+    /// # Safety
+    /// `buf..buf+len` must stay valid and unmodified until the request completes.
+    pub unsafe fn isend(
+        &mut self,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+        comm: i32,
+    ) -> Result<ReqId> {
+        let c = self.comms.get(comm)?;
+        let peer = c.universe_rank(dest)?;
+        let context = c.context;
+        let tag = Self::check_tag(tag, false)?.expect("not a wildcard");
+        self.note_peer(peer);
+        let req = self
+            .engine
+            .isend(peer, context, tag, Region::from_const(buf, len));
+        self.request_comm.insert(req, comm);
+        self.push_transmits();
+        Ok(req)
+    }
+
+    /// Posts a receive of at most `len` bytes into `buf`.
+    ///
+    /// # Safety
+    /// `buf..buf+len` must stay valid and untouched until the request completes.
+    pub unsafe fn irecv(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        source: i32,
+        tag: i32,
+        comm: i32,
+    ) -> Result<ReqId> {
+        let c = self.comms.get(comm)?;
+        let source = match source {
+            ANY_SOURCE => None,
+            s => Some(c.universe_rank(s)?),
+        };
+        let context = c.context;
+        let tag = Self::check_tag(tag, true)?;
+        if let Some(peer) = source {
+            self.note_peer(peer);
+        }
+        let req = self
+            .engine
+            .irecv(source, context, tag, Region { ptr: buf, len });
+        self.request_comm.insert(req, comm);
+        self.push_transmits();
+        Ok(req)
+    }
+
+    fn note_peer(&mut self, peer: u32) {
+        if self.in_kernel {
+            self.kernel_peers.insert(peer);
+        }
+    }
+
+    /// Whether `req` names a live request.
+    pub fn is_request(&self, req: ReqId) -> bool {
+        self.engine.is_live(req)
+    }
+
+    /// Completes `req` if it is done (freeing it) after one round of progress.
+    pub fn test(&mut self, req: ReqId) -> Result<Option<Status>> {
+        self.check_request(req)?;
+        self.progress_once(Some(Duration::ZERO));
+        Ok(self.take(req))
+    }
+
+    /// Waits for `req` and frees it.
+    pub fn wait(&mut self, req: ReqId) -> Result<Status> {
+        self.check_request(req)?;
+        self.wait_until(|rt| rt.engine.completion(req).is_some());
+        Ok(self.take(req).expect("completed"))
+    }
+
+    /// Waits until one of `reqs` completes; frees it and returns its index.
+    /// `None` entries are skipped; all `None` returns `None` at once.
+    pub fn wait_any(&mut self, reqs: &[Option<ReqId>]) -> Result<Option<(usize, Status)>> {
+        for req in reqs.iter().flatten() {
+            self.check_request(*req)?;
+        }
+        if reqs.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let mut found = None;
+        self.wait_until(|rt| {
+            found = reqs
+                .iter()
+                .position(|r| r.is_some_and(|r| rt.engine.completion(r).is_some()));
+            found.is_some()
+        });
+        let index = found.expect("wait_until returned");
+        Ok(Some((
+            index,
+            self.take(reqs[index].expect("some")).expect("completed"),
+        )))
+    }
+
+    /// Whether every request is complete, after one round of progress;
+    /// frees none.
+    pub fn all_complete(&mut self, reqs: &[ReqId]) -> Result<bool> {
+        for req in reqs {
+            self.check_request(*req)?;
+        }
+        self.progress_once(Some(Duration::ZERO));
+        Ok(reqs.iter().all(|r| self.engine.completion(*r).is_some()))
+    }
+
+    /// Frees a completed request and returns its status; `None` if pending.
+    pub fn take(&mut self, req: ReqId) -> Option<Status> {
+        let completion = self.engine.take_completion(req)?;
+        let comm = self
+            .request_comm
+            .remove(&req)
+            .unwrap_or(crate::comm::COMM_UNIVERSE);
+        Some(self.status(completion, comm))
+    }
+
+    fn check_request(&self, req: ReqId) -> Result<()> {
+        if self.engine.is_live(req) {
+            Ok(())
+        } else {
+            Err(err(
+                ErrorClass::Request,
+                "not an active request (already completed and freed, or never started)",
+            ))
+        }
+    }
+
+    fn status(&self, c: Completion, comm: i32) -> Status {
+        let comm_ref = self.comms.get(comm).ok();
+        let source = comm_ref
+            .and_then(|cm| cm.rank_of(c.source))
+            .map_or(ANY_SOURCE, |r| r as i32);
+        let who = if c.source == u32::MAX {
+            "any source".to_string()
+        } else {
+            self.universe.describe(c.source)
+        };
+        let error = c.error.map(|e| match e {
+            CompletionError::Truncated => err(
+                ErrorClass::Truncate,
+                format!(
+                    "message of {} bytes from {who} (tag {}) is longer than the receive buffer",
+                    c.bytes, c.tag
+                ),
+            ),
+            CompletionError::Cancelled => err(ErrorClass::Cancelled, "the receive was cancelled"),
+            CompletionError::PeerLost => {
+                self.unreachable.get(&c.source).cloned().unwrap_or_else(|| {
+                    err(
+                        ErrorClass::PeerLost,
+                        format!("{who} is no longer reachable"),
+                    )
+                })
+            }
+        });
+        Status {
+            source,
+            tag: c.tag,
+            bytes: c.bytes,
+            error,
+        }
+    }
+
+    /// The envelope of a message that a receive with these arguments would
+    /// take now, without receiving it.
+    pub fn iprobe(&mut self, source: i32, tag: i32, comm: i32) -> Result<Option<Status>> {
+        let (source, context, tag) = self.selector(source, tag, comm)?;
+        self.progress_once(Some(Duration::ZERO));
+        Ok(self.probe_now(source, context, tag, comm))
+    }
+
+    /// Waits until [`Runtime::iprobe`] would find a message.
+    pub fn probe(&mut self, source: i32, tag: i32, comm: i32) -> Result<Status> {
+        let (source_sel, context, tag_sel) = self.selector(source, tag, comm)?;
+        if let Some(peer) = source_sel {
+            if let Some(e) = self.unreachable.get(&peer) {
+                return Err(e.clone());
+            }
+        }
+        let mut found = None;
+        self.wait_until(|rt| {
+            found = rt.probe_now(source_sel, context, tag_sel, comm);
+            found.is_some() || source_sel.is_some_and(|p| rt.unreachable.contains_key(&p))
+        });
+        match found {
+            Some(status) => Ok(status),
+            None => Err(self.unreachable[&source_sel.expect("lost peer")].clone()),
+        }
+    }
+
+    fn selector(
+        &self,
+        source: i32,
+        tag: i32,
+        comm: i32,
+    ) -> Result<(Option<u32>, u32, Option<i32>)> {
+        let c = self.comms.get(comm)?;
+        let source = match source {
+            ANY_SOURCE => None,
+            s => Some(c.universe_rank(s)?),
+        };
+        Ok((source, c.context, Self::check_tag(tag, true)?))
+    }
+
+    fn probe_now(
+        &self,
+        source: Option<u32>,
+        context: u32,
+        tag: Option<i32>,
+        comm: i32,
+    ) -> Option<Status> {
+        let (envelope, size) = self.engine.iprobe(source, context, tag)?;
+        let rank = self
+            .comms
+            .get(comm)
+            .ok()
+            .and_then(|c| c.rank_of(envelope.source));
+        Some(Status {
+            source: rank.map_or(ANY_SOURCE, |r| r as i32),
+            tag: envelope.tag,
+            bytes: size,
+            error: None,
+        })
+    }
+
+    /// Cancels a receive that has not matched yet; the request then
+    /// completes with a `Cancelled` status. A request that already matched
+    /// or is a send is left to complete normally.
+    pub fn cancel(&mut self, req: ReqId) -> Result<()> {
+        self.check_request(req)?;
+        self.engine.cancel(req);
+        Ok(())
+    }
+
+    /// One round of progress without waiting.
+    pub fn progress(&mut self) {
+        self.progress_once(Some(Duration::ZERO));
+    }
+
+    fn push_transmits(&mut self) {
+        while let Some(t) = self.engine.poll_transmit() {
+            self.transport.send(t, &mut self.engine);
+        }
+    }
+
+    fn progress_once(&mut self, timeout: Option<Duration>) {
+        self.push_transmits();
+        self.transport.poll(timeout, &mut self.engine);
+        self.push_transmits();
+        for event in std::mem::take(&mut self.transport.events_out) {
+            match event {
+                LinkEvent::Lost { peer, error } => {
+                    self.unreachable.entry(peer).or_insert(error);
+                }
+                LinkEvent::Abort { peer, code } => {
+                    eprintln!(
+                        "tether: {} aborted the universe with code {code}; exiting",
+                        self.universe.describe(peer)
+                    );
+                    std::process::exit(code);
+                }
+            }
+        }
+    }
+
+    /// Progresses until `done` holds: polls for the spin window, then
+    /// sleeps in epoll (see [`SpinPolicy`]).
+    fn wait_until(&mut self, mut done: impl FnMut(&mut Runtime) -> bool) {
+        self.progress_once(Some(Duration::ZERO));
+        if done(self) {
+            return;
+        }
+        let window = if self.in_kernel {
+            Duration::from_micros(self.settings.number("POLL_SPIN_US"))
+                .max(Duration::from_millis(1))
+        } else {
+            self.spin.window()
+        };
+        let start = Instant::now();
+        while start.elapsed() < window {
+            self.progress_once(Some(Duration::ZERO));
+            if done(self) {
+                self.spin.record(true);
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        loop {
+            self.progress_once(Some(MAX_SLEEP));
+            if done(self) {
+                self.spin.record(false);
+                return;
+            }
+        }
+    }
+
+    /// Applies a hint (DESIGN 3.6).
+    pub fn hint(&mut self, key: &str, value: &str) -> Result<()> {
+        self.settings.set_hint(key, value)?;
+        match key {
+            "EAGER_LIMIT" => self.engine.set_eager_limit(self.settings.number(key)),
+            "POLL_SPIN_US" => self
+                .spin
+                .set_max(Duration::from_micros(self.settings.number(key))),
+            "CONNECT" if value == "eager" => self.connect_all(),
+            "CONNECT_TIMEOUT" | "HANDSHAKE_TIMEOUT" => self.transport.set_timeouts(
+                Duration::from_secs(self.settings.number("CONNECT_TIMEOUT")),
+                Duration::from_secs(self.settings.number("HANDSHAKE_TIMEOUT")),
+            ),
+            "IN_KERNEL" => {
+                self.in_kernel = value == "1";
+                if self.in_kernel {
+                    let peers: Vec<u32> = self.kernel_peers.iter().copied().collect();
+                    for peer in peers {
+                        self.transport.start_connect(peer);
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn connect_all(&mut self) {
+        let me = self.universe.my_universe_rank();
+        for peer in (0..self.universe.size()).filter(|p| *p != me) {
+            self.transport.start_connect(peer);
+        }
+    }
+
+    /// Leaves the universe: sends what is queued, says goodbye to every
+    /// connected peer and waits (up to `TETHER_FINALIZE_TIMEOUT`) for theirs,
+    /// so no data in flight is lost by closing early.
+    pub fn finalize(mut self) -> Result<()> {
+        let deadline =
+            Instant::now() + Duration::from_secs(self.settings.number("FINALIZE_TIMEOUT"));
+        while self.transport.has_output() && Instant::now() < deadline {
+            self.progress_once(Some(Duration::from_millis(10)));
+        }
+        self.transport.say_goodbye(&mut self.engine);
+        while (self.transport.has_output() || !self.transport.all_goodbyes_heard()) && Instant::now() < deadline
+        {
+            self.progress_once(Some(Duration::from_millis(10)));
+        }
+        let unfinished = !self.transport.all_goodbyes_heard();
+        let me = &self.universe.programs[self.universe.my_program];
+        let _ = self
+            .rendezvous
+            .remove(&addr_key(&me.name, self.universe.my_rank));
+        if let Some(dir) = &self.private_rendezvous {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        if unfinished {
+            tracing::warn!(
+                "finalize: some peers did not say goodbye within TETHER_FINALIZE_TIMEOUT={} s",
+                self.settings.number("FINALIZE_TIMEOUT")
+            );
+        }
+        Ok(())
+    }
+
+    /// Ends every process of the universe: tells every connected peer, then
+    /// exits this process with `code`.
+    pub fn abort(&mut self, code: i32) -> ! {
+        self.transport.broadcast_abort(code, &mut self.engine);
+        let until = Instant::now() + Duration::from_millis(200);
+        while self.transport.has_output() && Instant::now() < until {
+            self.transport
+                .poll(Some(Duration::from_millis(5)), &mut self.engine);
+        }
+        std::process::exit(code);
+    }
+}
+
+/// Opens `TETHER_RENDEZVOUS`; a universe of one process needs none and
+/// gets a private directory.
+fn open_rendezvous(
+    settings: &Settings,
+    names: &[String],
+    me: &Identity,
+) -> Result<(Rendezvous, Option<std::path::PathBuf>)> {
+    if let Some(spec) = settings.text("RENDEZVOUS") {
+        let rdv = Rendezvous::open(spec)
+            .map_err(|e| err(ErrorClass::Init, format!("rendezvous {spec:?}: {e}")))?;
+        return Ok((rdv, None));
+    }
+    if names.len() == 1 && me.size == 1 {
+        let dir = std::env::temp_dir().join(format!("tether-solo-{}", std::process::id()));
+        let rdv = Rendezvous::open(&dir.to_string_lossy())
+            .map_err(|e| err(ErrorClass::Init, e.to_string()))?;
+        return Ok((rdv, Some(dir)));
+    }
+    Err(err(
+        ErrorClass::Init,
+        "TETHER_RENDEZVOUS is not set: start the programs with `tether run`, or set it to a shared directory or tcp://host:port of `tether rendezvous serve`",
+    ))
+}
+
+/// Identifies this host: host name and boot id (two processes on the same
+/// host see the same value).
+fn host_id() -> String {
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is writable for its length.
+    let rc = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
+    let host = if rc == 0 {
+        let end = name.iter().position(|b| *b == 0).unwrap_or(name.len());
+        String::from_utf8_lossy(&name[..end]).into_owned()
+    } else {
+        "unknown".to_string()
+    };
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    format!("{host}/{}", boot.trim())
+}

@@ -1,0 +1,389 @@
+//! Every setting of Tether, declared once.
+//!
+//! [`TABLE`] drives everything that knows about settings: parsing of the
+//! `TETHER_*` environment, the hints API (`tether_hint`), `tether info`
+//! and the settings table in the docs. A setting marked `hint` may also be
+//! changed at run time with `tether_hint(key, value)`; the environment
+//! variable is always `TETHER_<KEY>`.
+
+use std::collections::BTreeMap;
+
+use crate::error::{err, ErrorClass, Result};
+
+/// What values a setting accepts.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// `0` or `1`.
+    Flag,
+    /// A whole number in `min..=max`.
+    Number { min: u64, max: u64 },
+    /// One of these words.
+    Choice(&'static [&'static str]),
+    /// A comma-separated, non-empty list of these words.
+    ListOf(&'static [&'static str]),
+    /// Free text (possibly empty).
+    Text,
+}
+
+/// One row of the settings table.
+#[derive(Debug)]
+pub struct Setting {
+    /// Key without the `TETHER_` prefix, as given to `tether_hint`.
+    pub key: &'static str,
+    /// Default as text; empty means unset.
+    pub default: &'static str,
+    pub kind: Kind,
+    /// Whether `tether_hint` may change it after start-up.
+    pub hint: bool,
+    pub meaning: &'static str,
+}
+
+/// The largest eager message any sender may use; receivers accept eager
+/// payloads up to this size, so senders never need to agree on a limit.
+pub const MAX_EAGER_LIMIT: u64 = 4 << 20;
+
+/// Transports this build provides, in the default order.
+pub const TRANSPORTS: &[&str] = &["tcp"];
+
+pub static TABLE: &[Setting] = &[
+    Setting {
+        key: "RENDEZVOUS",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "where processes find each other: a directory on a shared file system, or tcp://host:port of `tether rendezvous serve` (set by `tether run`)",
+    },
+    Setting {
+        key: "PROGRAM",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "name of this process's program (set by `tether run`; tether_init_as overrides)",
+    },
+    Setting {
+        key: "PROGRAMS",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "comma-separated names of all programs of the universe",
+    },
+    Setting {
+        key: "RANK",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "rank of this process in its program; else taken from OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, MV2_COMM_WORLD_RANK, SLURM_PROCID",
+    },
+    Setting {
+        key: "SIZE",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "number of joining processes of this program; else from the MPI launcher's environment",
+    },
+    Setting {
+        key: "RUN_ID",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "identifies one run; processes of another run are refused (set by `tether run`)",
+    },
+    Setting {
+        key: "TRANSPORTS",
+        default: "tcp",
+        kind: Kind::ListOf(TRANSPORTS),
+        hint: true,
+        meaning: "ordered list of transports; for each peer the first that reaches it is used",
+    },
+    Setting {
+        key: "TCP_INTERFACE",
+        default: "127.0.0.1",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "IP address this process listens on and publishes (across hosts: an address the peers can reach)",
+    },
+    Setting {
+        key: "EAGER_LIMIT",
+        default: "65536",
+        kind: Kind::Number {
+            min: 0,
+            max: MAX_EAGER_LIMIT,
+        },
+        hint: true,
+        meaning: "messages up to this many bytes are sent eagerly; larger ones by rendezvous (see docs/PERFORMANCE.md for how the default was chosen)",
+    },
+    Setting {
+        key: "CONNECT",
+        default: "lazy",
+        kind: Kind::Choice(&["lazy", "eager"]),
+        hint: true,
+        meaning: "lazy: connect to a peer on first use; eager: connect to every peer at start-up",
+    },
+    Setting {
+        key: "IN_KERNEL",
+        default: "0",
+        kind: Kind::Flag,
+        hint: true,
+        meaning: "1 while the program is in a communication kernel: waits spin longer instead of sleeping, and the peers used inside are connected at once the next time a kernel starts",
+    },
+    Setting {
+        key: "POLL_SPIN_US",
+        default: "50",
+        kind: Kind::Number {
+            min: 0,
+            max: 10_000_000,
+        },
+        hint: true,
+        meaning: "longest time a wait polls before it sleeps in the kernel, in microseconds (adapts down when polling does not pay, e.g. more processes than cores)",
+    },
+    Setting {
+        key: "CONNECT_TIMEOUT",
+        default: "30",
+        kind: Kind::Number {
+            min: 1,
+            max: 86_400,
+        },
+        hint: true,
+        meaning: "seconds to wait for a program to join or a peer to accept a connection before TETHER_ERR_TIMEOUT",
+    },
+    Setting {
+        key: "HANDSHAKE_TIMEOUT",
+        default: "10",
+        kind: Kind::Number { min: 1, max: 3600 },
+        hint: true,
+        meaning: "seconds an accepted connection may take to complete its handshake before it is dropped",
+    },
+    Setting {
+        key: "FINALIZE_TIMEOUT",
+        default: "60",
+        kind: Kind::Number {
+            min: 0,
+            max: 86_400,
+        },
+        hint: true,
+        meaning: "seconds tether_finalize waits for queued data to leave and for connected peers to say goodbye",
+    },
+    Setting {
+        key: "LOG_LEVEL",
+        default: "warn",
+        kind: Kind::Choice(&["off", "error", "warn", "info", "debug", "trace"]),
+        hint: false,
+        meaning: "how much Tether logs (to stderr, or TETHER_LOG_FILE)",
+    },
+    Setting {
+        key: "LOG_FILE",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "file to append log lines to instead of stderr; %r in the name becomes the universe rank",
+    },
+];
+
+fn row(key: &str) -> Option<&'static Setting> {
+    TABLE.iter().find(|s| s.key == key)
+}
+
+/// Checks `value` against the kind of setting `key`.
+pub fn validate(key: &str, value: &str) -> Result<()> {
+    let setting = row(key).ok_or_else(|| {
+        err(
+            ErrorClass::UnknownHint,
+            format!("unknown setting {key:?}; known: {}", known_keys()),
+        )
+    })?;
+    let bad = |expected: String| {
+        err(
+            ErrorClass::HintValue,
+            format!("TETHER_{key}={value:?} is not valid: expected {expected}"),
+        )
+    };
+    match setting.kind {
+        Kind::Flag if value == "0" || value == "1" => Ok(()),
+        Kind::Flag => Err(bad("0 or 1".into())),
+        Kind::Number { min, max } => match value.parse::<u64>() {
+            Ok(n) if (min..=max).contains(&n) => Ok(()),
+            _ => Err(bad(format!("a whole number from {min} to {max}"))),
+        },
+        Kind::Choice(words) if words.contains(&value) => Ok(()),
+        Kind::Choice(words) => Err(bad(format!("one of {}", words.join(", ")))),
+        Kind::ListOf(words) => {
+            let items: Vec<&str> = value.split(',').map(str::trim).collect();
+            if !value.trim().is_empty() && items.iter().all(|i| words.contains(i)) {
+                Ok(())
+            } else {
+                Err(bad(format!(
+                    "a comma-separated list of {}",
+                    words.join(", ")
+                )))
+            }
+        }
+        Kind::Text => Ok(()),
+    }
+}
+
+fn known_keys() -> String {
+    TABLE.iter().map(|s| s.key).collect::<Vec<_>>().join(", ")
+}
+
+/// Where an effective value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Default,
+    Environment,
+    Hint,
+}
+
+/// The effective settings of one process.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    values: BTreeMap<&'static str, (String, Origin)>,
+}
+
+impl Settings {
+    /// Reads every `TETHER_*` variable from `vars`. Invalid values of known
+    /// settings are errors; unknown `TETHER_*` names are returned as
+    /// warnings (a misspelt setting must not pass silently).
+    pub fn from_vars<I>(vars: I) -> Result<(Settings, Vec<String>)>
+    where
+        I: IntoIterator<Item = (String, String)>,
+    {
+        let mut values: BTreeMap<&'static str, (String, Origin)> = TABLE
+            .iter()
+            .map(|s| (s.key, (s.default.to_string(), Origin::Default)))
+            .collect();
+        let mut warnings = Vec::new();
+        for (name, value) in vars {
+            let Some(key) = name.strip_prefix("TETHER_") else {
+                continue;
+            };
+            match row(key) {
+                Some(setting) => {
+                    validate(key, &value).map_err(|e| err(ErrorClass::Init, e.message))?;
+                    values.insert(setting.key, (value, Origin::Environment));
+                }
+                None => warnings.push(format!(
+                    "unknown setting {name} ignored (see `tether info` for the known ones)"
+                )),
+            }
+        }
+        Ok((Settings { values }, warnings))
+    }
+
+    /// The settings of this process's environment.
+    pub fn from_env() -> Result<(Settings, Vec<String>)> {
+        Settings::from_vars(std::env::vars())
+    }
+
+    /// Sets a hint at run time: unknown keys and settings that cannot
+    /// change after start-up give `UnknownHint`, bad values `HintValue`.
+    pub fn set_hint(&mut self, key: &str, value: &str) -> Result<()> {
+        validate(key, value)?;
+        let setting = row(key).expect("validated");
+        if !setting.hint {
+            return Err(err(
+                ErrorClass::UnknownHint,
+                format!(
+                    "{key} is a start-up setting, not a hint: set TETHER_{key} in the environment"
+                ),
+            ));
+        }
+        self.values
+            .insert(setting.key, (value.to_string(), Origin::Hint));
+        Ok(())
+    }
+
+    /// The effective value of `key` (empty when unset).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(|(v, _)| v.as_str())
+    }
+
+    pub fn origin(&self, key: &str) -> Option<Origin> {
+        self.values.get(key).map(|(_, o)| *o)
+    }
+
+    /// A value that is set, or `None` when empty.
+    pub fn text(&self, key: &str) -> Option<&str> {
+        self.get(key).filter(|v| !v.is_empty())
+    }
+
+    /// A number setting (validated on the way in).
+    pub fn number(&self, key: &str) -> u64 {
+        self.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+
+    pub fn flag(&self, key: &str) -> bool {
+        self.get(key) == Some("1")
+    }
+
+    pub fn list(&self, key: &str) -> Vec<String> {
+        self.get(key)
+            .unwrap_or("")
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_environment_and_hints() {
+        let (mut s, warnings) =
+            Settings::from_vars(vars(&[("TETHER_EAGER_LIMIT", "1024"), ("PATH", "/bin")])).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(s.number("EAGER_LIMIT"), 1024);
+        assert_eq!(s.origin("EAGER_LIMIT"), Some(Origin::Environment));
+        assert_eq!(s.get("CONNECT"), Some("lazy"));
+        s.set_hint("IN_KERNEL", "1").unwrap();
+        assert!(s.flag("IN_KERNEL"));
+        assert_eq!(s.origin("IN_KERNEL"), Some(Origin::Hint));
+    }
+
+    #[test]
+    fn unknown_names_warn_and_bad_values_fail() {
+        let (_, warnings) = Settings::from_vars(vars(&[("TETHER_EAGER_LIMT", "1")])).unwrap();
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("TETHER_EAGER_LIMT"));
+        let e = Settings::from_vars(vars(&[("TETHER_CONNECT", "sometimes")])).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Init);
+        assert!(e.message.contains("lazy, eager"), "{}", e.message);
+    }
+
+    #[test]
+    fn hints_are_checked() {
+        let (mut s, _) = Settings::from_vars(Vec::new()).unwrap();
+        assert_eq!(
+            s.set_hint("NO_SUCH", "1").unwrap_err().class,
+            ErrorClass::UnknownHint
+        );
+        assert_eq!(
+            s.set_hint("IN_KERNEL", "2").unwrap_err().class,
+            ErrorClass::HintValue
+        );
+        assert_eq!(
+            s.set_hint("EAGER_LIMIT", "99999999999").unwrap_err().class,
+            ErrorClass::HintValue
+        );
+        assert_eq!(
+            s.set_hint("TRANSPORTS", "tcp,carrier-pigeon")
+                .unwrap_err()
+                .class,
+            ErrorClass::HintValue
+        );
+        assert_eq!(
+            s.set_hint("RENDEZVOUS", "/tmp").unwrap_err().class,
+            ErrorClass::UnknownHint
+        );
+        s.set_hint("TRANSPORTS", "tcp").unwrap();
+    }
+}

@@ -1,0 +1,412 @@
+//! Framing over one TCP stream: a queue of outgoing frames written with
+//! vectored writes, and a reader that decodes headers and moves payloads
+//! where the engine says (large payloads straight into the user buffer).
+
+use std::collections::VecDeque;
+use std::io::{self, IoSlice, Read, Write};
+use std::net::SocketAddr;
+
+use mio::net::TcpStream;
+use tether_proto::wire::HEADER_LEN;
+use tether_proto::{
+    Engine, FrameHeader, FrameKind, PayloadSink, Region, ReqId, SinkToken, Transmit,
+    TransmitPayload, WireError,
+};
+
+/// Size of the staging buffer reads go through.
+const READ_BUFFER: usize = 256 * 1024;
+/// A payload with at least this much left is read straight into its
+/// destination instead of through the staging buffer.
+const DIRECT_READ_MIN: usize = 32 * 1024;
+/// Frames gathered into one `writev`.
+const MAX_IOVECS: usize = 64;
+
+/// What a stream delivered besides data-path frames.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// A handshake frame and its payload.
+    Control(FrameHeader, Vec<u8>),
+    Bye,
+    Abort(i32),
+}
+
+/// Why a stream can no longer be used.
+#[derive(Debug)]
+pub(crate) enum ConnError {
+    Io(io::Error),
+    Wire(WireError),
+    /// The peer closed the stream; `mid_frame` when it stopped inside a frame.
+    Eof {
+        mid_frame: bool,
+    },
+}
+
+struct OutFrame {
+    header: [u8; HEADER_LEN],
+    payload: TransmitPayload,
+    /// Bytes of header and payload already written.
+    written: usize,
+    completes: Option<ReqId>,
+    copy_if_blocked: bool,
+}
+
+impl OutFrame {
+    fn total(&self) -> usize {
+        HEADER_LEN + self.payload.len()
+    }
+
+    fn payload_bytes(&self) -> &[u8] {
+        match &self.payload {
+            TransmitPayload::None => &[],
+            // SAFETY: a borrowed payload stays valid until `completes` is
+            // reported, which happens only after it is written or copied.
+            TransmitPayload::Borrowed(r) => unsafe { r.as_slice() },
+            TransmitPayload::Owned(v) => v,
+        }
+    }
+}
+
+enum ReadState {
+    Header,
+    Control {
+        header: FrameHeader,
+        buf: Vec<u8>,
+        filled: usize,
+    },
+    Region {
+        region: Region,
+        filled: usize,
+        discard: u64,
+        token: Option<SinkToken>,
+    },
+    Owned {
+        buf: Vec<u8>,
+        filled: usize,
+        token: Option<SinkToken>,
+    },
+}
+
+/// One framed TCP stream.
+pub(crate) struct Conn {
+    pub stream: TcpStream,
+    pub remote: SocketAddr,
+    send_seq: u64,
+    recv_seq: u64,
+    out: VecDeque<OutFrame>,
+    rbuf: Box<[u8]>,
+    rstart: usize,
+    rend: usize,
+    read: ReadState,
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream, remote: SocketAddr) -> Conn {
+        Conn {
+            stream,
+            remote,
+            send_seq: 0,
+            recv_seq: 0,
+            out: VecDeque::new(),
+            rbuf: vec![0; READ_BUFFER].into_boxed_slice(),
+            rstart: 0,
+            rend: 0,
+            read: ReadState::Header,
+        }
+    }
+
+    /// Queues an engine frame; numbers it.
+    pub fn enqueue(&mut self, t: Transmit) {
+        let mut header = t.header;
+        header.seq = self.send_seq;
+        header.payload_len = t.payload.len() as u64;
+        self.send_seq += 1;
+        self.out.push_back(OutFrame {
+            header: header.encode(),
+            payload: t.payload,
+            written: 0,
+            completes: t.completes,
+            copy_if_blocked: t.copy_if_blocked,
+        });
+    }
+
+    /// Queues a frame of the connection itself (handshake, goodbye).
+    pub fn enqueue_control(&mut self, kind: FrameKind, tag: i32, payload: Vec<u8>) {
+        let mut header = FrameHeader::new(kind);
+        header.tag = tag;
+        self.enqueue(Transmit {
+            peer: 0,
+            header,
+            payload: TransmitPayload::Owned(payload),
+            completes: None,
+            copy_if_blocked: false,
+        });
+    }
+
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// Writes what the socket takes. Requests whose frames were handed
+    /// over (written, or copied because the socket was full) go to `done`.
+    pub fn flush(&mut self, done: &mut Vec<ReqId>) -> Result<(), ConnError> {
+        while !self.out.is_empty() {
+            let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(MAX_IOVECS);
+            for frame in self.out.iter().take(MAX_IOVECS / 2) {
+                let header_left = HEADER_LEN.saturating_sub(frame.written);
+                if header_left > 0 {
+                    slices.push(IoSlice::new(&frame.header[frame.written..]));
+                }
+                let payload = frame.payload_bytes();
+                let from = frame.written.saturating_sub(HEADER_LEN);
+                if from < payload.len() {
+                    slices.push(IoSlice::new(&payload[from..]));
+                }
+            }
+            match self.stream.write_vectored(&slices) {
+                Ok(0) => return Err(ConnError::Eof { mid_frame: true }),
+                Ok(mut n) => {
+                    while n > 0 {
+                        let frame = self
+                            .out
+                            .front_mut()
+                            .expect("written bytes belong to queued frames");
+                        let step = n.min(frame.total() - frame.written);
+                        frame.written += step;
+                        n -= step;
+                        if frame.written == frame.total() {
+                            let frame = self.out.pop_front().expect("front exists");
+                            done.extend(frame.completes);
+                        }
+                    }
+                    // A frame with an empty payload is complete once its header is.
+                    while self.out.front().is_some_and(|f| f.written == f.total()) {
+                        let frame = self.out.pop_front().expect("front exists");
+                        done.extend(frame.completes);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.copy_blocked_eager(done);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ConnError::Io(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Eager sends complete locally: what the socket did not take is copied
+    /// so the user may reuse the buffer.
+    fn copy_blocked_eager(&mut self, done: &mut Vec<ReqId>) {
+        for frame in self.out.iter_mut() {
+            if frame.copy_if_blocked {
+                if let TransmitPayload::Borrowed(region) = frame.payload {
+                    // SAFETY: valid until `completes` is reported, just below.
+                    frame.payload = TransmitPayload::Owned(unsafe { region.as_slice() }.to_vec());
+                    done.extend(frame.completes.take());
+                }
+            }
+        }
+    }
+
+    /// Reads until the socket is drained. Data-path frames go to `engine`
+    /// as frames of `peer` (only once the handshake is done: `None` before);
+    /// everything else is returned.
+    pub fn read_ready(
+        &mut self,
+        mut engine: Option<(&mut Engine, u32)>,
+        max_eager: u64,
+        incoming: &mut Vec<Incoming>,
+    ) -> Result<(), ConnError> {
+        loop {
+            self.parse_buffered(&mut engine, max_eager, incoming)?;
+            let result = match &mut self.read {
+                ReadState::Region { region, filled, .. }
+                    if self.rstart == self.rend && region.len - *filled >= DIRECT_READ_MIN =>
+                {
+                    // SAFETY: the region is the posted receive buffer, valid
+                    // until its request completes; `filled < len`.
+                    let dst = unsafe {
+                        std::slice::from_raw_parts_mut(
+                            region.ptr.add(*filled),
+                            region.len - *filled,
+                        )
+                    };
+                    match self.stream.read(dst) {
+                        Ok(n) if n > 0 => {
+                            *filled += n;
+                            continue;
+                        }
+                        other => other,
+                    }
+                }
+                _ => {
+                    if self.rstart == self.rend {
+                        self.rstart = 0;
+                        self.rend = 0;
+                    } else if self.rend == self.rbuf.len() {
+                        self.rbuf.copy_within(self.rstart..self.rend, 0);
+                        self.rend -= self.rstart;
+                        self.rstart = 0;
+                    }
+                    match self.stream.read(&mut self.rbuf[self.rend..]) {
+                        Ok(n) if n > 0 => {
+                            self.rend += n;
+                            continue;
+                        }
+                        other => other,
+                    }
+                }
+            };
+            match result {
+                Ok(_) => {
+                    let mid_frame =
+                        !matches!(self.read, ReadState::Header) || self.rstart != self.rend;
+                    return Err(ConnError::Eof { mid_frame });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ConnError::Io(e)),
+            }
+        }
+    }
+
+    /// Consumes buffered bytes as far as they go.
+    fn parse_buffered(
+        &mut self,
+        engine: &mut Option<(&mut Engine, u32)>,
+        max_eager: u64,
+        incoming: &mut Vec<Incoming>,
+    ) -> Result<(), ConnError> {
+        loop {
+            let avail = self.rend - self.rstart;
+            match &mut self.read {
+                ReadState::Header => {
+                    if avail < HEADER_LEN {
+                        return Ok(());
+                    }
+                    let bytes: [u8; HEADER_LEN] = self.rbuf[self.rstart..self.rstart + HEADER_LEN]
+                        .try_into()
+                        .expect("header length");
+                    self.rstart += HEADER_LEN;
+                    let header = FrameHeader::decode(&bytes, self.recv_seq, max_eager)
+                        .map_err(ConnError::Wire)?;
+                    self.recv_seq += 1;
+                    self.read = Self::state_for(header, engine, incoming)?;
+                }
+                ReadState::Control {
+                    buf,
+                    filled,
+                    header,
+                } => {
+                    let n = avail.min(buf.len() - *filled);
+                    buf[*filled..*filled + n]
+                        .copy_from_slice(&self.rbuf[self.rstart..self.rstart + n]);
+                    *filled += n;
+                    self.rstart += n;
+                    if *filled < buf.len() {
+                        return Ok(());
+                    }
+                    incoming.push(Incoming::Control(*header, std::mem::take(buf)));
+                    self.read = ReadState::Header;
+                }
+                ReadState::Region {
+                    region,
+                    filled,
+                    discard,
+                    token,
+                } => {
+                    let n = avail.min(region.len - *filled);
+                    // SAFETY: the region is valid (posted receive buffer) and
+                    // `filled + n <= len`.
+                    unsafe {
+                        region
+                            .ptr
+                            .add(*filled)
+                            .copy_from_nonoverlapping(self.rbuf[self.rstart..].as_ptr(), n)
+                    };
+                    *filled += n;
+                    self.rstart += n;
+                    let skip = ((self.rend - self.rstart) as u64).min(*discard);
+                    self.rstart += skip as usize;
+                    *discard -= skip;
+                    if *filled < region.len || *discard > 0 {
+                        return Ok(());
+                    }
+                    let token = token.take().expect("token present until done");
+                    if let Some((engine, _)) = engine {
+                        engine.payload_done(token, None);
+                    }
+                    self.read = ReadState::Header;
+                }
+                ReadState::Owned { buf, filled, token } => {
+                    let n = avail.min(buf.len() - *filled);
+                    buf[*filled..*filled + n]
+                        .copy_from_slice(&self.rbuf[self.rstart..self.rstart + n]);
+                    *filled += n;
+                    self.rstart += n;
+                    if *filled < buf.len() {
+                        return Ok(());
+                    }
+                    let token = token.take().expect("token present until done");
+                    if let Some((engine, _)) = engine {
+                        engine.payload_done(token, Some(std::mem::take(buf)));
+                    }
+                    self.read = ReadState::Header;
+                }
+            }
+        }
+    }
+
+    fn state_for(
+        header: FrameHeader,
+        engine: &mut Option<(&mut Engine, u32)>,
+        incoming: &mut Vec<Incoming>,
+    ) -> Result<ReadState, ConnError> {
+        match header.kind {
+            FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => {
+                Ok(ReadState::Control {
+                    header,
+                    buf: vec![0; header.payload_len as usize],
+                    filled: 0,
+                })
+            }
+            FrameKind::Bye => {
+                incoming.push(Incoming::Bye);
+                Ok(ReadState::Header)
+            }
+            FrameKind::Abort => {
+                incoming.push(Incoming::Abort(header.tag));
+                Ok(ReadState::Header)
+            }
+            FrameKind::Eager | FrameKind::Rts | FrameKind::Cts | FrameKind::Data => {
+                let Some((engine, peer)) = engine else {
+                    return Err(ConnError::Wire(WireError::UnexpectedFrame {
+                        got: header.kind,
+                        state: "before the handshake completed",
+                    }));
+                };
+                Ok(
+                    match engine.on_header(*peer, &header).map_err(ConnError::Wire)? {
+                        PayloadSink::None => ReadState::Header,
+                        PayloadSink::Region {
+                            region,
+                            discard,
+                            token,
+                        } => ReadState::Region {
+                            region,
+                            filled: 0,
+                            discard,
+                            token: Some(token),
+                        },
+                        PayloadSink::Owned { buf, token } => ReadState::Owned {
+                            buf,
+                            filled: 0,
+                            token: Some(token),
+                        },
+                    },
+                )
+            }
+        }
+    }
+}

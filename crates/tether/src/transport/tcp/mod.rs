@@ -1,0 +1,773 @@
+//! The TCP transport: non-blocking sockets on epoll (mio), one link per
+//! peer, opened on first use.
+//!
+//! Link life cycle. The first frame for a peer reads the peer's address
+//! from the rendezvous and connects; frames wait in the peer's queue until
+//! the handshake (`Hello` -> `HelloAck`) is done, then leave in order. When
+//! two processes connect to each other at the same moment, the connection
+//! opened by the lower universe rank wins: each side refuses the other's
+//! `Hello` or drops its own attempt by the same rule, so both keep the same
+//! one link. A peer that cannot be reached within the connect timeout, a
+//! stream that ends without a goodbye, and a peer that breaks the protocol
+//! are reported as [`LinkEvent::Lost`]; a connection that never completes
+//! its handshake is dropped and logged without touching any peer.
+
+mod conn;
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use tether_proto::{Engine, FrameKind, Hello, ReqId, Transmit};
+use tether_rendezvous::Rendezvous;
+
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::settings::MAX_EAGER_LIMIT;
+use crate::universe::{addr_key, PeerAddress, Universe};
+use conn::{Conn, ConnError, Incoming};
+
+const LISTENER: Token = Token(0);
+/// Why a `Hello` lost to a simultaneous connection; not an error.
+const REJECT_DUPLICATE: &str = "duplicate connection";
+
+/// What happened to a link, for the runtime.
+#[derive(Debug)]
+pub enum LinkEvent {
+    /// The peer can no longer be reached; pending work with it fails with `error`.
+    Lost { peer: u32, error: Error },
+    /// The peer aborted the universe.
+    Abort { peer: u32, code: i32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Outgoing, our `Hello` queued; waiting for `HelloAck`.
+    AwaitAck,
+    /// Incoming; waiting for the peer's `Hello`.
+    AwaitHello,
+    Established,
+    /// Refused or superseded: flush what is queued (a reject), then close.
+    Closing,
+}
+
+struct Entry {
+    conn: Conn,
+    stage: Stage,
+    /// The peer: known from the start for outgoing, after `Hello` for incoming.
+    peer: Option<u32>,
+    since: Instant,
+    bye_received: bool,
+}
+
+/// Per-peer state.
+#[derive(Default)]
+struct Link {
+    established: Option<Token>,
+    connecting: Option<Token>,
+    /// Frames waiting for the handshake.
+    queue: VecDeque<Transmit>,
+    /// Connect attempts: until when, next try, last problem seen.
+    attempt: Option<Attempt>,
+    bye_sent: bool,
+    finished: bool,
+}
+
+struct Attempt {
+    deadline: Instant,
+    next_try: Instant,
+    backoff: Duration,
+    problem: String,
+}
+
+/// Where to listen and how long to wait.
+#[derive(Debug, Clone)]
+pub struct TcpConfig {
+    pub listen_ip: String,
+    pub connect_timeout: Duration,
+    pub handshake_timeout: Duration,
+}
+
+pub struct TcpTransport {
+    poll: Poll,
+    events: Events,
+    listener: TcpListener,
+    local: SocketAddr,
+    entries: HashMap<Token, Entry>,
+    next_token: usize,
+    links: HashMap<u32, Link>,
+    universe: Arc<Universe>,
+    rendezvous: Arc<Rendezvous>,
+    hello: Vec<u8>,
+    config: TcpConfig,
+    done: Vec<ReqId>,
+    pub events_out: Vec<LinkEvent>,
+}
+
+impl TcpTransport {
+    /// Listens on `config.listen_ip` (any port).
+    pub fn bind(config: TcpConfig) -> Result<(Poll, TcpListener, SocketAddr)> {
+        let ip: std::net::IpAddr = config.listen_ip.parse().map_err(|_| {
+            err(
+                ErrorClass::Init,
+                format!(
+                    "TETHER_TCP_INTERFACE={:?} is not an IP address",
+                    config.listen_ip
+                ),
+            )
+        })?;
+        let mut listener = TcpListener::bind(SocketAddr::new(ip, 0))
+            .map_err(|e| err(ErrorClass::Transport, format!("cannot listen on {ip}: {e}")))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| err(ErrorClass::Transport, e.to_string()))?;
+        let poll = Poll::new().map_err(|e| err(ErrorClass::Transport, format!("epoll: {e}")))?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .map_err(|e| err(ErrorClass::Transport, e.to_string()))?;
+        Ok((poll, listener, local))
+    }
+
+    pub fn new(
+        bound: (Poll, TcpListener, SocketAddr),
+        config: TcpConfig,
+        universe: Arc<Universe>,
+        rendezvous: Arc<Rendezvous>,
+    ) -> TcpTransport {
+        let me = &universe.programs[universe.my_program];
+        let hello = Hello {
+            universe_id: universe.id,
+            universe_rank: universe.my_universe_rank(),
+            capabilities: 0,
+            program: me.name.clone(),
+            program_rank: universe.my_rank,
+        }
+        .encode();
+        let (poll, listener, local) = bound;
+        TcpTransport {
+            poll,
+            events: Events::with_capacity(256),
+            listener,
+            local,
+            entries: HashMap::new(),
+            next_token: 1,
+            links: HashMap::new(),
+            universe,
+            rendezvous,
+            hello,
+            config,
+            done: Vec::new(),
+            events_out: Vec::new(),
+        }
+    }
+
+    pub fn set_timeouts(&mut self, connect: Duration, handshake: Duration) {
+        self.config.connect_timeout = connect;
+        self.config.handshake_timeout = handshake;
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    fn me(&self) -> u32 {
+        self.universe.my_universe_rank()
+    }
+
+    /// Sends an engine frame to its peer, connecting first if needed.
+    pub fn send(&mut self, t: Transmit, engine: &mut Engine) {
+        let peer = t.peer;
+        let link = self.links.entry(peer).or_default();
+        match link.established {
+            Some(token) => {
+                let entry = self
+                    .entries
+                    .get_mut(&token)
+                    .expect("established link has an entry");
+                entry.conn.enqueue(t);
+                self.flush(token, engine);
+            }
+            None => {
+                link.queue.push_back(t);
+                self.start_connect(peer);
+            }
+        }
+    }
+
+    /// Starts connecting to `peer` unless a link exists or is being made.
+    pub fn start_connect(&mut self, peer: u32) {
+        let link = self.links.entry(peer).or_default();
+        if link.established.is_some() || link.connecting.is_some() || link.finished {
+            return;
+        }
+        if link.attempt.is_none() {
+            let now = Instant::now();
+            link.attempt = Some(Attempt {
+                deadline: now + self.config.connect_timeout,
+                next_try: now,
+                backoff: Duration::from_millis(1),
+                problem: "its address never appeared in the rendezvous".into(),
+            });
+        }
+        self.try_connect(peer);
+    }
+
+    fn try_connect(&mut self, peer: u32) {
+        let Some((program, rank)) = self.universe.locate(peer) else {
+            return;
+        };
+        let name = self.universe.programs[program].name.clone();
+        let looked_up = self.rendezvous.get(&addr_key(&name, rank));
+        let link = self.links.get_mut(&peer).expect("link exists");
+        let attempt = link.attempt.as_mut().expect("attempt exists");
+        let now = Instant::now();
+        attempt.next_try = now + attempt.backoff;
+        attempt.backoff = (attempt.backoff * 2).min(Duration::from_millis(100));
+        let address = match looked_up {
+            Ok(Some(text)) => {
+                match PeerAddress::decode(&text).and_then(|a| a.tcp.parse::<SocketAddr>().ok()) {
+                    Some(a) => a,
+                    None => {
+                        attempt.problem = format!("its rendezvous entry {text:?} is malformed");
+                        return;
+                    }
+                }
+            }
+            Ok(None) => return,
+            Err(e) => {
+                attempt.problem = e.to_string();
+                return;
+            }
+        };
+        let stream = match TcpStream::connect(address) {
+            Ok(s) => s,
+            Err(e) => {
+                attempt.problem = format!("connect to {address}: {e}");
+                return;
+            }
+        };
+        let token = Token(self.next_token);
+        self.next_token += 1;
+        let mut conn = Conn::new(stream, address);
+        if let Err(e) = self.poll.registry().register(
+            &mut conn.stream,
+            token,
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            attempt.problem = format!("register {address}: {e}");
+            return;
+        }
+        let _ = conn.stream.set_nodelay(true);
+        conn.enqueue_control(FrameKind::Hello, 0, self.hello.clone());
+        link.connecting = Some(token);
+        self.entries.insert(
+            token,
+            Entry {
+                conn,
+                stage: Stage::AwaitAck,
+                peer: Some(peer),
+                since: now,
+                bye_received: false,
+            },
+        );
+    }
+
+    /// Waits up to `timeout` for socket events and handles them: reads feed
+    /// the engine, writes drain queues, handshakes advance. Also retries
+    /// pending connects and enforces handshake and connect timeouts.
+    pub fn poll(&mut self, timeout: Option<Duration>, engine: &mut Engine) {
+        let timeout = self
+            .next_timer()
+            .map_or(timeout, |t| Some(timeout.map_or(t, |u| u.min(t))));
+        if let Err(e) = self.poll.poll(&mut self.events, timeout) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                tracing::error!("epoll wait failed: {e}");
+            }
+        }
+        let ready: Vec<(Token, bool, bool)> = self
+            .events
+            .iter()
+            .map(|e| {
+                (
+                    e.token(),
+                    e.is_readable() || e.is_read_closed() || e.is_error(),
+                    e.is_writable(),
+                )
+            })
+            .collect();
+        for (token, readable, writable) in ready {
+            if token == LISTENER {
+                self.accept_all();
+                continue;
+            }
+            if writable {
+                self.flush(token, engine);
+            }
+            if readable {
+                self.read(token, engine);
+            }
+        }
+        self.check_timers(engine);
+    }
+
+    fn next_timer(&self) -> Option<Duration> {
+        let now = Instant::now();
+        let retry = self
+            .links
+            .values()
+            .filter(|l| l.connecting.is_none() && l.established.is_none())
+            .filter_map(|l| l.attempt.as_ref())
+            .map(|a| a.next_try.min(a.deadline))
+            .min();
+        let handshake = self
+            .entries
+            .values()
+            .filter(|e| e.stage != Stage::Established)
+            .map(|e| e.since + self.config.handshake_timeout)
+            .min();
+        [retry, handshake]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|t| t.saturating_duration_since(now))
+    }
+
+    fn check_timers(&mut self, engine: &mut Engine) {
+        let now = Instant::now();
+        let stale: Vec<Token> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| {
+                e.stage != Stage::Established && now >= e.since + self.config.handshake_timeout
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        for token in stale {
+            let remote = self.entries[&token].conn.remote;
+            tracing::warn!(
+                "dropping connection with {remote}: no handshake within {} s",
+                self.config.handshake_timeout.as_secs()
+            );
+            self.close(token, None, engine);
+        }
+        let due: Vec<u32> = self
+            .links
+            .iter()
+            .filter(|(_, l)| l.connecting.is_none() && l.established.is_none() && !l.finished)
+            .filter(|(_, l)| {
+                l.attempt
+                    .as_ref()
+                    .is_some_and(|a| now >= a.next_try || now >= a.deadline)
+            })
+            .map(|(p, _)| *p)
+            .collect();
+        for peer in due {
+            let attempt = self.links[&peer].attempt.as_ref().expect("filtered");
+            if now >= attempt.deadline {
+                let message = format!(
+                    "peer {} did not accept a connection within {} s (TETHER_CONNECT_TIMEOUT): {}",
+                    self.universe.describe(peer),
+                    self.config.connect_timeout.as_secs(),
+                    attempt.problem
+                );
+                self.lose(peer, err(ErrorClass::Timeout, message), engine);
+            } else {
+                self.try_connect(peer);
+            }
+        }
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((mut stream, remote)) => {
+                    let token = Token(self.next_token);
+                    self.next_token += 1;
+                    if let Err(e) = self.poll.registry().register(
+                        &mut stream,
+                        token,
+                        Interest::READABLE | Interest::WRITABLE,
+                    ) {
+                        tracing::warn!("cannot watch connection from {remote}: {e}");
+                        continue;
+                    }
+                    let _ = stream.set_nodelay(true);
+                    self.entries.insert(
+                        token,
+                        Entry {
+                            conn: Conn::new(stream, remote),
+                            stage: Stage::AwaitHello,
+                            peer: None,
+                            since: Instant::now(),
+                            bye_received: false,
+                        },
+                    );
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self, token: Token, engine: &mut Engine) {
+        let Some(entry) = self.entries.get_mut(&token) else {
+            return;
+        };
+        let result = entry.conn.flush(&mut self.done);
+        for req in self.done.drain(..) {
+            engine.transmit_done(req);
+        }
+        match result {
+            Ok(()) if entry.stage == Stage::Closing && !entry.conn.has_output() => {
+                self.close(token, None, engine)
+            }
+            Ok(()) => {}
+            Err(e) => self.fail_conn(token, e, engine),
+        }
+    }
+
+    fn read(&mut self, token: Token, engine: &mut Engine) {
+        let Some(entry) = self.entries.get_mut(&token) else {
+            return;
+        };
+        let mut incoming = Vec::new();
+        let data_path = match (entry.stage, entry.peer) {
+            (Stage::Established, Some(peer)) => Some((&mut *engine, peer)),
+            _ => None,
+        };
+        let result = entry
+            .conn
+            .read_ready(data_path, MAX_EAGER_LIMIT, &mut incoming);
+        for item in incoming {
+            if !self.entries.contains_key(&token) {
+                break;
+            }
+            self.on_incoming(token, item, engine);
+        }
+        if let Err(e) = result {
+            if self.entries.contains_key(&token) {
+                self.fail_conn(token, e, engine);
+            }
+        }
+    }
+
+    fn on_incoming(&mut self, token: Token, item: Incoming, engine: &mut Engine) {
+        let entry = self.entries.get_mut(&token).expect("checked by caller");
+        match item {
+            Incoming::Bye => {
+                entry.bye_received = true;
+                if let Some(peer) = entry.peer {
+                    self.links.entry(peer).or_default().finished = true;
+                }
+            }
+            Incoming::Abort(code) => {
+                if let Some(peer) = entry.peer {
+                    self.events_out.push(LinkEvent::Abort { peer, code });
+                }
+            }
+            Incoming::Control(header, payload) => match (header.kind, entry.stage) {
+                (FrameKind::Hello, Stage::AwaitHello) => self.on_hello(token, &payload, engine),
+                (FrameKind::HelloAck, Stage::AwaitAck) => self.on_ack(token, &payload, engine),
+                (FrameKind::HelloReject, Stage::AwaitAck) => {
+                    let reason = String::from_utf8_lossy(&payload).into_owned();
+                    self.on_reject(token, reason, engine);
+                }
+                (kind, stage) => {
+                    let remote = entry.conn.remote;
+                    tracing::error!("protocol error from {remote}: unexpected {kind:?} frame in stage {stage:?}; closing");
+                    self.fail_conn(
+                        token,
+                        ConnError::Wire(tether_proto::WireError::UnexpectedFrame {
+                            got: kind,
+                            state: "at this point of the handshake",
+                        }),
+                        engine,
+                    );
+                }
+            },
+        }
+    }
+
+    /// Checks a peer's handshake against the universe.
+    fn check_hello(&self, payload: &[u8]) -> std::result::Result<u32, String> {
+        let hello = Hello::decode(payload).map_err(|e| e.to_string())?;
+        if hello.universe_id != self.universe.id {
+            return Err(format!(
+                "process {}:{} belongs to another universe (id {:#x}, expected {:#x}): a process of another run sharing the rendezvous?",
+                hello.program, hello.program_rank, hello.universe_id, self.universe.id
+            ));
+        }
+        match self.universe.locate(hello.universe_rank) {
+            Some((p, r))
+                if self.universe.programs[p].name == hello.program
+                    && r == hello.program_rank
+                    && hello.universe_rank != self.me() =>
+            {
+                Ok(hello.universe_rank)
+            }
+            _ => Err(format!(
+                "handshake names {}:{} as universe rank {}, which does not match this universe",
+                hello.program, hello.program_rank, hello.universe_rank
+            )),
+        }
+    }
+
+    fn on_hello(&mut self, token: Token, payload: &[u8], engine: &mut Engine) {
+        let remote = self.entries[&token].conn.remote;
+        let peer = match self.check_hello(payload) {
+            Ok(peer) => peer,
+            Err(reason) => {
+                tracing::warn!("refusing connection from {remote}: {reason}");
+                self.reject(token, &reason);
+                return;
+            }
+        };
+        let me = self.me();
+        let link = self.links.entry(peer).or_default();
+        if link.established.is_some() || (link.connecting.is_some() && me < peer) {
+            self.reject(token, REJECT_DUPLICATE);
+            return;
+        }
+        if let Some(mine) = link.connecting.take() {
+            self.entries.remove(&mine);
+        }
+        let entry = self.entries.get_mut(&token).expect("entry exists");
+        entry.peer = Some(peer);
+        entry
+            .conn
+            .enqueue_control(FrameKind::HelloAck, 0, self.hello.clone());
+        self.establish(token, peer, engine);
+    }
+
+    fn on_ack(&mut self, token: Token, payload: &[u8], engine: &mut Engine) {
+        let expected = self.entries[&token]
+            .peer
+            .expect("outgoing entries know their peer");
+        match self.check_hello(payload) {
+            Ok(peer) if peer == expected => {
+                self.links.entry(peer).or_default().connecting = None;
+                self.establish(token, peer, engine);
+            }
+            Ok(other) => self.retry_later(
+                token,
+                format!(
+                    "the process at its address is {}, not {}",
+                    self.universe.describe(other),
+                    self.universe.describe(expected)
+                ),
+            ),
+            Err(reason) => self.retry_later(token, reason),
+        }
+    }
+
+    fn on_reject(&mut self, token: Token, reason: String, engine: &mut Engine) {
+        if reason != REJECT_DUPLICATE {
+            let remote = self.entries[&token].conn.remote;
+            tracing::warn!("connection to {remote} refused: {reason}");
+        }
+        self.retry_later(token, reason);
+        let _ = engine;
+    }
+
+    /// Drops an outgoing attempt; the link retries (or the winning
+    /// connection from the peer arrives) until the connect deadline.
+    fn retry_later(&mut self, token: Token, problem: String) {
+        let Some(entry) = self.entries.remove(&token) else {
+            return;
+        };
+        if let Some(peer) = entry.peer {
+            let link = self.links.entry(peer).or_default();
+            if link.connecting == Some(token) {
+                link.connecting = None;
+            }
+            if let Some(attempt) = link.attempt.as_mut() {
+                attempt.problem = problem;
+            }
+        }
+    }
+
+    fn reject(&mut self, token: Token, reason: &str) {
+        let entry = self.entries.get_mut(&token).expect("entry exists");
+        entry
+            .conn
+            .enqueue_control(FrameKind::HelloReject, 0, reason.as_bytes().to_vec());
+        entry.stage = Stage::Closing;
+        let mut done = Vec::new();
+        if entry.conn.flush(&mut done).is_err() || !entry.conn.has_output() {
+            self.entries.remove(&token);
+        }
+    }
+
+    fn establish(&mut self, token: Token, peer: u32, engine: &mut Engine) {
+        let link = self.links.entry(peer).or_default();
+        link.established = Some(token);
+        link.attempt = None;
+        let queued: Vec<Transmit> = link.queue.drain(..).collect();
+        let entry = self.entries.get_mut(&token).expect("entry exists");
+        entry.stage = Stage::Established;
+        tracing::debug!(
+            "linked with {} at {}",
+            self.universe.describe(peer),
+            entry.conn.remote
+        );
+        for t in queued {
+            entry.conn.enqueue(t);
+        }
+        self.flush(token, engine);
+    }
+
+    fn fail_conn(&mut self, token: Token, error: ConnError, engine: &mut Engine) {
+        let Some(entry) = self.entries.get(&token) else {
+            return;
+        };
+        let remote = entry.conn.remote;
+        let established_peer = entry
+            .peer
+            .filter(|p| self.links.get(p).and_then(|l| l.established) == Some(token));
+        let Some(peer) = established_peer else {
+            match &error {
+                ConnError::Wire(w) => {
+                    tracing::error!("protocol error from {remote}: {w}; connection closed")
+                }
+                ConnError::Io(e) => {
+                    tracing::warn!("connection with {remote} failed during the handshake: {e}")
+                }
+                ConnError::Eof { .. } => tracing::warn!(
+                    "connection from {remote} closed before completing the handshake"
+                ),
+            }
+            if entry.peer.is_some() {
+                let problem = format!("connection to {remote} ended during the handshake");
+                self.retry_later(token, problem);
+            } else {
+                self.close(token, None, engine);
+            }
+            return;
+        };
+        let who = self.universe.describe(peer);
+        let bye = entry.bye_received;
+        let error = match error {
+            ConnError::Wire(w) => {
+                tracing::error!("protocol error from {who} at {remote}: {w}; connection closed");
+                err(
+                    ErrorClass::Protocol,
+                    format!("{who} at {remote} broke the protocol: {w}"),
+                )
+            }
+            ConnError::Eof { mid_frame: false } if bye => {
+                err(ErrorClass::PeerLost, format!("{who} has finalized"))
+            }
+            ConnError::Eof { mid_frame } => {
+                let how = if mid_frame {
+                    " in the middle of a frame"
+                } else {
+                    ""
+                };
+                tracing::warn!("connection to {who} at {remote} closed{how} without goodbye");
+                err(
+                    ErrorClass::PeerLost,
+                    format!("connection to {who} at {remote} closed{how} without goodbye: the process exited or crashed"),
+                )
+            }
+            ConnError::Io(e) => {
+                tracing::warn!("connection to {who} at {remote} failed: {e}");
+                err(
+                    ErrorClass::PeerLost,
+                    format!("connection to {who} at {remote} failed: {e}"),
+                )
+            }
+        };
+        self.close(token, Some(peer), engine);
+        self.lose(peer, error, engine);
+    }
+
+    fn close(&mut self, token: Token, peer: Option<u32>, _engine: &mut Engine) {
+        if let Some(mut entry) = self.entries.remove(&token) {
+            let _ = self.poll.registry().deregister(&mut entry.conn.stream);
+            let peer = peer.or(entry.peer);
+            if let Some(link) = peer.and_then(|p| self.links.get_mut(&p)) {
+                if link.established == Some(token) {
+                    link.established = None;
+                }
+                if link.connecting == Some(token) {
+                    link.connecting = None;
+                }
+            }
+        }
+    }
+
+    fn lose(&mut self, peer: u32, error: Error, engine: &mut Engine) {
+        let link = self.links.entry(peer).or_default();
+        link.finished = true;
+        link.attempt = None;
+        link.queue.clear();
+        engine.peer_lost(peer);
+        self.events_out.push(LinkEvent::Lost { peer, error });
+    }
+
+    /// Whether any frame is still queued (for finalize).
+    pub fn has_output(&self) -> bool {
+        self.entries.values().any(|e| e.conn.has_output())
+            || self
+                .links
+                .values()
+                .any(|l| !l.queue.is_empty() && !l.finished)
+    }
+
+    /// Sends a goodbye on every established link (once).
+    pub fn say_goodbye(&mut self, engine: &mut Engine) {
+        let tokens: Vec<(u32, Token)> = self
+            .links
+            .iter_mut()
+            .filter(|(_, l)| !l.bye_sent)
+            .filter_map(|(p, l)| l.established.map(|t| (*p, t)))
+            .collect();
+        for (peer, token) in tokens {
+            self.links.get_mut(&peer).expect("exists").bye_sent = true;
+            if let Some(entry) = self.entries.get_mut(&token) {
+                entry.conn.enqueue_control(FrameKind::Bye, 0, Vec::new());
+            }
+            self.flush(token, engine);
+        }
+    }
+
+    /// Whether every established link has both said and heard goodbye.
+    pub fn all_goodbyes_heard(&self) -> bool {
+        self.links.values().all(|l| match l.established {
+            Some(token) => self
+                .entries
+                .get(&token)
+                .is_none_or(|e| e.bye_received && !e.conn.has_output()),
+            None => true,
+        })
+    }
+
+    /// Sends an abort frame on every established link, best effort.
+    pub fn broadcast_abort(&mut self, code: i32, engine: &mut Engine) {
+        let tokens: Vec<Token> = self.links.values().filter_map(|l| l.established).collect();
+        for token in tokens {
+            if let Some(entry) = self.entries.get_mut(&token) {
+                entry
+                    .conn
+                    .enqueue_control(FrameKind::Abort, code, Vec::new());
+            }
+            self.flush(token, engine);
+        }
+    }
+
+    /// Peers with an established link.
+    pub fn connected_peers(&self) -> Vec<u32> {
+        self.links
+            .iter()
+            .filter(|(_, l)| l.established.is_some())
+            .map(|(p, _)| *p)
+            .collect()
+    }
+}

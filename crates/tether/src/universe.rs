@@ -1,0 +1,297 @@
+//! The universe: every joined process of every program, and how a process
+//! joins it through the rendezvous.
+//!
+//! Rendezvous keys (values are single lines):
+//! - `size/<program>`: the number of joining processes of the program,
+//!   published by its rank 0;
+//! - `addr/<program>/<rank>`: how to reach that process, published by it
+//!   once it listens (see [`PeerAddress`]).
+//!
+//! Joining waits only for the sizes; addresses are read when a peer is
+//! first used, so a process pays nothing for peers it never talks to.
+
+use std::time::{Duration, Instant};
+
+use tether_rendezvous::Rendezvous;
+
+use crate::error::{err, ErrorClass, Result};
+use crate::identity::{check_program_name, Identity};
+
+/// One program of the universe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    pub name: String,
+    /// Joined processes.
+    pub size: u32,
+    /// Universe rank of its rank 0.
+    pub first: u32,
+}
+
+/// The programs of the universe, ordered by name, and this process's place.
+#[derive(Debug, Clone)]
+pub struct Universe {
+    pub programs: Vec<Program>,
+    pub my_program: usize,
+    pub my_rank: u32,
+    /// A fingerprint of the programs and sizes: peers with another one
+    /// belong to another universe and are refused at the handshake.
+    pub id: u64,
+}
+
+impl Universe {
+    /// Builds the universe from every program's size.
+    pub fn new(sizes: &[(String, u32)], me: &Identity) -> Result<Universe> {
+        let mut sorted: Vec<(String, u32)> = sizes.to_vec();
+        sorted.sort();
+        let mut programs = Vec::with_capacity(sorted.len());
+        let mut first = 0u32;
+        let mut id: u64 = 0xcbf2_9ce4_8422_2325;
+        for (name, size) in sorted {
+            for byte in name.bytes().chain(size.to_le_bytes()).chain([0xff]) {
+                id = (id ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+            }
+            programs.push(Program { name, size, first });
+            first = first
+                .checked_add(size)
+                .ok_or_else(|| err(ErrorClass::Init, "universe larger than 2^32 processes"))?;
+        }
+        let my_program = programs
+            .iter()
+            .position(|p| p.name == me.program)
+            .ok_or_else(|| {
+                err(
+                    ErrorClass::Init,
+                    format!("program {:?} is not in the universe", me.program),
+                )
+            })?;
+        Ok(Universe {
+            programs,
+            my_program,
+            my_rank: me.rank,
+            id,
+        })
+    }
+
+    pub fn size(&self) -> u32 {
+        self.programs.last().map_or(0, |p| p.first + p.size)
+    }
+
+    pub fn my_universe_rank(&self) -> u32 {
+        self.programs[self.my_program].first + self.my_rank
+    }
+
+    /// The program index and program rank of a universe rank.
+    pub fn locate(&self, universe_rank: u32) -> Option<(usize, u32)> {
+        self.programs
+            .iter()
+            .position(|p| universe_rank >= p.first && universe_rank < p.first + p.size)
+            .map(|i| (i, universe_rank - self.programs[i].first))
+    }
+
+    /// `program:rank` of a universe rank, for messages.
+    pub fn describe(&self, universe_rank: u32) -> String {
+        match self.locate(universe_rank) {
+            Some((p, r)) => format!("{}:{}", self.programs[p].name, r),
+            None => format!("universe rank {universe_rank}"),
+        }
+    }
+
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.programs.iter().position(|p| p.name == name)
+    }
+}
+
+/// How to reach a process, as published under `addr/<program>/<rank>`:
+/// `tcp=<ip:port> host=<host id> pid=<pid>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerAddress {
+    pub tcp: String,
+    pub host: String,
+    pub pid: u32,
+}
+
+impl PeerAddress {
+    pub fn encode(&self) -> String {
+        format!("tcp={} host={} pid={}", self.tcp, self.host, self.pid)
+    }
+
+    pub fn decode(text: &str) -> Option<PeerAddress> {
+        let mut tcp = None;
+        let mut host = None;
+        let mut pid = None;
+        for field in text.split_whitespace() {
+            match field.split_once('=')? {
+                ("tcp", v) => tcp = Some(v.to_string()),
+                ("host", v) => host = Some(v.to_string()),
+                ("pid", v) => pid = v.parse().ok(),
+                _ => {}
+            }
+        }
+        Some(PeerAddress {
+            tcp: tcp?,
+            host: host?,
+            pid: pid?,
+        })
+    }
+}
+
+pub fn size_key(program: &str) -> String {
+    format!("size/{program}")
+}
+
+pub fn addr_key(program: &str, rank: u32) -> String {
+    format!("addr/{program}/{rank}")
+}
+
+/// The names in `TETHER_PROGRAMS`, checked; a lone program when unset.
+pub fn program_names(programs: Option<&str>, me: &Identity) -> Result<Vec<String>> {
+    let Some(list) = programs else {
+        return Ok(vec![me.program.clone()]);
+    };
+    let mut names: Vec<String> = list
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    for name in &names {
+        check_program_name(name)?;
+    }
+    names.sort();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(err(
+            ErrorClass::Init,
+            format!(
+                "program {:?} appears twice in TETHER_PROGRAMS={list:?}",
+                w[0]
+            ),
+        ));
+    }
+    if !names.contains(&me.program) {
+        return Err(err(
+            ErrorClass::Init,
+            format!(
+                "this program {:?} is missing from TETHER_PROGRAMS={list:?}",
+                me.program
+            ),
+        ));
+    }
+    Ok(names)
+}
+
+/// Publishes this process and waits until every program has published its
+/// size. Fails with `Timeout` naming the programs that did not appear.
+pub fn join(
+    rendezvous: &Rendezvous,
+    names: &[String],
+    me: &Identity,
+    address: &PeerAddress,
+    timeout: Duration,
+) -> Result<Universe> {
+    let rdv_err = |e: tether_rendezvous::RendezvousError| err(ErrorClass::Init, e.to_string());
+    rendezvous
+        .put(&addr_key(&me.program, me.rank), &address.encode())
+        .map_err(rdv_err)?;
+    if me.rank == 0 {
+        rendezvous
+            .put(&size_key(&me.program), &me.size.to_string())
+            .map_err(rdv_err)?;
+    }
+    let deadline = Instant::now() + timeout;
+    let mut sizes = Vec::with_capacity(names.len());
+    for name in names {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let value = rendezvous.wait(&size_key(name), left).map_err(rdv_err)?;
+        let Some(value) = value else {
+            let missing: Vec<&str> = names
+                .iter()
+                .filter(|n| !matches!(rendezvous.get(&size_key(n)), Ok(Some(_))))
+                .map(String::as_str)
+                .collect();
+            return Err(err(
+                ErrorClass::Timeout,
+                format!(
+                    "program(s) {} did not join within {} s (rendezvous {}): is their rank 0 running with the same TETHER_RENDEZVOUS?",
+                    missing.join(", "),
+                    timeout.as_secs(),
+                    rendezvous.describe()
+                ),
+            ));
+        };
+        let size: u32 = value.trim().parse().map_err(|_| {
+            err(
+                ErrorClass::Init,
+                format!(
+                    "rendezvous {} holds a bad size {value:?} for program {name:?}",
+                    rendezvous.describe()
+                ),
+            )
+        })?;
+        if name == &me.program && size != me.size {
+            return Err(err(
+                ErrorClass::Init,
+                format!("program {name:?}: this process says {} joining processes, its rank 0 said {size}", me.size),
+            ));
+        }
+        sizes.push((name.clone(), size));
+    }
+    Universe::new(&sizes, me)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn me(program: &str, rank: u32, size: u32) -> Identity {
+        Identity {
+            program: program.into(),
+            rank,
+            size,
+        }
+    }
+
+    #[test]
+    fn programs_are_ordered_by_name_and_ranks_concatenated() {
+        let u = Universe::new(
+            &[("sim".into(), 4), ("ml".into(), 1), ("io".into(), 2)],
+            &me("sim", 2, 4),
+        )
+        .unwrap();
+        let names: Vec<&str> = u.programs.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["io", "ml", "sim"]);
+        assert_eq!(u.size(), 7);
+        assert_eq!(u.my_universe_rank(), 5);
+        assert_eq!(u.locate(2), Some((1, 0)));
+        assert_eq!(u.describe(6), "sim:3");
+        assert_eq!(u.locate(7), None);
+        let other = Universe::new(
+            &[("sim".into(), 4), ("ml".into(), 2), ("io".into(), 2)],
+            &me("sim", 0, 4),
+        )
+        .unwrap();
+        assert_ne!(u.id, other.id);
+    }
+
+    #[test]
+    fn program_list_is_checked() {
+        let e = program_names(Some("a,b"), &me("c", 0, 1)).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Init);
+        assert!(
+            e.message.contains("\"c\" is missing from TETHER_PROGRAMS"),
+            "{}",
+            e.message
+        );
+        assert!(program_names(Some("a,a"), &me("a", 0, 1)).is_err());
+        assert_eq!(program_names(None, &me("x", 0, 1)).unwrap(), ["x"]);
+    }
+
+    #[test]
+    fn addresses_round_trip() {
+        let a = PeerAddress {
+            tcp: "127.0.0.1:4000".into(),
+            host: "node1-abc".into(),
+            pid: 42,
+        };
+        assert_eq!(PeerAddress::decode(&a.encode()), Some(a));
+        assert_eq!(PeerAddress::decode("garbage"), None);
+    }
+}
