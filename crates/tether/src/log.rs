@@ -1,6 +1,7 @@
 //! Logging: `TETHER_LOG_LEVEL` and `TETHER_LOG_FILE`, through `tracing`.
 
 use std::fs::OpenOptions;
+use std::io::IsTerminal;
 use std::sync::Mutex;
 
 use tracing_subscriber::filter::LevelFilter;
@@ -41,6 +42,9 @@ pub fn init(settings: &Settings, rank: u32) {
             .with_ansi(false)
             .with_writer(Mutex::new(f))
             .try_init(),
-        None => builder.with_writer(std::io::stderr).try_init(),
+        None => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(std::io::stderr)
+            .try_init(),
     };
 }

@@ -1,0 +1,78 @@
+"""Shared fixtures of the multi-process test suite.
+
+Every test builds its C programs against the freshly built library in
+`build/` (made by `make build`, which the `built` fixture runs once), and
+runs them as real processes over loopback, through `tether run` or
+launched separately.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+TETHER = BUILD / "bin" / "tether"
+LIB = BUILD / "lib"
+INCLUDE = ROOT / "include"
+C_SOURCES = Path(__file__).resolve().parent / "c"
+
+
+@pytest.fixture(scope="session")
+def built():
+    """Builds the library and the `tether` command once per session."""
+    subprocess.run(["make", "-s", "build"], cwd=ROOT, check=True)
+    assert TETHER.exists() and (LIB / "libtether.so").exists()
+    return BUILD
+
+
+@pytest.fixture(scope="session")
+def bindir(built, tmp_path_factory):
+    return tmp_path_factory.mktemp("bin")
+
+
+def compile_c(bindir, name, extra=()):
+    """Compiles tests/c/<name>.c (plus tests/c/common.h) into bindir."""
+    out = bindir / name
+    if not out.exists():
+        cmd = [
+            "cc", "-O2", "-Wall", "-Wextra", "-Werror", "-std=c11",
+            "-I", str(INCLUDE), "-I", str(C_SOURCES),
+            str(C_SOURCES / f"{name}.c"), "-o", str(out),
+            "-L", str(LIB), "-ltether", f"-Wl,-rpath,{LIB}", *extra,
+        ]
+        subprocess.run(cmd, check=True)
+    return out
+
+
+@pytest.fixture
+def program(bindir):
+    """`program("p2p_suite")` compiles a C test program and returns its path."""
+    return lambda name, extra=(): str(compile_c(bindir, name, extra))
+
+
+def clean_env(**extra):
+    """The environment a user would have: no inherited TETHER_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def tether_run(args, timeout=120, env=None, check=True):
+    """Runs `tether run ARGS`; returns the CompletedProcess (text output)."""
+    proc = subprocess.run(
+        [str(TETHER), "run", "--timeout", str(timeout - 5), *args],
+        capture_output=True, text=True, timeout=timeout, env=env or clean_env(),
+    )
+    if check and proc.returncode != 0:
+        sys.stderr.write(proc.stdout + proc.stderr)
+        raise AssertionError(f"tether run exited {proc.returncode}")
+    return proc
+
+
+@pytest.fixture
+def run(built):
+    return tether_run
