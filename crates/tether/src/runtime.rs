@@ -504,7 +504,8 @@ impl Runtime {
             self.progress_once(Some(Duration::from_millis(10)));
         }
         self.transport.say_goodbye(&mut self.engine);
-        while (self.transport.has_output() || !self.transport.all_goodbyes_heard()) && Instant::now() < deadline
+        while (self.transport.has_output() || !self.transport.all_goodbyes_heard())
+            && Instant::now() < deadline
         {
             self.progress_once(Some(Duration::from_millis(10)));
         }

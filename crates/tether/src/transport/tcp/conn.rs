@@ -211,15 +211,19 @@ impl Conn {
 
     /// Reads until the socket is drained. Data-path frames go to `engine`
     /// as frames of `peer` (only once the handshake is done: `None` before);
-    /// everything else is returned.
+    /// everything else is returned. It stops early after a handshake frame,
+    /// which changes how the frames behind it are read: the caller handles
+    /// it and calls again while this returns `Ok(true)`.
     pub fn read_ready(
         &mut self,
         mut engine: Option<(&mut Engine, u32)>,
         max_eager: u64,
         incoming: &mut Vec<Incoming>,
-    ) -> Result<(), ConnError> {
+    ) -> Result<bool, ConnError> {
         loop {
-            self.parse_buffered(&mut engine, max_eager, incoming)?;
+            if self.parse_buffered(&mut engine, max_eager, incoming)? {
+                return Ok(true);
+            }
             let result = match &mut self.read {
                 ReadState::Region { region, filled, .. }
                     if self.rstart == self.rend && region.len - *filled >= DIRECT_READ_MIN =>
@@ -264,26 +268,27 @@ impl Conn {
                         !matches!(self.read, ReadState::Header) || self.rstart != self.rend;
                     return Err(ConnError::Eof { mid_frame });
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(ConnError::Io(e)),
             }
         }
     }
 
-    /// Consumes buffered bytes as far as they go.
+    /// Consumes buffered bytes as far as they go, or up to and including a
+    /// handshake frame (then returns true).
     fn parse_buffered(
         &mut self,
         engine: &mut Option<(&mut Engine, u32)>,
         max_eager: u64,
         incoming: &mut Vec<Incoming>,
-    ) -> Result<(), ConnError> {
+    ) -> Result<bool, ConnError> {
         loop {
             let avail = self.rend - self.rstart;
             match &mut self.read {
                 ReadState::Header => {
                     if avail < HEADER_LEN {
-                        return Ok(());
+                        return Ok(false);
                     }
                     let bytes: [u8; HEADER_LEN] = self.rbuf[self.rstart..self.rstart + HEADER_LEN]
                         .try_into()
@@ -305,10 +310,11 @@ impl Conn {
                     *filled += n;
                     self.rstart += n;
                     if *filled < buf.len() {
-                        return Ok(());
+                        return Ok(false);
                     }
                     incoming.push(Incoming::Control(*header, std::mem::take(buf)));
                     self.read = ReadState::Header;
+                    return Ok(true);
                 }
                 ReadState::Region {
                     region,
@@ -331,7 +337,7 @@ impl Conn {
                     self.rstart += skip as usize;
                     *discard -= skip;
                     if *filled < region.len || *discard > 0 {
-                        return Ok(());
+                        return Ok(false);
                     }
                     let token = token.take().expect("token present until done");
                     if let Some((engine, _)) = engine {
@@ -346,7 +352,7 @@ impl Conn {
                     *filled += n;
                     self.rstart += n;
                     if *filled < buf.len() {
-                        return Ok(());
+                        return Ok(false);
                     }
                     let token = token.take().expect("token present until done");
                     if let Some((engine, _)) = engine {

@@ -434,26 +434,33 @@ impl TcpTransport {
     }
 
     fn read(&mut self, token: Token, engine: &mut Engine) {
-        let Some(entry) = self.entries.get_mut(&token) else {
-            return;
-        };
-        let mut incoming = Vec::new();
-        let data_path = match (entry.stage, entry.peer) {
-            (Stage::Established, Some(peer)) => Some((&mut *engine, peer)),
-            _ => None,
-        };
-        let result = entry
-            .conn
-            .read_ready(data_path, MAX_EAGER_LIMIT, &mut incoming);
-        for item in incoming {
-            if !self.entries.contains_key(&token) {
-                break;
+        loop {
+            let Some(entry) = self.entries.get_mut(&token) else {
+                return;
+            };
+            let mut incoming = Vec::new();
+            let data_path = match (entry.stage, entry.peer) {
+                (Stage::Established, Some(peer)) => Some((&mut *engine, peer)),
+                _ => None,
+            };
+            let result = entry
+                .conn
+                .read_ready(data_path, MAX_EAGER_LIMIT, &mut incoming);
+            for item in incoming {
+                if !self.entries.contains_key(&token) {
+                    return;
+                }
+                self.on_incoming(token, item, engine);
             }
-            self.on_incoming(token, item, engine);
-        }
-        if let Err(e) = result {
-            if self.entries.contains_key(&token) {
-                self.fail_conn(token, e, engine);
+            match result {
+                Ok(true) => continue,
+                Ok(false) => return,
+                Err(e) => {
+                    if self.entries.contains_key(&token) {
+                        self.fail_conn(token, e, engine);
+                    }
+                    return;
+                }
             }
         }
     }

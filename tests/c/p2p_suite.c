@@ -1,0 +1,344 @@
+/* Point-to-point scenarios, one per run: `p2p_suite <scenario>`.
+ * Every process of the universe runs the same scenario and checks what it
+ * receives byte by byte; any failure exits non-zero with a message. */
+#include "common.h"
+
+static int me, nprocs;
+
+static uint64_t seed_of(int src, int dst, uint64_t n) { return ((uint64_t)src << 40) ^ ((uint64_t)dst << 20) ^ n; }
+
+/* Sizes across the eager/rendezvous boundary, different for every pair. */
+static size_t pair_size(int src, int dst) {
+    static const size_t sizes[] = {0, 1, 8, 1000, 65536, 65537, 300000, 4u << 20};
+    return sizes[(src * 3 + dst * 5) % 8];
+}
+
+/* Every pair exchanges at once, both directions, all requests in flight. */
+static void pairs(void) {
+    int n = 2 * (nprocs - 1), k = 0;
+    tether_request *reqs = xmalloc(sizeof *reqs * (size_t)(n + 1));
+    tether_status *st = xmalloc(sizeof *st * (size_t)(n + 1));
+    unsigned char **bufs = xmalloc(sizeof *bufs * (size_t)(n + 1));
+    for (int p = 0; p < nprocs; p++) {
+        if (p == me) continue;
+        size_t in = pair_size(p, me), out = pair_size(me, p);
+        bufs[k] = xmalloc(in);
+        CHECK(tether_irecv(bufs[k], (int64_t)in, TETHER_BYTE, p, p, TETHER_COMM_UNIVERSE, &reqs[k]));
+        k++;
+        bufs[k] = xmalloc(out);
+        fill(bufs[k], out, seed_of(me, p, 0));
+        CHECK(tether_isend(bufs[k], (int64_t)out, TETHER_BYTE, p, me, TETHER_COMM_UNIVERSE, &reqs[k]));
+        k++;
+    }
+    CHECK(tether_waitall(n, reqs, st));
+    k = 0;
+    for (int p = 0; p < nprocs; p++) {
+        if (p == me) continue;
+        EXPECT(reqs[k] == TETHER_REQUEST_NULL, "waitall resets requests");
+        EXPECT(st[k].source == p && st[k].tag == p && st[k].bytes == (int64_t)pair_size(p, me),
+               "status from %d: source %d tag %d bytes %lld", p, st[k].source, st[k].tag, (long long)st[k].bytes);
+        long long bad = first_mismatch(bufs[k], pair_size(p, me), seed_of(p, me, 0));
+        EXPECT(bad < 0, "message from %d wrong at byte %lld", p, bad);
+        free(bufs[k]);
+        free(bufs[k + 1]);
+        k += 2;
+    }
+    free(reqs);
+    free(st);
+    free(bufs);
+}
+
+/* Deterministic pseudo-random sizes: mostly small, some up to 8 MiB. */
+static size_t stream_size(uint64_t *state) {
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = *state >> 33;
+    unsigned bucket = (unsigned)(r % 100);
+    if (bucket < 70) return (size_t)(r >> 8) % 257;
+    if (bucket < 90) return (size_t)(r >> 8) % 65537;
+    if (bucket < 99) return (size_t)(r >> 8) % (1u << 20);
+    return (size_t)(r >> 8) % (8u << 20) + 1;
+}
+
+/* A ring: each process streams `count` messages of mixed sizes and tags to
+ * the next and receives as many from the previous, checking order (the
+ * sequence number in the first bytes), tags and content. Receives alternate
+ * between the exact tag and TETHER_ANY_TAG. */
+struct ring {
+    int prev, received;
+    uint64_t recv_state;
+    unsigned char *rbuf;
+};
+
+/* Receives the next message of the ring; when `only_if_there`, only if it
+ * has arrived. Returns whether one was received. */
+static int ring_receive(struct ring *r, int only_if_there) {
+    if (only_if_there) {
+        int flag = 0;
+        CHECK(tether_iprobe(r->prev, TETHER_ANY_TAG, TETHER_COMM_UNIVERSE, &flag, TETHER_STATUS_IGNORE));
+        if (!flag) return 0;
+    }
+    int n = r->received;
+    size_t len = stream_size(&r->recv_state);
+    int tag = n % 2 ? n % 4 : TETHER_ANY_TAG;
+    tether_status st;
+    CHECK(tether_recv(r->rbuf, 8 << 20, TETHER_BYTE, r->prev, tag, TETHER_COMM_UNIVERSE, &st));
+    EXPECT(st.bytes == (int64_t)len && st.tag == n % 4 && st.source == r->prev,
+           "message %d from %d: %lld bytes tag %d, expected %zu bytes tag %d", n, r->prev, (long long)st.bytes,
+           st.tag, len, n % 4);
+    if (len >= 4) {
+        int seq;
+        memcpy(&seq, r->rbuf, 4);
+        EXPECT(seq == n, "message overtaken: got sequence %d, expected %d", seq, n);
+        fill(r->rbuf, 4, seed_of(r->prev, me, (uint64_t)n));
+    }
+    long long bad = first_mismatch(r->rbuf, len, seed_of(r->prev, me, (uint64_t)n));
+    EXPECT(bad < 0, "message %d from %d wrong at byte %lld", n, r->prev, bad);
+    r->received++;
+    return 1;
+}
+
+static void stream(int count) {
+    int next = (me + 1) % nprocs;
+    enum { WINDOW = 8 };
+    tether_request sreq[WINDOW];
+    unsigned char *sbuf[WINDOW];
+    for (int w = 0; w < WINDOW; w++) {
+        sreq[w] = TETHER_REQUEST_NULL;
+        sbuf[w] = NULL;
+    }
+    struct ring r = {(me + nprocs - 1) % nprocs, 0, 0, xmalloc(8u << 20)};
+    r.recv_state = (uint64_t)r.prev + 1;
+    uint64_t send_state = (uint64_t)me + 1;
+    for (int sent = 0; sent < count; sent++) {
+        int w = sent % WINDOW, flag = 0;
+        /* Keep receiving while the oldest send waits: its receiver may be
+         * waiting for us too. */
+        while (!flag) {
+            CHECK(tether_test(&sreq[w], &flag, TETHER_STATUS_IGNORE));
+            if (!flag && !(r.received < count && ring_receive(&r, 1))) CHECK(tether_progress());
+        }
+        free(sbuf[w]);
+        size_t len = stream_size(&send_state);
+        sbuf[w] = xmalloc(len);
+        fill(sbuf[w], len, seed_of(me, next, (uint64_t)sent));
+        if (len >= 4) memcpy(sbuf[w], &sent, 4);
+        CHECK(tether_isend(sbuf[w], (int64_t)len, TETHER_BYTE, next, sent % 4, TETHER_COMM_UNIVERSE, &sreq[w]));
+        while (r.received < count && ring_receive(&r, 1)) {
+        }
+    }
+    while (r.received < count) ring_receive(&r, 0);
+    CHECK(tether_waitall(WINDOW, sreq, TETHER_STATUSES_IGNORE));
+    for (int w = 0; w < WINDOW; w++) free(sbuf[w]);
+    free(r.rbuf);
+}
+
+/* Rank 0 receives everything with both wildcards; per source the order
+ * must be the send order. */
+static void wildcards(void) {
+    enum { PER = 50 };
+    if (me == 0) {
+        int *seen = calloc((size_t)nprocs, sizeof *seen);
+        for (int i = 0; i < PER * (nprocs - 1); i++) {
+            int payload[2];
+            tether_status st;
+            CHECK(tether_recv(payload, 2, TETHER_INT, TETHER_ANY_SOURCE, TETHER_ANY_TAG, TETHER_COMM_UNIVERSE, &st));
+            EXPECT(st.source > 0 && st.source < nprocs, "source %d", st.source);
+            EXPECT(payload[0] == st.source && payload[1] == seen[st.source] && st.tag == 100 + seen[st.source] % 3,
+                   "from %d got (%d,%d) tag %d, expected sequence %d", st.source, payload[0], payload[1], st.tag,
+                   seen[st.source]);
+            int64_t count;
+            CHECK(tether_get_count(&st, TETHER_INT, &count));
+            EXPECT(count == 2, "get_count %lld", (long long)count);
+            seen[st.source]++;
+        }
+        free(seen);
+    } else {
+        for (int i = 0; i < PER; i++) {
+            int payload[2] = {me, i};
+            CHECK(tether_send(payload, 2, TETHER_INT, 0, 100 + i % 3, TETHER_COMM_UNIVERSE));
+        }
+    }
+}
+
+/* A message longer than the buffer: TETHER_ERR_TRUNCATE, true size in the
+ * status, the prefix delivered, and the link still usable. */
+static void truncation(void) {
+    static const size_t sizes[] = {100, 1u << 20};
+    if (me == 0) {
+        for (int i = 0; i < 2; i++) {
+            unsigned char *buf = xmalloc(sizes[i]);
+            fill(buf, sizes[i], seed_of(0, 1, (uint64_t)i));
+            CHECK(tether_send(buf, (int64_t)sizes[i], TETHER_BYTE, 1, 7, TETHER_COMM_UNIVERSE));
+            CHECK(tether_send(buf, 16, TETHER_BYTE, 1, 8, TETHER_COMM_UNIVERSE));
+            free(buf);
+        }
+    } else if (me == 1) {
+        for (int i = 0; i < 2; i++) {
+            unsigned char small[10];
+            tether_status st;
+            int rc = tether_recv(small, 10, TETHER_BYTE, 0, 7, TETHER_COMM_UNIVERSE, &st);
+            EXPECT(rc == TETHER_ERR_TRUNCATE && st.error == TETHER_ERR_TRUNCATE, "rc %d error %d", rc, st.error);
+            EXPECT(st.bytes == (int64_t)sizes[i] && st.source == 0 && st.tag == 7, "bytes %lld", (long long)st.bytes);
+            EXPECT(first_mismatch(small, 10, seed_of(0, 1, (uint64_t)i)) < 0, "prefix of truncated message");
+            char msg[TETHER_MAX_ERROR_STRING];
+            CHECK(tether_last_error(msg, sizeof msg));
+            EXPECT(strstr(msg, "longer than the receive buffer") != NULL, "last error: %s", msg);
+            unsigned char after[16];
+            CHECK(tether_recv(after, 16, TETHER_BYTE, 0, 8, TETHER_COMM_UNIVERSE, &st));
+            EXPECT(first_mismatch(after, 16, seed_of(0, 1, (uint64_t)i)) < 0, "message after truncation");
+        }
+    }
+}
+
+/* Probe a message of unknown size, then receive exactly it. */
+static void probe(void) {
+    if (me == 0) {
+        for (int dst = 1; dst < nprocs; dst++) {
+            size_t len = (size_t)dst * 40000;
+            unsigned char *buf = xmalloc(len);
+            fill(buf, len, seed_of(0, dst, 9));
+            CHECK(tether_send(buf, (int64_t)len, TETHER_BYTE, dst, 3, TETHER_COMM_UNIVERSE));
+            free(buf);
+        }
+    } else {
+        tether_status st;
+        int flag = 0;
+        CHECK(tether_iprobe(0, 4, TETHER_COMM_UNIVERSE, &flag, &st));
+        EXPECT(flag == 0, "no message with tag 4 exists");
+        CHECK(tether_probe(TETHER_ANY_SOURCE, 3, TETHER_COMM_UNIVERSE, &st));
+        int64_t count;
+        CHECK(tether_get_count(&st, TETHER_BYTE, &count));
+        EXPECT(st.source == 0 && count == me * 40000, "probe: source %d count %lld", st.source, (long long)count);
+        CHECK(tether_iprobe(0, 3, TETHER_COMM_UNIVERSE, &flag, &st));
+        EXPECT(flag == 1 && st.bytes == count, "iprobe after probe sees the same message");
+        unsigned char *buf = xmalloc((size_t)count);
+        CHECK(tether_recv(buf, count, TETHER_BYTE, st.source, st.tag, TETHER_COMM_UNIVERSE, &st));
+        EXPECT(first_mismatch(buf, (size_t)count, seed_of(0, me, 9)) < 0, "probed message content");
+        free(buf);
+    }
+}
+
+/* A cancelled receive completes as cancelled and takes no message. */
+static void cancel(void) {
+    if (me == 1) {
+        int dummy = 0, value = 0;
+        tether_request req;
+        tether_status st;
+        CHECK(tether_irecv(&dummy, 1, TETHER_INT, 0, 99, TETHER_COMM_UNIVERSE, &req));
+        CHECK(tether_cancel(&req));
+        CHECK(tether_wait(&req, &st));
+        EXPECT(st.error == TETHER_ERR_CANCELLED && req == TETHER_REQUEST_NULL, "status error %d", st.error);
+        CHECK(tether_send(&value, 1, TETHER_INT, 0, 98, TETHER_COMM_UNIVERSE));
+        CHECK(tether_recv(&value, 1, TETHER_INT, 0, 99, TETHER_COMM_UNIVERSE, &st));
+        EXPECT(value == 4242 && dummy == 0, "value %d dummy %d", value, dummy);
+    } else if (me == 0) {
+        int value = 4242;
+        CHECK(tether_recv(&value, 1, TETHER_INT, 1, 98, TETHER_COMM_UNIVERSE, TETHER_STATUS_IGNORE));
+        value = 4242;
+        CHECK(tether_send(&value, 1, TETHER_INT, 1, 99, TETHER_COMM_UNIVERSE));
+    }
+}
+
+/* Zero-byte messages, NULL buffers, self-sends, waitany and testall. */
+static void odd_cases(void) {
+    int other = (me + 1) % nprocs, from = (me + nprocs - 1) % nprocs;
+    tether_request reqs[3];
+    CHECK(tether_irecv(NULL, 0, TETHER_BYTE, from, 0, TETHER_COMM_UNIVERSE, &reqs[0]));
+    CHECK(tether_isend(NULL, 0, TETHER_BYTE, other, 0, TETHER_COMM_UNIVERSE, &reqs[1]));
+    double self_in = 0, self_out = 2.5;
+    CHECK(tether_isend(&self_out, 1, TETHER_DOUBLE, me, 1, TETHER_COMM_UNIVERSE, &reqs[2]));
+    CHECK(tether_recv(&self_in, 1, TETHER_DOUBLE, me, 1, TETHER_COMM_UNIVERSE, TETHER_STATUS_IGNORE));
+    EXPECT(self_in == 2.5, "self-send delivered %g", self_in);
+    int done = 0, index;
+    tether_status st;
+    while (done < 3) {
+        CHECK(tether_waitany(3, reqs, &index, &st));
+        EXPECT(index >= 0 && index < 3 && reqs[index] == TETHER_REQUEST_NULL, "waitany index %d", index);
+        if (index == 0) EXPECT(st.bytes == 0 && st.source == from, "zero-byte status");
+        done++;
+    }
+    CHECK(tether_waitany(3, reqs, &index, &st));
+    EXPECT(index == TETHER_UNDEFINED, "waitany on no active request gives TETHER_UNDEFINED");
+    int flag = 0;
+    CHECK(tether_testall(3, reqs, &flag, TETHER_STATUSES_IGNORE));
+    EXPECT(flag == 1, "testall of null requests");
+}
+
+/* Wrong arguments give the documented classes and a message. */
+static void errors(void) {
+    int x = 0;
+    tether_request req;
+    char msg[TETHER_MAX_ERROR_STRING];
+    EXPECT(tether_send(&x, 1, TETHER_INT, nprocs, 0, TETHER_COMM_UNIVERSE) == TETHER_ERR_RANK, "rank");
+    CHECK(tether_last_error(msg, sizeof msg));
+    EXPECT(strstr(msg, "outside") != NULL, "rank message: %s", msg);
+    EXPECT(tether_send(&x, 1, TETHER_INT, 0, -5, TETHER_COMM_UNIVERSE) == TETHER_ERR_TAG, "tag");
+    EXPECT(tether_send(&x, 1, 999, 0, 0, TETHER_COMM_UNIVERSE) == TETHER_ERR_TYPE, "type");
+    EXPECT(tether_send(&x, 1, TETHER_INT, 0, 0, 12345) == TETHER_ERR_COMM, "comm");
+    EXPECT(tether_send(&x, -1, TETHER_INT, 0, 0, TETHER_COMM_UNIVERSE) == TETHER_ERR_COUNT, "count");
+    EXPECT(tether_isend(&x, 1, TETHER_INT, 0, 0, TETHER_COMM_UNIVERSE, NULL) == TETHER_ERR_ARG, "null req");
+    EXPECT(tether_send(NULL, 4, TETHER_INT, 0, 0, TETHER_COMM_UNIVERSE) == TETHER_ERR_ARG, "null buffer");
+    req = 777;
+    EXPECT(tether_wait(&req, TETHER_STATUS_IGNORE) == TETHER_ERR_REQUEST, "unknown request");
+    EXPECT(req == 777, "outputs untouched on error");
+    EXPECT(tether_hint("NO_SUCH_HINT", "1") == TETHER_ERR_UNKNOWN_HINT, "unknown hint");
+    EXPECT(tether_hint("IN_KERNEL", "maybe") == TETHER_ERR_HINT_VALUE, "hint value");
+    CHECK(tether_hint("IN_KERNEL", "1"));
+    char value[16];
+    CHECK(tether_hint_get("IN_KERNEL", value, sizeof value));
+    EXPECT(strcmp(value, "1") == 0, "hint read back: %s", value);
+    CHECK(tether_hint("IN_KERNEL", "0"));
+    CHECK(tether_error_string(TETHER_ERR_PEER_LOST, msg, sizeof msg));
+    EXPECT(strncmp(msg, "TETHER_ERR_PEER_LOST", 20) == 0, "error string: %s", msg);
+    int size;
+    CHECK(tether_type_size(TETHER_DOUBLE_INT, &size));
+    EXPECT(size == 16, "DOUBLE_INT size %d", size);
+}
+
+/* Identity: universe rank = programs ordered by name, ranks concatenated. */
+static void identity(void) {
+    int count, id, prank, total = 0, urank;
+    CHECK(tether_program_count(&count));
+    CHECK(tether_program_id(&id));
+    CHECK(tether_program_rank(&prank));
+    CHECK(tether_universe_rank(&urank));
+    char name[TETHER_MAX_PROGRAM_NAME], prev[TETHER_MAX_PROGRAM_NAME] = "";
+    int first = 0;
+    for (int p = 0; p < count; p++) {
+        int size, found;
+        CHECK(tether_program_name(p, name, sizeof name));
+        CHECK(tether_program_size(p, &size));
+        CHECK(tether_program_find(name, &found));
+        EXPECT(found == p && strcmp(prev, name) < 0, "programs ordered by name: %s after %s", name, prev);
+        if (p == id) first = total;
+        total += size;
+        strcpy(prev, name);
+    }
+    EXPECT(total == nprocs && urank == first + prank, "universe rank %d = %d + %d of %d", urank, first, prank, total);
+    int u;
+    CHECK(tether_comm_universe_rank(TETHER_COMM_UNIVERSE, me, &u));
+    EXPECT(u == me, "universe communicator is the identity");
+    EXPECT(tether_program_find("no-such-program", &u) == TETHER_ERR_ARG, "unknown program");
+    CHECK(tether_program_name(id, name, sizeof name));
+    printf("identity %s rank %d universe %d of %d\n", name, prank, urank, nprocs);
+}
+
+int main(int argc, char **argv) {
+    CHECK(tether_init(&argc, &argv));
+    CHECK(tether_universe_rank(&me));
+    CHECK(tether_comm_size(TETHER_COMM_UNIVERSE, &nprocs));
+    const char *what = argc > 1 ? argv[1] : "all";
+    int all = strcmp(what, "all") == 0;
+    if (all || !strcmp(what, "identity")) identity();
+    if (all || !strcmp(what, "pairs")) pairs();
+    if (all || !strcmp(what, "stream")) stream(argc > 2 ? atoi(argv[2]) : 2000);
+    if (all || !strcmp(what, "wildcards")) wildcards();
+    if (all || !strcmp(what, "truncation")) truncation();
+    if (all || !strcmp(what, "probe")) probe();
+    if (all || !strcmp(what, "cancel")) cancel();
+    if (all || !strcmp(what, "odd")) odd_cases();
+    if (all || !strcmp(what, "errors")) errors();
+    CHECK(tether_finalize());
+    printf("ok %s\n", what);
+    return 0;
+}
