@@ -1,6 +1,9 @@
 /* Point-to-point scenarios, one per run: `p2p_suite <scenario>`.
  * Every process of the universe runs the same scenario and checks what it
  * receives byte by byte; any failure exits non-zero with a message. */
+#define _POSIX_C_SOURCE 200809L
+#include <time.h>
+
 #include "common.h"
 
 static int me, nprocs;
@@ -323,8 +326,50 @@ static void identity(void) {
     printf("identity %s rank %d universe %d of %d\n", name, prank, urank, nprocs);
 }
 
+/* Rank 1 says hello and dies without finalizing; rank 0's pending and new
+ * operations with it end in TETHER_ERR_PEER_LOST instead of hanging. */
+static void lost(void) {
+    int x = 1;
+    if (me == 1) {
+        CHECK(tether_send(&x, 1, TETHER_INT, 0, 1, TETHER_COMM_UNIVERSE));
+        fflush(stdout);
+        _Exit(0);
+    } else if (me == 0) {
+        CHECK(tether_recv(&x, 1, TETHER_INT, 1, 1, TETHER_COMM_UNIVERSE, TETHER_STATUS_IGNORE));
+        tether_status st;
+        int rc = tether_recv(&x, 1, TETHER_INT, 1, 2, TETHER_COMM_UNIVERSE, &st);
+        char msg[TETHER_MAX_ERROR_STRING];
+        CHECK(tether_last_error(msg, sizeof msg));
+        EXPECT(rc == TETHER_ERR_PEER_LOST && st.error == TETHER_ERR_PEER_LOST, "rc %d: %s", rc, msg);
+        EXPECT(strstr(msg, "alpha:1") != NULL, "message names the peer: %s", msg);
+        static char big[1 << 20];
+        rc = tether_send(big, sizeof big, TETHER_BYTE, 1, 3, TETHER_COMM_UNIVERSE);
+        EXPECT(rc == TETHER_ERR_PEER_LOST, "send to a lost peer: %d", rc);
+        printf("peer loss reported: %s\n", msg);
+    }
+}
+
+/* Waits until the file named by TEST_GATE exists (tests that act on a
+ * running universe first). */
+static void wait_for_gate(void) {
+    const char *gate = getenv("TEST_GATE");
+    if (!gate) return;
+    for (int i = 0; i < 6000; i++) {
+        FILE *f = fopen(gate, "r");
+        if (f) {
+            fclose(f);
+            return;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fprintf(stderr, "gate %s never opened\n", gate);
+    exit(1);
+}
+
 int main(int argc, char **argv) {
     CHECK(tether_init(&argc, &argv));
+    wait_for_gate();
     CHECK(tether_universe_rank(&me));
     CHECK(tether_comm_size(TETHER_COMM_UNIVERSE, &nprocs));
     const char *what = argc > 1 ? argv[1] : "all";
@@ -338,6 +383,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(what, "cancel")) cancel();
     if (all || !strcmp(what, "odd")) odd_cases();
     if (all || !strcmp(what, "errors")) errors();
+    if (!strcmp(what, "lost")) lost();
     CHECK(tether_finalize());
     printf("ok %s\n", what);
     return 0;

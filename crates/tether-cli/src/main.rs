@@ -1,6 +1,7 @@
 //! The `tether` command. Each subcommand lives in its own module, which
 //! owns its arguments (`XArgs`) and its `main`; this file only dispatches.
 
+mod info;
 mod rendezvous;
 mod run;
 
@@ -22,12 +23,14 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Run(run::RunArgs),
+    Info(info::InfoArgs),
     Rendezvous(rendezvous::RendezvousArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Run(args) => run::main(args),
+        Command::Info(args) => info::main(args),
         Command::Rendezvous(args) => rendezvous::main(args),
     }
 }

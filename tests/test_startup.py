@@ -1,0 +1,92 @@
+"""Start-up: programs launched separately (no `tether run`), joined through
+a rendezvous directory or `tether rendezvous serve`; and the errors a user
+gets when a program is missing or misnamed."""
+
+import subprocess
+import time
+
+from conftest import TETHER, clean_env, tether_run
+
+
+def launch_separately(prog, rendezvous, scenario="pairs", extra=None):
+    """Starts alpha (2 ranks) and beta (3 ranks) as five unrelated processes."""
+    procs = []
+    for name, size in (("alpha", 2), ("beta", 3)):
+        for rank in range(size):
+            env = clean_env(
+                TETHER_RENDEZVOUS=rendezvous, TETHER_PROGRAM=name, TETHER_PROGRAMS="beta,alpha",
+                TETHER_RANK=rank, TETHER_SIZE=size, **(extra or {}),
+            )
+            procs.append(subprocess.Popen([prog, scenario], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    return procs
+
+
+def finish(procs, timeout=60):
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=timeout)
+        assert p.returncode == 0, out + err
+        outs.append(out)
+    return outs
+
+
+def test_separate_launch_through_a_directory(built, program, tmp_path):
+    outs = finish(launch_separately(program("p2p_suite"), str(tmp_path / "rdv")))
+    assert all("ok pairs" in o for o in outs)
+
+
+def test_separate_launch_through_rendezvous_serve(built, program):
+    server = subprocess.Popen([str(TETHER), "rendezvous", "serve"], stdout=subprocess.PIPE, text=True)
+    try:
+        url = server.stdout.readline().strip()
+        assert url.startswith("tcp://127.0.0.1:")
+        outs = finish(launch_separately(program("p2p_suite"), url))
+        assert all("ok pairs" in o for o in outs)
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_missing_program_times_out_naming_it(built, program, tmp_path):
+    env = clean_env(TETHER_RENDEZVOUS=str(tmp_path), TETHER_PROGRAM="sim", TETHER_PROGRAMS="sim,ocean", TETHER_CONNECT_TIMEOUT=2)
+    start = time.monotonic()
+    out = subprocess.run([program("init_check")], env=env, capture_output=True, text=True, timeout=30).stdout
+    assert out.startswith("rc=12 TETHER_ERR_TIMEOUT"), out
+    assert "ocean" in out and "did not join within 2 s" in out, out
+    assert time.monotonic() - start < 20
+
+
+def test_program_not_in_the_list_is_an_init_error(built, program, tmp_path):
+    env = clean_env(TETHER_RENDEZVOUS=str(tmp_path), TETHER_PROGRAM="sim", TETHER_PROGRAMS="ocean,ml")
+    out = subprocess.run([program("init_check")], env=env, capture_output=True, text=True, timeout=30).stdout
+    assert out.startswith("rc=11 TETHER_ERR_INIT"), out
+    assert '"sim" is missing from TETHER_PROGRAMS' in out, out
+
+
+def test_bad_setting_value_and_unknown_setting(built, program, tmp_path):
+    env = clean_env(TETHER_PROGRAM="solo", TETHER_EAGER_LIMIT="lots", TETHER_EAGRE_LIMIT="1")
+    proc = subprocess.run([program("init_check")], env=env, capture_output=True, text=True, timeout=30)
+    assert proc.stdout.startswith("rc=11") and "TETHER_EAGER_LIMIT" in proc.stdout, proc.stdout
+    env = clean_env(TETHER_PROGRAM="solo", TETHER_EAGRE_LIMIT="1")
+    proc = subprocess.run([program("init_check")], env=env, capture_output=True, text=True, timeout=30)
+    assert proc.stdout.startswith("rc=0"), proc.stdout
+    assert "unknown setting TETHER_EAGRE_LIMIT" in proc.stderr, proc.stderr
+
+
+def test_peer_that_never_accepts_times_out_naming_it(built, program, tmp_path):
+    # beta:0 publishes a size and an address nobody listens on: a send to it
+    # must end in TETHER_ERR_TIMEOUT naming beta:0, not hang.
+    rdv = tmp_path / "rdv"
+    rdv.mkdir()
+    (rdv / "size%beta").write_text("1")
+    (rdv / "addr%beta%0").write_text("tcp=127.0.0.1:1 host=x pid=1")
+    env = clean_env(TETHER_RENDEZVOUS=str(rdv), TETHER_PROGRAM="alpha", TETHER_PROGRAMS="alpha,beta",
+                    TETHER_CONNECT_TIMEOUT=2, TETHER_RANK=0, TETHER_SIZE=1)
+    proc = subprocess.run([program("p2p_suite"), "pairs"], env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode != 0
+    assert "TETHER_ERR_TIMEOUT" in proc.stderr and "beta:0" in proc.stderr, proc.stderr
+
+
+def test_lost_peer_fails_pending_work_instead_of_hanging(built, program):
+    proc = tether_run(["--name", "alpha", "-n", "2", program("p2p_suite"), "lost", ":", "--name", "beta", "-n", "1", program("p2p_suite"), "lost"])
+    assert "peer loss reported" in proc.stdout

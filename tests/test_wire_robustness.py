@@ -1,0 +1,64 @@
+"""Hostile bytes on a listening port: raw garbage, a wrong magic, a
+truncated header, a connection that never speaks. Each is dropped and
+logged with the remote address and what was expected; the two programs
+still complete their exchange."""
+
+import socket
+import struct
+import subprocess
+import time
+
+from conftest import clean_env
+
+
+def read_address(rdv, program, rank, timeout=20):
+    path = rdv / f"addr%{program}%{rank}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            tcp = path.read_text().split()[0]
+            host, port = tcp.removeprefix("tcp=").rsplit(":", 1)
+            return host, int(port)
+        time.sleep(0.01)
+    raise AssertionError(f"{path} never appeared")
+
+
+def header(magic=b"TTHR", version=1, kind=1, seq=0, length=0):
+    return magic + struct.pack("<HBBQQIiQQQ", version, kind, 0, seq, length, 0, 0, 0, 0, 0)
+
+
+def test_garbage_is_dropped_and_the_exchange_completes(built, program, tmp_path):
+    rdv = tmp_path / "rdv"
+    gate = tmp_path / "go"
+    prog = program("p2p_suite")
+    procs = []
+    for name in ("alpha", "beta"):
+        env = clean_env(TETHER_RENDEZVOUS=rdv, TETHER_PROGRAM=name, TETHER_PROGRAMS="alpha,beta",
+                        TEST_GATE=gate, TETHER_HANDSHAKE_TIMEOUT=1)
+        procs.append(subprocess.Popen([prog, "pairs"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    idle = []
+    try:
+        for name in ("alpha", "beta"):
+            addr = read_address(rdv, name, 0)
+            for junk in (b"\x00\xffGET / HTTP/1.1\r\n\r\n" * 10, header(magic=b"XXXX"), header()[:20],
+                         header(version=9), header(kind=4), header(length=1 << 40)):
+                with socket.create_connection(addr, timeout=5) as s:
+                    s.sendall(junk)
+                    time.sleep(0.05)
+            silent = socket.create_connection(addr, timeout=5)
+            idle.append(silent)
+        gate.write_text("go")
+        outs = [p.communicate(timeout=60) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        for s in idle:
+            s.close()
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, out + err
+        assert "ok pairs" in out
+        assert "bad magic" in err and "127.0.0.1:" in err, err
+        assert "unsupported protocol version: expected 1, got 9" in err, err
+        assert "before the handshake completed" in err, err
+        assert "no handshake within 1 s" in err, err
