@@ -1,0 +1,40 @@
+/* The "sensor" program: every step it sends a boundary temperature to the
+ * heat solver's rank 0 and receives the solver's mean temperature back. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tether.h"
+
+#define CHECK(call)                                                    \
+    do {                                                               \
+        int rc_ = (call);                                              \
+        if (rc_) {                                                     \
+            char m_[TETHER_MAX_ERROR_STRING];                          \
+            tether_last_error(m_, sizeof m_);                          \
+            fprintf(stderr, "%s failed: %s\n", #call, m_);             \
+            return 1;                                                  \
+        }                                                              \
+    } while (0)
+
+int main(int argc, char **argv) {
+    CHECK(tether_init(&argc, &argv));
+    int heat, heat0;
+    CHECK(tether_program_find("heat", &heat));
+    int first = 0;
+    for (int p = 0; p < heat; p++) {
+        int size;
+        CHECK(tether_program_size(p, &size));
+        first += size;
+    }
+    heat0 = first; /* universe rank of heat's rank 0 */
+    const int steps = argc > 1 ? atoi(argv[1]) : 10;
+    for (int step = 0; step < steps; step++) {
+        double boundary = 100.0 * sin(0.3 * step) + 100.0, mean;
+        CHECK(tether_send(&boundary, 1, TETHER_DOUBLE, heat0, step, TETHER_COMM_UNIVERSE));
+        CHECK(tether_recv(&mean, 1, TETHER_DOUBLE, heat0, step, TETHER_COMM_UNIVERSE, TETHER_STATUS_IGNORE));
+        printf("step %2d: sent boundary %7.3f, solver mean %7.3f\n", step, boundary, mean);
+    }
+    CHECK(tether_finalize());
+    return 0;
+}
