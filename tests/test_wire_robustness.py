@@ -32,9 +32,12 @@ def test_garbage_is_dropped_and_the_exchange_completes(built, program, tmp_path)
     gate = tmp_path / "go"
     prog = program("p2p_suite")
     procs = []
+    # beta waits for the gate before it exchanges; alpha meanwhile waits in
+    # tether_waitall, making progress, so it meets the junk while it waits.
     for name in ("alpha", "beta"):
+        gated = {"TEST_GATE": gate} if name == "beta" else {}
         env = clean_env(TETHER_RENDEZVOUS=rdv, TETHER_PROGRAM=name, TETHER_PROGRAMS="alpha,beta",
-                        TEST_GATE=gate, TETHER_HANDSHAKE_TIMEOUT=1)
+                        TETHER_HANDSHAKE_TIMEOUT=1, **gated)
         procs.append(subprocess.Popen([prog, "pairs"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     idle = []
     try:
@@ -47,6 +50,7 @@ def test_garbage_is_dropped_and_the_exchange_completes(built, program, tmp_path)
                     time.sleep(0.05)
             silent = socket.create_connection(addr, timeout=5)
             idle.append(silent)
+        time.sleep(1.5)  # past TETHER_HANDSHAKE_TIMEOUT: the silent ones are dropped
         gate.write_text("go")
         outs = [p.communicate(timeout=60) for p in procs]
     finally:
@@ -61,4 +65,5 @@ def test_garbage_is_dropped_and_the_exchange_completes(built, program, tmp_path)
         assert "bad magic" in err and "127.0.0.1:" in err, err
         assert "unsupported protocol version: expected 1, got 9" in err, err
         assert "before the handshake completed" in err, err
-        assert "no handshake within 1 s" in err, err
+        assert "too large for a Hello frame" in err, err
+    assert "no handshake within 1 s" in outs[0][1], outs[0][1]

@@ -262,6 +262,7 @@ impl TcpTransport {
         }
         let _ = conn.stream.set_nodelay(true);
         conn.enqueue_control(FrameKind::Hello, 0, self.hello.clone());
+        attempt.problem = format!("connected to {address}, but the handshake was not answered (is the peer calling into tether?)");
         link.connecting = Some(token);
         self.entries.insert(
             token,
@@ -325,24 +326,35 @@ impl TcpTransport {
         let handshake = self
             .entries
             .values()
-            .filter(|e| e.stage != Stage::Established)
+            .filter(|e| matches!(e.stage, Stage::AwaitHello | Stage::Closing))
             .map(|e| e.since + self.config.handshake_timeout)
             .min();
-        [retry, handshake]
+        let deadline = self
+            .links
+            .values()
+            .filter_map(|l| l.attempt.as_ref())
+            .map(|a| a.deadline)
+            .min();
+        [retry, handshake, deadline]
             .into_iter()
             .flatten()
             .min()
             .map(|t| t.saturating_duration_since(now))
     }
 
+    /// Drops accepted connections that stay silent past the handshake
+    /// timeout (a defence against idle or hostile clients), retries
+    /// connects that are due, and fails peers whose connect deadline passed.
+    /// An outgoing handshake is bounded by the connect timeout, not the
+    /// handshake timeout: the peer answers only when it calls into Tether,
+    /// and a peer busy computing is not a failure.
     fn check_timers(&mut self, engine: &mut Engine) {
         let now = Instant::now();
         let stale: Vec<Token> = self
             .entries
             .iter()
-            .filter(|(_, e)| {
-                e.stage != Stage::Established && now >= e.since + self.config.handshake_timeout
-            })
+            .filter(|(_, e)| matches!(e.stage, Stage::AwaitHello | Stage::Closing))
+            .filter(|(_, e)| now >= e.since + self.config.handshake_timeout)
             .map(|(t, _)| *t)
             .collect();
         for token in stale {
@@ -356,16 +368,17 @@ impl TcpTransport {
         let due: Vec<u32> = self
             .links
             .iter()
-            .filter(|(_, l)| l.connecting.is_none() && l.established.is_none() && !l.finished)
+            .filter(|(_, l)| l.established.is_none() && !l.finished)
             .filter(|(_, l)| {
-                l.attempt
-                    .as_ref()
-                    .is_some_and(|a| now >= a.next_try || now >= a.deadline)
+                l.attempt.as_ref().is_some_and(|a| {
+                    now >= a.deadline || (l.connecting.is_none() && now >= a.next_try)
+                })
             })
             .map(|(p, _)| *p)
             .collect();
         for peer in due {
-            let attempt = self.links[&peer].attempt.as_ref().expect("filtered");
+            let link = &self.links[&peer];
+            let attempt = link.attempt.as_ref().expect("filtered");
             if now >= attempt.deadline {
                 let message = format!(
                     "peer {} did not accept a connection within {} s (TETHER_CONNECT_TIMEOUT): {}",
@@ -373,6 +386,9 @@ impl TcpTransport {
                     self.config.connect_timeout.as_secs(),
                     attempt.problem
                 );
+                if let Some(token) = link.connecting {
+                    self.close(token, Some(peer), engine);
+                }
                 self.lose(peer, err(ErrorClass::Timeout, message), engine);
             } else {
                 self.try_connect(peer);
