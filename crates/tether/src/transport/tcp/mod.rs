@@ -662,9 +662,14 @@ impl TcpTransport {
                 ConnError::Io(e) => {
                     tracing::warn!("connection with {remote} failed during the handshake: {e}")
                 }
-                ConnError::Eof { .. } => tracing::warn!(
-                    "connection from {remote} closed before completing the handshake"
-                ),
+                // A peer drops its own attempt when it loses a simultaneous
+                // connect: an empty connection closing is routine.
+                ConnError::Eof { mid_frame: false } => {
+                    tracing::debug!("connection from {remote} closed before sending a handshake")
+                }
+                ConnError::Eof { mid_frame: true } => {
+                    tracing::warn!("connection from {remote} closed in the middle of its handshake")
+                }
             }
             if entry.peer.is_some() {
                 let problem = format!("connection to {remote} ended during the handshake");

@@ -1,0 +1,177 @@
+# Tether: build, install and test driver (GNU make).
+#
+#   make [build]                 cargo build, then lay out build/{bin,lib}
+#   make install PREFIX=DIR      bin, lib, include, pkg-config and CMake files
+#   make test                    format, lint, cargo tests, multi-process tests
+#   make deps                    what a fresh Debian machine needs
+#   make header | check-format | lint | demo | clean
+#
+# Variables: PREFIX (/usr/local), DESTDIR (staging root for packagers),
+# CARGO, PYTHON, CARGO_TARGET_DIR (honoured as cargo honours it).
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.ONESHELL:
+.DEFAULT_GOAL := all
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+CARGO ?= cargo
+PYTHON ?= python3
+
+# rustup puts cargo in $CARGO_HOME/bin, which a fresh shell may not have
+# on its PATH yet; it is only a fallback after the user's own PATH.
+export PATH := $(PATH):$(or $(CARGO_HOME),$(HOME)/.cargo)/bin
+
+# From Cargo.toml's [workspace.package]: the version installed, and the
+# oldest Rust that builds it.
+workspace_field = $(shell sed -n '/^\[workspace\.package\]/,/^\[/s/^$(1) *= *"\(.*\)"/\1/p' Cargo.toml)
+VERSION := $(call workspace_field,version)
+RUST_VERSION := $(call workspace_field,rust-version)
+CARGO_OUT := $(or $(CARGO_TARGET_DIR),target)/release
+
+# The layout tests and users link against: -Ibuild/include is not needed
+# (include/ is the source of the headers), -Lbuild/lib -ltether is.
+BUILD_BIN := build/bin
+BUILD_LIB := build/lib
+
+# Native libraries that libtether.a needs (rustc --print native-static-libs,
+# less the -lc every link has); the pkg-config file's Libs.private.
+LIBS_PRIVATE := -lgcc_s -lutil -lrt -lpthread -lm -ldl
+
+# Install layout. The CMake package config finds the prefix from its own
+# location (PREFIX/lib/cmake/Tether), so bindir, libdir and includedir are
+# fixed below PREFIX.
+BINDIR := $(DESTDIR)$(PREFIX)/bin
+LIBDIR := $(DESTDIR)$(PREFIX)/lib
+INCLUDEDIR := $(DESTDIR)$(PREFIX)/include
+PKGCONFIGDIR := $(LIBDIR)/pkgconfig
+CMAKEDIR := $(LIBDIR)/cmake/Tether
+
+# Installed package descriptions, generated from the templates in
+# pkgconfig/ and cmake/. The Fortran module adds tether-fortran.pc here and
+# the component `fortran` (tether::fortran) to cmake/TetherConfig.cmake.in.
+PKGCONFIG_FILES := tether.pc
+CMAKE_FILES := TetherConfig.cmake TetherConfigVersion.cmake
+HEADERS := include/tether.h include/tether_mpi.h
+
+# Debian packages for building, the MPI tests and the install tests.
+APT_PACKAGES := build-essential ca-certificates pkg-config cmake mpich libmpich-dev \
+                python3 python3-pytest iproute2
+
+.PHONY: all build header install check-format lint test demo clean \
+        deps deps-system deps-rust deps-pytest
+
+all: build
+
+# cargo decides what is stale; a copy is replaced only when it differs, by
+# `install` (a new file, so running processes keep the old one mapped).
+build:
+	@$(CARGO) build --release -p tether-capi -p tether-cli
+	sync() { cmp -s "$$1" "$$2" || install -D -m "$$3" "$$1" "$$2"; }
+	sync $(CARGO_OUT)/tether $(BUILD_BIN)/tether 0755
+	sync $(CARGO_OUT)/libtether_capi.so $(BUILD_LIB)/libtether.so 0755
+	sync $(CARGO_OUT)/libtether_capi.a $(BUILD_LIB)/libtether.a 0644
+
+header:
+	TETHER_UPDATE_HEADER=1 $(CARGO) test -p tether-capi --test header
+
+install: build
+	@test -n "$(VERSION)" || { echo "make install: no version in Cargo.toml's [workspace.package]" >&2; exit 1; }
+	install -d $(BINDIR) $(LIBDIR) $(INCLUDEDIR) $(PKGCONFIGDIR) $(CMAKEDIR)
+	install -m 0755 $(BUILD_BIN)/tether $(BINDIR)/tether
+	install -m 0755 $(BUILD_LIB)/libtether.so $(LIBDIR)/libtether.so
+	install -m 0644 $(BUILD_LIB)/libtether.a $(LIBDIR)/libtether.a
+	install -m 0644 $(HEADERS) $(INCLUDEDIR)/
+	# A template's @VERSION@, @PREFIX@ and @LIBS_PRIVATE@ become their values.
+	fill() {
+	  sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@PREFIX@|$(PREFIX)|g' \
+	      -e 's|@LIBS_PRIVATE@|$(LIBS_PRIVATE)|g' "$$1" > "$$2"
+	  chmod 0644 "$$2"
+	}
+	for f in $(PKGCONFIG_FILES); do fill pkgconfig/$$f.in $(PKGCONFIGDIR)/$$f; done
+	for f in $(CMAKE_FILES); do fill cmake/$$f.in $(CMAKEDIR)/$$f; done
+	echo "Tether $(VERSION) installed into $(DESTDIR)$(PREFIX)"
+
+check-format:
+	$(CARGO) fmt --all -- --check
+
+lint:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# The README's test command. Steps run in this order even under -j, each
+# shown as it starts.
+test:
+	@set -x
+	$(MAKE) --no-print-directory check-format
+	$(MAKE) --no-print-directory lint
+	$(CARGO) test --workspace
+	$(MAKE) --no-print-directory build
+	$(PYTHON) -m pytest -q tests
+
+demo: build
+	@test -f examples/coupled_demo.sh || { echo "make demo: examples/coupled_demo.sh does not exist yet" >&2; exit 1; }
+	bash examples/coupled_demo.sh
+
+clean:
+	$(CARGO) clean
+	rm -rf build
+
+# --- deps: idempotent, silent when everything is there ---------------------
+
+deps:
+	@$(MAKE) --no-print-directory -s deps-system
+	$(MAKE) --no-print-directory -s deps-rust
+	$(MAKE) --no-print-directory -s deps-pytest
+
+# Debian packages; as root they are installed (rustup too when there is no
+# cargo and Debian has it), otherwise the command to run is printed.
+deps-system:
+	@missing=()
+	for p in $(APT_PACKAGES); do
+	  [[ "$$(dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null)" == "install ok installed" ]] || missing+=("$$p")
+	done
+	want_rustup=0
+	command -v cargo >/dev/null || command -v rustup >/dev/null || want_rustup=1
+	(( $${#missing[@]} || want_rustup )) || exit 0
+	if ! command -v apt-get >/dev/null || (( $$(id -u) != 0 )); then
+	  (( want_rustup )) && missing+=(rustup)
+	  echo "make deps: not root or no apt-get, so nothing is installed; as root run (or install the equivalents):" >&2
+	  echo "  apt-get update && apt-get install -y $${missing[*]}" >&2
+	  exit 0
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	if (( want_rustup )) && [[ -n "$$(apt-cache madison rustup 2>/dev/null)" ]]; then missing+=(rustup); fi
+	(( $${#missing[@]} )) || exit 0
+	echo "make deps: installing $${missing[*]}"
+	apt-get install -y -qq --no-install-recommends "$${missing[@]}" >/dev/null
+
+# A Rust toolchain (Cargo.toml's rust-version or newer) with rustfmt and
+# clippy, through rustup when cargo is missing.
+deps-rust:
+	@if ! command -v $(CARGO) >/dev/null; then
+	  if ! command -v rustup >/dev/null; then
+	    echo "make deps: cargo is missing and this system has no rustup package;" >&2
+	    echo "  install Rust ($(RUST_VERSION) or newer) with rustup, see https://rustup.rs, then run make deps again" >&2
+	    exit 1
+	  fi
+	  rustup toolchain install stable --profile minimal --component rustfmt,clippy
+	  rustup default stable
+	fi
+	command -v $(CARGO) >/dev/null || { echo "make deps: rustup installed Rust but cargo is not on PATH" >&2; exit 1; }
+	have=$$(rustc --version | cut -d' ' -f2)
+	if ! printf '%s\n' "$(RUST_VERSION)" "$${have%%-*}" | sort -V -C; then
+	  echo "make deps: rustc $$have is older than $(RUST_VERSION); update it (rustup update stable)" >&2
+	  exit 1
+	fi
+	if ! $(CARGO) fmt --version >/dev/null 2>&1 || ! $(CARGO) clippy --version >/dev/null 2>&1; then
+	  command -v rustup >/dev/null || { echo "make deps: install rustfmt and clippy for this Rust toolchain" >&2; exit 1; }
+	  rustup component add rustfmt clippy
+	fi
+
+# pytest for $(PYTHON), which need not be Debian's python3 (pyenv, venv).
+deps-pytest:
+	@$(PYTHON) -m pytest --version >/dev/null 2>&1 && exit 0
+	echo "make deps: $(PYTHON) has no pytest; installing it with pip"
+	$(PYTHON) -m pip install --quiet pytest
