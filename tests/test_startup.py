@@ -90,3 +90,15 @@ def test_peer_that_never_accepts_times_out_naming_it(built, program, tmp_path):
 def test_lost_peer_fails_pending_work_instead_of_hanging(built, program):
     proc = tether_run(["--name", "alpha", "-n", "2", program("p2p_suite"), "lost", ":", "--name", "beta", "-n", "1", program("p2p_suite"), "lost"])
     assert "peer loss reported" in proc.stdout
+
+
+def test_abort_ends_every_process_of_the_universe(built, program, tmp_path):
+    # Launched separately (no launcher to kill anyone): rank 0 exits with
+    # the aborting process's code because the abort reached it on the wire.
+    procs = []
+    for rank in range(2):
+        env = clean_env(TETHER_RENDEZVOUS=tmp_path, TETHER_PROGRAM="solo", TETHER_RANK=rank, TETHER_SIZE=2)
+        procs.append(subprocess.Popen([program("p2p_suite"), "abort"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    results = [p.communicate(timeout=30) for p in procs]
+    assert [p.returncode for p in procs] == [7, 7], results
+    assert "solo:1 aborted the universe with code 7" in results[0][1]

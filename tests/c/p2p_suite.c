@@ -349,6 +349,21 @@ static void lost(void) {
     }
 }
 
+/* Rank 1 aborts the universe with code 7 once linked with rank 0, which is
+ * blocked in a receive: rank 0 must exit with that code too. */
+static void abort_universe(void) {
+    int x = 0;
+    if (me == 1) {
+        CHECK(tether_send(&x, 1, TETHER_INT, 0, 1, TETHER_COMM_UNIVERSE));
+        tether_abort(7);
+    } else if (me == 0) {
+        CHECK(tether_recv(&x, 1, TETHER_INT, 1, 1, TETHER_COMM_UNIVERSE, TETHER_STATUS_IGNORE));
+        tether_recv(&x, 1, TETHER_INT, 1, 2, TETHER_COMM_UNIVERSE, TETHER_STATUS_IGNORE);
+        fprintf(stderr, "rank 0 outlived the abort\n");
+        exit(1);
+    }
+}
+
 /* Waits until the file named by TEST_GATE exists (tests that act on a
  * running universe first). */
 static void wait_for_gate(void) {
@@ -384,6 +399,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(what, "odd")) odd_cases();
     if (all || !strcmp(what, "errors")) errors();
     if (!strcmp(what, "lost")) lost();
+    if (!strcmp(what, "abort")) abort_universe();
     CHECK(tether_finalize());
     printf("ok %s\n", what);
     return 0;
