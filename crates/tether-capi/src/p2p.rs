@@ -202,6 +202,32 @@ fn slice_mut<'a, T>(ptr: *mut T, n: c_int, name: &str) -> Result<&'a mut [T]> {
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr, n as usize) })
 }
 
+/// Completes every request of `handles` with `complete`, resets it to
+/// null and reports its status in `statuses[i]` (unless that is NULL);
+/// returns the first error class among them, or success.
+fn finish_all(
+    st: &mut State,
+    handles: &mut [tether_request],
+    statuses: *mut tether_status,
+    mut complete: impl FnMut(&mut State, tether_request) -> Result<Status>,
+) -> Result<c_int> {
+    let mut first_error = TETHER_SUCCESS;
+    for (i, handle) in handles.iter_mut().enumerate() {
+        let done = complete(st, *handle)?;
+        *handle = TETHER_REQUEST_NULL;
+        let slot = if statuses.is_null() {
+            std::ptr::null_mut()
+        } else {
+            statuses.wrapping_add(i)
+        };
+        let code = report(&done, slot);
+        if first_error == TETHER_SUCCESS {
+            first_error = code;
+        }
+    }
+    Ok(first_error)
+}
+
 /// Waits for all `n` requests. Every status describes its own request; the
 /// return value is the first error class among them, or success.
 #[no_mangle]
@@ -216,25 +242,13 @@ pub extern "C" fn tether_waitall(
         for h in handles.iter().filter(|h| **h != TETHER_REQUEST_NULL) {
             st.request(*h)?;
         }
-        let mut first_error = TETHER_SUCCESS;
-        for (i, handle) in handles.iter_mut().enumerate() {
-            let done = if *handle == TETHER_REQUEST_NULL {
-                empty_status()
+        finish_all(&mut st, handles, statuses, |st, handle| {
+            if handle == TETHER_REQUEST_NULL {
+                Ok(empty_status())
             } else {
-                wait_handle(&mut st, *handle)?
-            };
-            *handle = TETHER_REQUEST_NULL;
-            let slot = if statuses.is_null() {
-                std::ptr::null_mut()
-            } else {
-                statuses.wrapping_add(i)
-            };
-            let code = report(&done, slot);
-            if first_error == TETHER_SUCCESS {
-                first_error = code;
+                wait_handle(st, handle)
             }
-        }
-        Ok(first_error)
+        })
     })
 }
 
@@ -331,24 +345,12 @@ pub extern "C" fn tether_testall(
             return Ok(TETHER_SUCCESS);
         }
         *flag = 1;
-        let mut first_error = TETHER_SUCCESS;
-        for (i, handle) in handles.iter_mut().enumerate() {
-            let done = match st.requests.remove(handle) {
-                Some(id) => st.runtime()?.take(id).expect("complete"),
-                None => empty_status(),
-            };
-            *handle = TETHER_REQUEST_NULL;
-            let slot = if statuses.is_null() {
-                std::ptr::null_mut()
-            } else {
-                statuses.wrapping_add(i)
-            };
-            let code = report(&done, slot);
-            if first_error == TETHER_SUCCESS {
-                first_error = code;
+        finish_all(&mut st, handles, statuses, |st, handle| {
+            match st.requests.remove(&handle) {
+                Some(id) => Ok(st.runtime()?.take(id).expect("complete")),
+                None => Ok(empty_status()),
             }
-        }
-        Ok(first_error)
+        })
     })
 }
 
