@@ -3,10 +3,14 @@
 //! Waking a process that sleeps in the kernel costs tens of microseconds,
 //! more than a message takes over loopback TCP, so a wait first polls for
 //! a window; but polling steals the core from the very peer it waits for
-//! when processes outnumber cores. The window therefore adapts: it doubles
-//! (up to the configured maximum) after a wait that polling satisfied and
-//! halves after one that had to sleep, so it falls to nothing within a few
-//! waits on an oversubscribed machine and grows back when polling pays.
+//! when processes outnumber cores. The window therefore adapts to what the
+//! waits actually took: after a wait that ended within the maximum window
+//! (so polling that long would have avoided a sleep) it doubles, up to the
+//! maximum; after a longer one it halves. On an oversubscribed machine waits
+//! are long, and the window falls to nothing within a few of them; in a
+//! ping-pong on idle cores waits are short and the window stays open, even
+//! if an earlier phase of the program (a long computation of the peer)
+//! had closed it.
 
 use std::time::Duration;
 
@@ -31,9 +35,9 @@ impl SpinPolicy {
         self.window
     }
 
-    /// Records how the last wait ended.
-    pub fn record(&mut self, satisfied_while_polling: bool) {
-        self.window = if satisfied_while_polling {
+    /// Records how long the last wait took.
+    pub fn record(&mut self, waited: Duration) {
+        self.window = if waited <= self.max {
             (self.window * 2 + Duration::from_micros(1)).min(self.max)
         } else if self.window < Duration::from_micros(2) {
             Duration::ZERO
@@ -51,11 +55,11 @@ mod tests {
     fn window_backs_off_fast_and_recovers() {
         let mut p = SpinPolicy::new(Duration::from_micros(50));
         for _ in 0..7 {
-            p.record(false);
+            p.record(Duration::from_millis(3));
         }
         assert_eq!(p.window(), Duration::ZERO);
         for _ in 0..10 {
-            p.record(true);
+            p.record(Duration::from_micros(20));
         }
         assert_eq!(p.window(), Duration::from_micros(50));
     }

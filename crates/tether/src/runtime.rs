@@ -446,7 +446,7 @@ impl Runtime {
         while start.elapsed() < window {
             self.progress_once(Some(Duration::ZERO));
             if done(self) {
-                self.spin.record(true);
+                self.spin.record(start.elapsed());
                 return;
             }
             std::hint::spin_loop();
@@ -454,7 +454,7 @@ impl Runtime {
         loop {
             self.progress_once(Some(MAX_SLEEP));
             if done(self) {
-                self.spin.record(false);
+                self.spin.record(start.elapsed());
                 return;
             }
         }
