@@ -104,7 +104,7 @@ pub static TABLE: &[Setting] = &[
     },
     Setting {
         key: "EAGER_LIMIT",
-        default: "65536",
+        default: "131072",
         kind: Kind::Number {
             min: 0,
             max: MAX_EAGER_LIMIT,
