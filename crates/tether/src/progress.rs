@@ -3,10 +3,11 @@
 //! Waking a process that sleeps in the kernel costs tens of microseconds,
 //! more than a message takes over loopback TCP, so a wait first polls for
 //! a window; but polling steals the core from the very peer it waits for
-//! when processes outnumber cores. The window therefore adapts to what the
-//! waits actually took: after a wait that ended within the maximum window
-//! (so polling that long would have avoided a sleep) it doubles, up to the
-//! maximum; after a longer one it halves. On an oversubscribed machine waits
+//! when processes outnumber cores. A wait therefore polls while bytes are
+//! moving and for a window after they last moved, and the window adapts to
+//! each wait's idle tail (from the last movement to completion): after a
+//! tail within the maximum window (polling that long would have avoided a
+//! sleep) it doubles, up to the maximum; after a longer one it halves. On an oversubscribed machine waits
 //! are long, and the window falls to nothing within a few of them; in a
 //! ping-pong on idle cores waits are short and the window stays open, even
 //! if an earlier phase of the program (a long computation of the peer)
@@ -35,7 +36,7 @@ impl SpinPolicy {
         self.window
     }
 
-    /// Records how long the last wait took.
+    /// Records the idle tail of the last wait.
     pub fn record(&mut self, waited: Duration) {
         self.window = if waited <= self.max {
             (self.window * 2 + Duration::from_micros(1)).min(self.max)

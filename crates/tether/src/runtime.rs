@@ -409,9 +409,10 @@ impl Runtime {
         }
     }
 
-    fn progress_once(&mut self, timeout: Option<Duration>) {
+    /// One round of progress; returns whether any socket was ready.
+    fn progress_once(&mut self, timeout: Option<Duration>) -> bool {
         self.push_transmits();
-        self.transport.poll(timeout, &mut self.engine);
+        let active = self.transport.poll(timeout, &mut self.engine);
         self.push_transmits();
         for event in std::mem::take(&mut self.transport.events_out) {
             match event {
@@ -427,10 +428,13 @@ impl Runtime {
                 }
             }
         }
+        active
     }
 
-    /// Progresses until `done` holds: polls for the spin window, then
-    /// sleeps in epoll (see [`SpinPolicy`]).
+    /// Progresses until `done` holds: polls while bytes are moving and for
+    /// the spin window after they last moved, then sleeps in epoll (see
+    /// [`SpinPolicy`]). The policy learns from the idle tail of each wait:
+    /// the time from the last movement to completion.
     fn wait_until(&mut self, mut done: impl FnMut(&mut Runtime) -> bool) {
         self.progress_once(Some(Duration::ZERO));
         if done(self) {
@@ -442,20 +446,22 @@ impl Runtime {
         } else {
             self.spin.window()
         };
-        let start = Instant::now();
-        while start.elapsed() < window {
-            self.progress_once(Some(Duration::ZERO));
+        let mut last_movement = Instant::now();
+        loop {
+            let timeout = if last_movement.elapsed() < window {
+                Duration::ZERO
+            } else {
+                MAX_SLEEP
+            };
+            let moved = self.progress_once(Some(timeout));
             if done(self) {
-                self.spin.record(start.elapsed());
+                self.spin.record(last_movement.elapsed());
                 return;
             }
-            std::hint::spin_loop();
-        }
-        loop {
-            self.progress_once(Some(MAX_SLEEP));
-            if done(self) {
-                self.spin.record(start.elapsed());
-                return;
+            if moved {
+                last_movement = Instant::now();
+            } else if timeout.is_zero() {
+                std::hint::spin_loop();
             }
         }
     }

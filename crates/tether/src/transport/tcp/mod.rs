@@ -279,7 +279,8 @@ impl TcpTransport {
     /// Waits up to `timeout` for socket events and handles them: reads feed
     /// the engine, writes drain queues, handshakes advance. Also retries
     /// pending connects and enforces handshake and connect timeouts.
-    pub fn poll(&mut self, timeout: Option<Duration>, engine: &mut Engine) {
+    /// Returns whether any socket was ready (bytes may have moved).
+    pub fn poll(&mut self, timeout: Option<Duration>, engine: &mut Engine) -> bool {
         let timeout = self
             .next_timer()
             .map_or(timeout, |t| Some(timeout.map_or(t, |u| u.min(t))));
@@ -299,6 +300,7 @@ impl TcpTransport {
                 )
             })
             .collect();
+        let active = !ready.is_empty();
         for (token, readable, writable) in ready {
             if token == LISTENER {
                 self.accept_all();
@@ -312,6 +314,7 @@ impl TcpTransport {
             }
         }
         self.check_timers(engine);
+        active
     }
 
     fn next_timer(&self) -> Option<Duration> {
