@@ -5,34 +5,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "tether.h"
-
-#define CHECK(call)                                                    \
-    do {                                                               \
-        int rc_ = (call);                                              \
-        if (rc_) {                                                     \
-            char m_[TETHER_MAX_ERROR_STRING];                          \
-            tether_last_error(m_, sizeof m_);                          \
-            fprintf(stderr, "%s failed: %s\n", #call, m_);             \
-            return 1;                                                  \
-        }                                                              \
-    } while (0)
+#include "coupling.h"
 
 enum { CELLS = 1000, SUBSTEPS = 200 };
 
 int main(int argc, char **argv) {
     CHECK(tether_init(&argc, &argv));
-    int me, rank, nranks, heat, sensor;
+    int me, rank, nranks, heat;
     CHECK(tether_universe_rank(&me));
     CHECK(tether_program_rank(&rank));
     CHECK(tether_program_id(&heat));
     CHECK(tether_program_size(heat, &nranks));
-    CHECK(tether_program_find("sensor", &sensor));
-    int heat0 = me - rank, sensor0 = 0;
-    for (int p = 0; p < sensor; p++) {
-        int size;
-        CHECK(tether_program_size(p, &size));
-        sensor0 += size;
+    int heat0 = me - rank, sensor0 = first_universe_rank("sensor");
+    if (sensor0 < 0) {
+        fprintf(stderr, "heat: no program called sensor in the universe\n");
+        return 1;
     }
     int n = CELLS / nranks;
     double *u = calloc((size_t)n + 2, sizeof *u), *next = calloc((size_t)n + 2, sizeof *next);

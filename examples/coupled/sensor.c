@@ -4,30 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "tether.h"
-
-#define CHECK(call)                                                    \
-    do {                                                               \
-        int rc_ = (call);                                              \
-        if (rc_) {                                                     \
-            char m_[TETHER_MAX_ERROR_STRING];                          \
-            tether_last_error(m_, sizeof m_);                          \
-            fprintf(stderr, "%s failed: %s\n", #call, m_);             \
-            return 1;                                                  \
-        }                                                              \
-    } while (0)
+#include "coupling.h"
 
 int main(int argc, char **argv) {
     CHECK(tether_init(&argc, &argv));
-    int heat, heat0;
-    CHECK(tether_program_find("heat", &heat));
-    int first = 0;
-    for (int p = 0; p < heat; p++) {
-        int size;
-        CHECK(tether_program_size(p, &size));
-        first += size;
+    int heat0 = first_universe_rank("heat");
+    if (heat0 < 0) {
+        fprintf(stderr, "sensor: no program called heat in the universe\n");
+        return 1;
     }
-    heat0 = first; /* universe rank of heat's rank 0 */
     const int steps = argc > 1 ? atoi(argv[1]) : 10;
     for (int step = 0; step < steps; step++) {
         double boundary = 100.0 * sin(0.3 * step) + 100.0, mean;

@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use tether::settings::{validate, Settings};
+use tether::settings::Settings;
 
 use crate::ffi::{in_str, run, state, write_str};
 
@@ -18,7 +18,6 @@ pub extern "C" fn tether_hint(key: *const c_char, value: *const c_char) -> c_int
         match st.runtime.as_mut() {
             Some(rt) => rt.hint(key, value),
             None => {
-                validate(key, value)?;
                 Settings::from_vars(Vec::new())?.0.set_hint(key, value)?;
                 st.early_hints.push((key.to_string(), value.to_string()));
                 Ok(())

@@ -32,15 +32,25 @@ fn report(status: &Status, ptr: *mut tether_status) -> c_int {
     }
 }
 
-fn buffer_len(buf: *const c_void, count: i64, datatype: tether_datatype) -> Result<usize> {
+/// The bytes `count` elements of `datatype` at `buf` span. A NULL buffer
+/// is allowed for an empty message and becomes a dangling, never-touched
+/// pointer.
+fn buffer_region(
+    buf: *const c_void,
+    count: i64,
+    datatype: tether_datatype,
+) -> Result<(*mut u8, usize)> {
     let len = byte_len(count, datatype::lookup(datatype)?)?;
-    if buf.is_null() && len > 0 {
-        return Err(err(
-            ErrorClass::Arg,
-            format!("buffer is NULL but count {count} is not 0"),
-        ));
+    if buf.is_null() {
+        if len > 0 {
+            return Err(err(
+                ErrorClass::Arg,
+                format!("buffer is NULL but count {count} is not 0"),
+            ));
+        }
+        return Ok((std::ptr::NonNull::<u8>::dangling().as_ptr(), 0));
     }
-    Ok(len)
+    Ok((buf.cast::<u8>().cast_mut(), len))
 }
 
 fn start_send(
@@ -52,12 +62,7 @@ fn start_send(
     tag: c_int,
     comm: tether_comm,
 ) -> Result<tether_request> {
-    let len = buffer_len(buf, count, datatype)?;
-    let ptr = if buf.is_null() {
-        std::ptr::NonNull::<u8>::dangling().as_ptr()
-    } else {
-        buf.cast::<u8>().cast_mut()
-    };
+    let (ptr, len) = buffer_region(buf, count, datatype)?;
     // SAFETY: the caller keeps the buffer valid until the request completes (API contract).
     let req = unsafe { st.runtime()?.isend(ptr, len, dest, tag, comm)? };
     Ok(st.register(req))
@@ -72,12 +77,7 @@ fn start_recv(
     tag: c_int,
     comm: tether_comm,
 ) -> Result<tether_request> {
-    let len = buffer_len(buf, count, datatype)?;
-    let ptr = if buf.is_null() {
-        std::ptr::NonNull::<u8>::dangling().as_ptr()
-    } else {
-        buf.cast::<u8>()
-    };
+    let (ptr, len) = buffer_region(buf, count, datatype)?;
     // SAFETY: the caller keeps the buffer valid until the request completes (API contract).
     let req = unsafe { st.runtime()?.irecv(ptr, len, source, tag, comm)? };
     Ok(st.register(req))

@@ -185,10 +185,6 @@ impl Engine {
         }
     }
 
-    pub fn config(&self) -> EngineConfig {
-        self.config
-    }
-
     /// Changes the eager limit for sends started from now on.
     pub fn set_eager_limit(&mut self, limit: u64) {
         self.config.eager_limit = limit;
@@ -635,11 +631,6 @@ impl Engine {
         for req in failed {
             self.fail(req, CompletionError::PeerLost);
         }
-    }
-
-    /// Whether `peer` was reported lost.
-    pub fn is_lost(&self, peer: u32) -> bool {
-        self.lost.contains(&peer)
     }
 
     fn recv_region(&self, req: ReqId) -> Region {

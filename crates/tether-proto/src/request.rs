@@ -19,11 +19,6 @@ unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
 impl Region {
-    pub const EMPTY: Region = Region {
-        ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
-        len: 0,
-    };
-
     /// A region for a buffer the engine will only read from.
     pub fn from_const(ptr: *const u8, len: usize) -> Region {
         Region {

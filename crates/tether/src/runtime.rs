@@ -218,11 +218,6 @@ impl Runtime {
         }
     }
 
-    /// Whether `req` names a live request.
-    pub fn is_request(&self, req: ReqId) -> bool {
-        self.engine.is_live(req)
-    }
-
     /// Completes `req` if it is done (freeing it) after one round of progress.
     pub fn test(&mut self, req: ReqId) -> Result<Option<Status>> {
         self.check_request(req)?;

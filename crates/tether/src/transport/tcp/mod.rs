@@ -95,7 +95,6 @@ pub struct TcpTransport {
     poll: Poll,
     events: Events,
     listener: TcpListener,
-    local: SocketAddr,
     entries: HashMap<Token, Entry>,
     next_token: usize,
     links: HashMap<u32, Link>,
@@ -146,12 +145,11 @@ impl TcpTransport {
             program_rank: universe.my_rank,
         }
         .encode();
-        let (poll, listener, local) = bound;
+        let (poll, listener, _) = bound;
         TcpTransport {
             poll,
             events: Events::with_capacity(256),
             listener,
-            local,
             entries: HashMap::new(),
             next_token: 1,
             links: HashMap::new(),
@@ -167,10 +165,6 @@ impl TcpTransport {
     pub fn set_timeouts(&mut self, connect: Duration, handshake: Duration) {
         self.config.connect_timeout = connect;
         self.config.handshake_timeout = handshake;
-    }
-
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local
     }
 
     fn me(&self) -> u32 {
@@ -366,7 +360,7 @@ impl TcpTransport {
                 "dropping connection with {remote}: no handshake within {} s",
                 self.config.handshake_timeout.as_secs()
             );
-            self.close(token, None, engine);
+            self.close(token, None);
         }
         let due: Vec<u32> = self
             .links
@@ -390,7 +384,7 @@ impl TcpTransport {
                     attempt.problem
                 );
                 if let Some(token) = link.connecting {
-                    self.close(token, Some(peer), engine);
+                    self.close(token, Some(peer));
                 }
                 self.lose(peer, err(ErrorClass::Timeout, message), engine);
             } else {
@@ -445,7 +439,7 @@ impl TcpTransport {
         }
         match result {
             Ok(()) if entry.stage == Stage::Closing && !entry.conn.has_output() => {
-                self.close(token, None, engine)
+                self.close(token, None)
             }
             Ok(()) => {}
             Err(e) => self.fail_conn(token, e, engine),
@@ -503,7 +497,7 @@ impl TcpTransport {
                 (FrameKind::HelloAck, Stage::AwaitAck) => self.on_ack(token, &payload, engine),
                 (FrameKind::HelloReject, Stage::AwaitAck) => {
                     let reason = String::from_utf8_lossy(&payload).into_owned();
-                    self.on_reject(token, reason, engine);
+                    self.on_reject(token, reason);
                 }
                 (kind, stage) => {
                     let remote = entry.conn.remote;
@@ -593,13 +587,12 @@ impl TcpTransport {
         }
     }
 
-    fn on_reject(&mut self, token: Token, reason: String, engine: &mut Engine) {
+    fn on_reject(&mut self, token: Token, reason: String) {
         if reason != REJECT_DUPLICATE {
             let remote = self.entries[&token].conn.remote;
             tracing::warn!("connection to {remote} refused: {reason}");
         }
         self.retry_later(token, reason);
-        let _ = engine;
     }
 
     /// Drops an outgoing attempt; the link retries (or the winning
@@ -678,7 +671,7 @@ impl TcpTransport {
                 let problem = format!("connection to {remote} ended during the handshake");
                 self.retry_later(token, problem);
             } else {
-                self.close(token, None, engine);
+                self.close(token, None);
             }
             return;
         };
@@ -715,11 +708,11 @@ impl TcpTransport {
                 )
             }
         };
-        self.close(token, Some(peer), engine);
+        self.close(token, Some(peer));
         self.lose(peer, error, engine);
     }
 
-    fn close(&mut self, token: Token, peer: Option<u32>, _engine: &mut Engine) {
+    fn close(&mut self, token: Token, peer: Option<u32>) {
         if let Some(mut entry) = self.entries.remove(&token) {
             let _ = self.poll.registry().deregister(&mut entry.conn.stream);
             let peer = peer.or(entry.peer);
@@ -791,14 +784,5 @@ impl TcpTransport {
             }
             self.flush(token, engine);
         }
-    }
-
-    /// Peers with an established link.
-    pub fn connected_peers(&self) -> Vec<u32> {
-        self.links
-            .iter()
-            .filter(|(_, l)| l.established.is_some())
-            .map(|(p, _)| *p)
-            .collect()
     }
 }
