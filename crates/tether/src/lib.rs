@@ -10,6 +10,7 @@ pub mod datatype;
 pub mod error;
 pub mod identity;
 pub mod log;
+pub mod op;
 pub mod progress;
 pub mod runtime;
 pub mod settings;
