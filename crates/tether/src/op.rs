@@ -166,7 +166,11 @@ pub fn check(op: Op, datatype: Datatype) -> Result<()> {
 /// same whole number of elements; neither needs to be aligned. The pair must
 /// be valid ([`check`]).
 pub fn combine(op: Op, datatype: Datatype, from: &[u8], into: &mut [u8]) {
-    assert_eq!(from.len(), into.len(), "reduction operands differ in length");
+    assert_eq!(
+        from.len(),
+        into.len(),
+        "reduction operands differ in length"
+    );
     assert_eq!(from.len() % datatype.size, 0, "partial element");
     match class_of(datatype) {
         Class::Signed(1) => integer::<i8>(op, from, into),
@@ -244,9 +248,7 @@ fn integer<T: Integer>(op: Op, from: &[u8], into: &mut [u8]) {
 }
 
 /// The float operations `f32` and `f64` share.
-trait Float:
-    Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self>
-{
+trait Float: Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> {
     fn is_nan(self) -> bool;
     fn is_sign_negative(self) -> bool;
     fn sub(self, other: Self) -> Self;
@@ -303,10 +305,7 @@ fn complex<F: Float>(op: Op, from: &[u8], into: &mut [u8]) {
     match op {
         Op::Sum => each::<[F; 2]>(from, into, |a, b| [a[0] + b[0], a[1] + b[1]]),
         Op::Prod => each::<[F; 2]>(from, into, |a, b| {
-            [
-                (a[0] * b[0]).sub(a[1] * b[1]),
-                a[0] * b[1] + a[1] * b[0],
-            ]
+            [(a[0] * b[0]).sub(a[1] * b[1]), a[0] * b[1] + a[1] * b[0]]
         }),
         _ => unreachable!("checked: {op:?} is not defined on complex numbers"),
     }

@@ -94,8 +94,8 @@ fn run(
 /// Delivers every queued frame, in order per link.
 fn pump(engines: &mut [Engine]) {
     let mut frames = VecDeque::new();
-    for from in 0..engines.len() {
-        while let Some(t) = engines[from].poll_transmit() {
+    for (from, engine) in engines.iter_mut().enumerate() {
+        while let Some(t) = engine.poll_transmit() {
             let mut header: FrameHeader = t.header;
             header.payload_len = t.payload.len() as u64;
             let payload = match &t.payload {
@@ -105,7 +105,7 @@ fn pump(engines: &mut [Engine]) {
                 TransmitPayload::Owned(v) => v.clone(),
             };
             if let Some(req) = t.completes {
-                engines[from].transmit_done(req);
+                engine.transmit_done(req);
             }
             frames.push_back((from as u32, t.peer as usize, header, payload));
         }

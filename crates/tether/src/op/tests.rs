@@ -7,7 +7,7 @@ fn by_name(name: &str) -> Datatype {
 
 fn bytes<T: Copy>(values: &[T]) -> Vec<u8> {
     let size = std::mem::size_of::<T>();
-    let mut out = vec![0u8; size * values.len()];
+    let mut out = vec![0u8; std::mem::size_of_val(values)];
     for (chunk, v) in out.chunks_exact_mut(size).zip(values) {
         // SAFETY: the chunk holds one T.
         unsafe { std::ptr::write_unaligned(chunk.as_mut_ptr().cast::<T>(), *v) }
@@ -55,35 +55,79 @@ fn valid_pairs_follow_mpi() {
 
 #[test]
 fn max_of_negatives_is_the_largest_negative() {
-    assert_eq!(reduce(Op::Max, "DOUBLE", &[-5.0f64, -1e300], &[-7.0, -2e300]), [-5.0, -1e300]);
-    assert_eq!(reduce(Op::Max, "INT", &[-5i32, i32::MIN], &[-7, i32::MIN + 1]), [-5, i32::MIN + 1]);
-    assert_eq!(reduce(Op::Min, "UINT64", &[u64::MAX, 3], &[7u64, 0]), [7, 0]);
+    assert_eq!(
+        reduce(Op::Max, "DOUBLE", &[-5.0f64, -1e300], &[-7.0, -2e300]),
+        [-5.0, -1e300]
+    );
+    assert_eq!(
+        reduce(Op::Max, "INT", &[-5i32, i32::MIN], &[-7, i32::MIN + 1]),
+        [-5, i32::MIN + 1]
+    );
+    assert_eq!(
+        reduce(Op::Min, "UINT64", &[u64::MAX, 3], &[7u64, 0]),
+        [7, 0]
+    );
 }
 
 #[test]
 fn floats_propagate_nan_and_order_signed_zeros() {
-    let r = reduce(Op::Max, "FLOAT", &[f32::NAN, 1.0, -0.0, 0.0], &[1.0f32, f32::NAN, 0.0, -0.0]);
+    let r = reduce(
+        Op::Max,
+        "FLOAT",
+        &[f32::NAN, 1.0, -0.0, 0.0],
+        &[1.0f32, f32::NAN, 0.0, -0.0],
+    );
     assert!(r[0].is_nan() && r[1].is_nan());
     assert!(r[2] == 0.0 && r[2].is_sign_positive() && r[3].is_sign_positive());
-    let r = reduce(Op::Min, "DOUBLE", &[-0.0, 0.0, f64::INFINITY], &[0.0f64, -0.0, f64::NAN]);
+    let r = reduce(
+        Op::Min,
+        "DOUBLE",
+        &[-0.0, 0.0, f64::INFINITY],
+        &[0.0f64, -0.0, f64::NAN],
+    );
     assert!(r[0].is_sign_negative() && r[1].is_sign_negative() && r[2].is_nan());
-    let r = reduce(Op::Sum, "DOUBLE", &[f64::INFINITY, 1.5], &[f64::NEG_INFINITY, 2.25]);
+    let r = reduce(
+        Op::Sum,
+        "DOUBLE",
+        &[f64::INFINITY, 1.5],
+        &[f64::NEG_INFINITY, 2.25],
+    );
     assert!(r[0].is_nan() && r[1] == 3.75);
 }
 
 #[test]
 fn integers_wrap_and_logic_is_zero_or_one() {
-    assert_eq!(reduce(Op::Sum, "INT8", &[127i8, -128], &[1i8, -1]), [-128, 127]);
-    assert_eq!(reduce(Op::Prod, "UINT16", &[300u16], &[300u16]), [300u16.wrapping_mul(300)]);
-    assert_eq!(reduce(Op::Land, "INT", &[5i32, 5, 0], &[-2i32, 0, 0]), [1, 0, 0]);
-    assert_eq!(reduce(Op::Lxor, "LOGICAL", &[1i32, 7, 0], &[1i32, 0, 0]), [0, 1, 0]);
+    assert_eq!(
+        reduce(Op::Sum, "INT8", &[127i8, -128], &[1i8, -1]),
+        [-128, 127]
+    );
+    assert_eq!(
+        reduce(Op::Prod, "UINT16", &[300u16], &[300u16]),
+        [300u16.wrapping_mul(300)]
+    );
+    assert_eq!(
+        reduce(Op::Land, "INT", &[5i32, 5, 0], &[-2i32, 0, 0]),
+        [1, 0, 0]
+    );
+    assert_eq!(
+        reduce(Op::Lxor, "LOGICAL", &[1i32, 7, 0], &[1i32, 0, 0]),
+        [0, 1, 0]
+    );
     assert_eq!(reduce(Op::Bxor, "BYTE", &[0xf0u8], &[0xffu8]), [0x0f]);
-    assert_eq!(reduce(Op::Bor, "INT64", &[1i64 << 40], &[1i64]), [(1i64 << 40) | 1]);
+    assert_eq!(
+        reduce(Op::Bor, "INT64", &[1i64 << 40], &[1i64]),
+        [(1i64 << 40) | 1]
+    );
 }
 
 #[test]
 fn complex_product_and_sum() {
-    let r = reduce(Op::Prod, "DOUBLE_COMPLEX", &[[1.0f64, 2.0]], &[[3.0f64, -1.0]]);
+    let r = reduce(
+        Op::Prod,
+        "DOUBLE_COMPLEX",
+        &[[1.0f64, 2.0]],
+        &[[3.0f64, -1.0]],
+    );
     assert_eq!(r, [[5.0, 5.0]]);
     let r = reduce(Op::Sum, "COMPLEX", &[[1.0f32, 2.0]], &[[0.5f32, -4.0]]);
     assert_eq!(r, [[1.5, -2.0]]);
@@ -97,9 +141,19 @@ fn minloc_and_maxloc_break_ties_by_lower_index() {
     assert_eq!((r[0].0, r[0].1), (2.0, 3));
     assert_eq!((r[1].0, r[1].1), (1.0, 4));
     assert!(r[2].0.is_nan() && r[2].1 == 2);
-    let r = reduce(Op::MaxLoc, "TWO_INT", &[[-3i32, 5], [4, 1]], &[[-3i32, 2], [9, 7]]);
+    let r = reduce(
+        Op::MaxLoc,
+        "TWO_INT",
+        &[[-3i32, 5], [4, 1]],
+        &[[-3i32, 2], [9, 7]],
+    );
     assert_eq!(r, [[-3, 2], [9, 7]]);
-    let r = reduce(Op::MinLoc, "FLOAT_INT", &[(1.0f32, 1i32)], &[(f32::NAN, 5i32)]);
+    let r = reduce(
+        Op::MinLoc,
+        "FLOAT_INT",
+        &[(1.0f32, 1i32)],
+        &[(f32::NAN, 5i32)],
+    );
     assert!(r[0].0.is_nan() && r[0].1 == 5, "NaN propagates");
     let r = reduce(Op::MaxLoc, "TWO_REAL", &[[2.0f32, 3.0]], &[[2.0f32, 1.0]]);
     assert_eq!(r, [[2.0, 1.0]]);
