@@ -19,7 +19,7 @@ pub mod transport;
 pub mod universe;
 
 pub use error::{Error, ErrorClass, Result};
-pub use runtime::{Runtime, Status, ANY_SOURCE, ANY_TAG};
+pub use runtime::{Arg, Layout, Runtime, Status, ANY_SOURCE, ANY_TAG, IN_PLACE};
 pub use tether_proto::ReqId;
 
 /// This library's version.
