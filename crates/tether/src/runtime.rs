@@ -426,10 +426,18 @@ impl Runtime {
     fn progress_once(&mut self, timeout: Option<Duration>) -> bool {
         self.push_transmits();
         let active = self.transport.poll(timeout, &mut self.engine);
-        if !self.collectives.is_empty() || !self.orphaned.is_empty() {
-            self.advance_collectives();
+        // Handing frames to the transport can complete sends, which can
+        // complete a collective's round and start its next: go on until a
+        // round of that posts nothing new.
+        loop {
+            if !self.collectives.is_empty() || !self.orphaned.is_empty() {
+                self.advance_collectives();
+            }
+            if !self.engine.has_transmit() {
+                break;
+            }
+            self.push_transmits();
         }
-        self.push_transmits();
         for event in std::mem::take(&mut self.transport.events_out) {
             match event {
                 LinkEvent::Lost { peer, error } => {
