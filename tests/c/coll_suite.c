@@ -6,8 +6,8 @@
  *   coll_suite SCENARIO [quick]
  *
  * Scenarios: reductions, movement (every data-moving collective), comms
- * (communicators from programs, from universe ranks, two overlapping ones
- * used alternately), nonblocking (collectives interleaved with each other
+ * (communicators from programs and from universe ranks, each running the
+ * movement and reduction suites; two overlapping ones used alternately), nonblocking (collectives interleaved with each other
  * and with point-to-point, completed in varying orders), errors.
  * `quick` leaves out the 1 MiB counts. Prints "ok SCENARIO" on success. */
 #include "common.h"
@@ -302,6 +302,7 @@ static void comms(void) {
         EXPECT(u == urank, "rank translation");
         check_sum(c, 7);
         reductions(c);
+        movement(c);
         CHECK(tether_comm_free(&oc));
     } else {
         EXPECT(oc == TETHER_COMM_NULL, "non-member gets TETHER_COMM_NULL");
