@@ -7,21 +7,23 @@ use std::sync::Arc;
 
 use tether_ring::{Bytes, Consumer, Doorbell, Producer, RingControl};
 
-struct Heap(Arc<Vec<UnsafeCell<u8>>>);
+struct Storage(Vec<UnsafeCell<u8>>);
 
 // SAFETY: the ring protocol orders every access to a byte.
-unsafe impl Send for Heap {}
+unsafe impl Sync for Storage {}
+
+struct Heap(Arc<Storage>);
 
 // SAFETY: capacity is a power of two; copies stay inside the vector.
 unsafe impl Bytes for Heap {
     fn capacity(&self) -> usize {
-        self.0.len()
+        self.0 .0.len()
     }
     unsafe fn store(&self, at: usize, src: *const u8, len: usize) {
-        std::ptr::copy_nonoverlapping(src, self.0[at].get(), len);
+        std::ptr::copy_nonoverlapping(src, self.0 .0[at].get(), len);
     }
     unsafe fn load(&self, at: usize, dst: *mut u8, len: usize) {
-        std::ptr::copy_nonoverlapping(self.0[at].get(), dst, len);
+        std::ptr::copy_nonoverlapping(self.0 .0[at].get(), dst, len);
     }
 }
 
@@ -33,8 +35,7 @@ fn byte(i: u64) -> u8 {
 fn bytes_arrive_in_order_across_wraps() {
     const TOTAL: u64 = 4_000_000;
     let control = Arc::new(RingControl::new());
-    let storage: Arc<Vec<UnsafeCell<u8>>> =
-        Arc::new((0..256).map(|_| UnsafeCell::new(0)).collect());
+    let storage = Arc::new(Storage((0..256).map(|_| UnsafeCell::new(0)).collect()));
     // SAFETY: one producer and one consumer over the same storage.
     let mut producer = unsafe { Producer::new(control.clone(), Heap(storage.clone())) };
     let mut consumer = unsafe { Consumer::new(control, Heap(storage)) };
