@@ -8,6 +8,7 @@
 pub mod comm;
 pub mod datatype;
 pub mod error;
+pub mod host;
 pub mod identity;
 pub mod log;
 pub mod progress;
