@@ -118,6 +118,20 @@ impl Outgoing {
         !self.out.is_empty()
     }
 
+    /// Whether frames wait and the ring has room for some of their bytes
+    /// (for a process about to sleep: then it must not).
+    pub fn can_progress(&mut self) -> bool {
+        !self.out.is_empty() && self.producer.writable(self.producer.capacity()) > 0
+    }
+
+    /// Wakes the peer if it sleeps: after this process freed room in the
+    /// ring the peer writes to us, which the peer may be waiting for.
+    pub fn wake_peer(&self, ringer: &Ringer) {
+        if self.bell.must_ring() {
+            ringer.ring(&self.bell_addr);
+        }
+    }
+
     /// Writes what the ring takes and wakes the peer if it sleeps.
     /// Requests whose frames were handed over (written, or copied because
     /// the ring was full) go to `done`. Returns whether bytes moved.

@@ -382,6 +382,9 @@ impl ShmTransport {
                 }
             }
         }
+        if let (Ok(true), Some(out)) = (&result, channel.out.as_ref()) {
+            out.wake_peer(&self.ringer);
+        }
         match result {
             Ok(moved) => moved,
             Err(e) => {
@@ -482,15 +485,18 @@ impl ShmTransport {
     }
 
     /// Announces that this process is about to sleep in epoll. Returns
-    /// false (and stays awake) when a ring already holds data; after a
-    /// true, call [`ShmTransport::awake`] once the sleep ends.
+    /// false (and stays awake) when a ring already holds data for it, or
+    /// one it writes has room for frames that wait; after a true, call
+    /// [`ShmTransport::awake`] once the sleep ends. Peers wake it both when
+    /// they write to it and when they free room in a ring it writes.
     pub fn prepare_sleep(&mut self) -> bool {
         self.own_bell.prepare_sleep();
         let pending = self.generation.load(Ordering::Relaxed) != self.generation_seen
-            || self
-                .channels
-                .values()
-                .any(|c| !c.lost && c.inc.as_ref().is_some_and(Incoming::has_data));
+            || self.channels.values_mut().any(|c| {
+                !c.lost
+                    && (c.inc.as_ref().is_some_and(Incoming::has_data)
+                        || c.out.as_mut().is_some_and(Outgoing::can_progress))
+            });
         if pending {
             self.own_bell.awake();
         }
