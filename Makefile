@@ -4,7 +4,7 @@
 #   make install PREFIX=DIR      bin, lib, include, pkg-config and CMake files
 #   make test                    format, lint, cargo tests, multi-process tests
 #   make deps                    what a fresh Debian machine needs
-#   make header | check-format | lint | demo | clean
+#   make header | check-format | lint | loom | demo | clean
 #
 # Variables: PREFIX (/usr/local), DESTDIR (staging root for packagers),
 # CARGO, PYTHON, CARGO_TARGET_DIR (honoured as cargo honours it).
@@ -59,7 +59,7 @@ HEADERS := include/tether.h include/tether_mpi.h
 APT_PACKAGES := build-essential ca-certificates pkg-config cmake mpich libmpich-dev \
                 python3 python3-pytest iproute2
 
-.PHONY: all build header install check-format lint test demo clean \
+.PHONY: all build header install check-format lint loom test demo clean \
         deps deps-system deps-rust deps-pytest
 
 all: build
@@ -99,6 +99,12 @@ check-format:
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# The shared-memory ring's atomics, model-checked by loom under every
+# interleaving (its own target directory: --cfg loom rebuilds the crate).
+loom:
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(or $(CARGO_TARGET_DIR),target)/loom \
+	  $(CARGO) test -p tether-ring --release --test loom
+
 # The README's test command. Steps run in this order even under -j, each
 # shown as it starts.
 test:
@@ -106,6 +112,7 @@ test:
 	$(MAKE) --no-print-directory check-format
 	$(MAKE) --no-print-directory lint
 	$(CARGO) test --workspace
+	$(MAKE) --no-print-directory loom
 	$(MAKE) --no-print-directory build
 	$(PYTHON) -m pytest -q tests
 
