@@ -141,14 +141,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="tiny iteration counts (smoke run)")
+    ap.add_argument("--iters", type=int, default=100,
+                    help="timed iterations per size (MPI on oversubscribed cores needs milliseconds each)")
     ap.add_argument("--write", type=Path, help="replace the collectives section of this report")
     opts = ap.parse_args()
     exes = build()
-    args = ["--iters", "5", "--sizes", "8,65536"] if opts.quick else []
+    args = ["--iters", "5", "--sizes", "8,65536"] if opts.quick else ["--iters", str(opts.iters)]
     samples = measure(exes, 1 if opts.quick else opts.repeats, args)
     text = (
         f"{BEGIN}\n"
-        f"4 processes on {machine()}; loopback TCP for all. Medians of {opts.repeats} runs (min-max), "
+        f"4 processes on {machine()}; loopback TCP for all. Medians of {opts.repeats} runs (min-max) "
+        f"of {opts.iters} timed iterations each, "
         "microseconds per operation (the slowest rank's mean). Command: "
         "`python3 benches/compare_coll.py --write docs/PERFORMANCE.md`.\n\n"
         + table(samples, opts.repeats) + f"{END}\n"
