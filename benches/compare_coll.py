@@ -58,22 +58,25 @@ def build():
     return exes
 
 
-def command(name, exe, args):
+def command(name, exe, args, transport):
+    """The command line and environment of one run over `transport` (tcp or shm)."""
     if name == "Tether":
         tether = str(ROOT / "build" / "bin" / "tether")
         return [tether, "run", "--name", "a", "-n", "2", str(exe), *args,
-                ":", "--name", "b", "-n", "2", str(exe), *args], {"TETHER_TRANSPORTS": "tcp"}
+                ":", "--name", "b", "-n", "2", str(exe), *args], {"TETHER_TRANSPORTS": transport}
     if name == "MPICH":
+        tls = {"tcp": "tcp", "shm": "sm,self"}[transport]
         return ["mpiexec.mpich", "-iface", "lo", "-n", "4", str(exe), *args], {
-            "UCX_TLS": "tcp", "UCX_NET_DEVICES": "lo"}
+            "UCX_TLS": tls, "UCX_NET_DEVICES": "lo"}
+    btl = {"tcp": "tcp,self", "shm": "vader,self"}[transport]
     return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", "4",
-            "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
+            "--mca", "pml", "ob1", "--mca", "btl", btl,
             "--mca", "btl_tcp_if_include", "lo", str(exe), *args], {
             "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
-def run_once(name, exe, args):
-    cmd, extra = command(name, exe, args)
+def run_once(name, exe, args, transport):
+    cmd, extra = command(name, exe, args, transport)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
     env.update(extra)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
@@ -87,11 +90,11 @@ def run_once(name, exe, args):
     return figures
 
 
-def measure(exes, repeats, args):
+def measure(exes, repeats, args, transport):
     samples = {name: {} for name in exes}
     for _ in range(repeats):
         for name, exe in exes.items():
-            for key, value in run_once(name, exe, args).items():
+            for key, value in run_once(name, exe, args, transport).items():
                 samples[name].setdefault(key, []).append(value)
     return samples
 
@@ -147,15 +150,18 @@ def main():
     opts = ap.parse_args()
     exes = build()
     args = ["--iters", "5", "--sizes", "8,65536"] if opts.quick else ["--iters", str(opts.iters)]
-    samples = measure(exes, 1 if opts.quick else opts.repeats, args)
     text = (
         f"{BEGIN}\n"
-        f"4 processes on {machine()}; loopback TCP for all. Medians of {opts.repeats} runs (min-max) "
+        f"4 processes on {machine()}. Medians of {opts.repeats} runs (min-max) "
         f"of {opts.iters} timed iterations each, "
         "microseconds per operation (the slowest rank's mean). Command: "
-        "`python3 benches/compare_coll.py --write docs/PERFORMANCE.md`.\n\n"
-        + table(samples, opts.repeats) + f"{END}\n"
+        "`python3 benches/compare_coll.py --write docs/PERFORMANCE.md`.\n"
     )
+    for transport, title in [("tcp", "Loopback TCP (Tether `TETHER_TRANSPORTS=tcp`, MPICH UCX tcp, Open MPI btl tcp)"),
+                             ("shm", "Shared memory (Tether `TETHER_TRANSPORTS=shm`, MPICH UCX sm, Open MPI btl vader)")]:
+        samples = measure(exes, 1 if opts.quick else opts.repeats, args, transport)
+        text += f"\n#### {title}\n\n" + table(samples, opts.repeats)
+    text += f"{END}\n"
     print(text)
     if opts.write:
         report = opts.write.read_text() if opts.write.exists() else ""
