@@ -36,7 +36,7 @@ def test_garbage_is_dropped_and_the_exchange_completes(built, program, tmp_path)
     # tether_waitall, making progress, so it meets the junk while it waits.
     for name in ("alpha", "beta"):
         gated = {"TEST_GATE": gate} if name == "beta" else {}
-        env = clean_env(TETHER_RENDEZVOUS=rdv, TETHER_PROGRAM=name, TETHER_PROGRAMS="alpha,beta",
+        env = clean_env(TETHER_RENDEZVOUS=rdv, TETHER_PROGRAM=name, TETHER_PROGRAMS="alpha,beta", TETHER_TRANSPORTS="tcp",
                         TETHER_HANDSHAKE_TIMEOUT=1, **gated)
         procs.append(subprocess.Popen([prog, "pairs"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     idle = []
