@@ -7,11 +7,12 @@ set its own `sys.excepthook` or joined through another library. This is
 import runpy
 import sys
 import traceback
+from typing import List
 
 from . import _native
 
 
-def main(argv: list) -> None:
+def main(argv: List[str]) -> None:
     usage = "usage: python -m tether (script.py | -m module | -c code) [args...]"
     if not argv or argv[0] in ("-h", "--help"):
         print(usage, file=sys.stderr)

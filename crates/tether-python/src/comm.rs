@@ -17,6 +17,7 @@ use tether_capi::*;
 
 use crate::buffer::{Access, Buffer};
 use crate::error::{check, error};
+use crate::orphans;
 use crate::request::Request;
 use crate::status::Status;
 
@@ -111,6 +112,7 @@ impl Comm {
     #[allow(non_snake_case)]
     #[pyo3(signature = (buf, dest, tag = 0))]
     fn Send(&self, py: Python<'_>, buf: &Bound<'_, PyAny>, dest: i32, tag: i32) -> PyResult<()> {
+        orphans::reap();
         let buffer = Buffer::get(buf, Access::Read, "Send")?;
         let r = Region::of(&buffer);
         let comm = self.handle;
@@ -129,6 +131,7 @@ impl Comm {
         source: i32,
         tag: i32,
     ) -> PyResult<Status> {
+        orphans::reap();
         let buffer = Buffer::get(buf, Access::Write, "Recv")?;
         let r = Region::of(&buffer);
         let comm = self.handle;
@@ -161,6 +164,7 @@ impl Comm {
         dest: i32,
         tag: i32,
     ) -> PyResult<Request> {
+        orphans::reap();
         let buffer = Buffer::get(buf, Access::Read, "Isend")?;
         let mut req = TETHER_REQUEST_NULL;
         let code = tether_isend(
@@ -186,6 +190,7 @@ impl Comm {
         source: i32,
         tag: i32,
     ) -> PyResult<Request> {
+        orphans::reap();
         let buffer = Buffer::get(buf, Access::Write, "Irecv")?;
         let mut req = TETHER_REQUEST_NULL;
         let code = tether_irecv(

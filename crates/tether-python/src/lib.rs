@@ -10,6 +10,7 @@
 mod buffer;
 mod comm;
 mod error;
+mod orphans;
 mod request;
 mod status;
 mod universe;

@@ -22,6 +22,7 @@ use tether_capi::*;
 
 use crate::buffer::Buffer;
 use crate::error::{check, error};
+use crate::orphans;
 use crate::status::Status;
 
 #[pyclass(module = "tether")]
@@ -51,8 +52,7 @@ impl Request {
         code: c_int,
         statuses: &[tether_status],
     ) -> PyResult<Py<PyAny>> {
-        self.handles.clear();
-        self.keep.clear();
+        self.release();
         let failed = statuses.iter().find(|s| s.error != TETHER_SUCCESS);
         let status = Status::new(
             *failed
@@ -67,6 +67,12 @@ impl Request {
             Some(finish) => finish.call1(py, (status,)),
             None => Ok(Py::new(py, status)?.into_any()),
         }
+    }
+
+    /// Releases the buffers once the C requests completed.
+    fn release(&mut self) {
+        self.handles.clear();
+        self.keep.clear();
     }
 
     /// Waits for the C requests, ignoring how they ended (clean-up after
@@ -108,6 +114,19 @@ impl Request {
             return Ok((false, None));
         }
         Ok((true, Some(self.complete(py, code, &statuses)?)))
+    }
+}
+
+impl Drop for Request {
+    /// A request dropped while pending leaves its C requests and buffers to
+    /// `orphans`, which keeps the buffers until the C requests complete.
+    fn drop(&mut self) {
+        if !self.handles.is_empty() {
+            orphans::adopt(
+                std::mem::take(&mut self.handles),
+                std::mem::take(&mut self.keep),
+            );
+        }
     }
 }
 

@@ -50,9 +50,11 @@ pub fn init_as(py: Python<'_>, program: &str, rank: i32, size: i32) -> PyResult<
     check(py, code)
 }
 
-/// Leaves the universe after delivering what is in flight.
+/// Leaves the universe after delivering what is in flight, including the
+/// sends of requests that were dropped before they completed.
 #[pyfunction]
 pub fn finalize(py: Python<'_>) -> PyResult<()> {
+    crate::orphans::settle(py);
     let code = py.detach(|| tether_finalize());
     check(py, code)
 }
