@@ -78,11 +78,13 @@
  */
 #define TETHER_MAX_ERROR_STRING 1024
 
-typedef int tether_datatype;
-
 typedef int tether_comm;
 
 typedef int tether_request;
+
+typedef int tether_datatype;
+
+typedef int tether_op;
 
 /*
  How a point-to-point operation completed: the source rank in the
@@ -99,6 +101,11 @@ typedef struct {
 #define TETHER_REQUEST_NULL 0
 
 #define TETHER_COMM_UNIVERSE 1
+
+/*
+ No communicator: what a process outside a new communicator gets.
+ */
+#define TETHER_COMM_NULL 0
 
 #define TETHER_BYTE 1
 
@@ -156,9 +163,344 @@ typedef struct {
 
 #define TETHER_2DOUBLE_PRECISION 28
 
+#define TETHER_SUM 1
+
+#define TETHER_PROD 2
+
+#define TETHER_MIN 3
+
+#define TETHER_MAX 4
+
+#define TETHER_LAND 5
+
+#define TETHER_LOR 6
+
+#define TETHER_LXOR 7
+
+#define TETHER_BAND 8
+
+#define TETHER_BOR 9
+
+#define TETHER_BXOR 10
+
+#define TETHER_MINLOC 11
+
+#define TETHER_MAXLOC 12
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/*
+ Blocks until every process of `comm` has entered the barrier.
+ */
+int tether_barrier(tether_comm comm);
+
+/*
+ Non-blocking `tether_barrier`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_ibarrier(tether_comm comm, tether_request *req);
+
+/*
+ Broadcasts `count` elements from `root`'s `buf` into every other `buf`.
+ */
+int tether_bcast(void *buf, int64_t count, tether_datatype datatype, int root, tether_comm comm);
+
+/*
+ Non-blocking `tether_bcast`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_ibcast(void *buf,
+                  int64_t count,
+                  tether_datatype datatype,
+                  int root,
+                  tether_comm comm,
+                  tether_request *req);
+
+/*
+ Combines every process's `sendbuf` with `op` into `root`'s `recvbuf`.
+ */
+int tether_reduce(const void *sendbuf,
+                  void *recvbuf,
+                  int64_t count,
+                  tether_datatype datatype,
+                  tether_op op,
+                  int root,
+                  tether_comm comm);
+
+/*
+ Non-blocking `tether_reduce`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_ireduce(const void *sendbuf,
+                   void *recvbuf,
+                   int64_t count,
+                   tether_datatype datatype,
+                   tether_op op,
+                   int root,
+                   tether_comm comm,
+                   tether_request *req);
+
+/*
+ Combines every process's `sendbuf` with `op` into every `recvbuf`.
+ */
+int tether_allreduce(const void *sendbuf,
+                     void *recvbuf,
+                     int64_t count,
+                     tether_datatype datatype,
+                     tether_op op,
+                     tether_comm comm);
+
+/*
+ Non-blocking `tether_allreduce`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_iallreduce(const void *sendbuf,
+                      void *recvbuf,
+                      int64_t count,
+                      tether_datatype datatype,
+                      tether_op op,
+                      tether_comm comm,
+                      tether_request *req);
+
+/*
+ Collects `recvcount` elements from each process, in rank order, into `root`'s `recvbuf`.
+ */
+int tether_gather(const void *sendbuf,
+                  int64_t sendcount,
+                  tether_datatype sendtype,
+                  void *recvbuf,
+                  int64_t recvcount,
+                  tether_datatype recvtype,
+                  int root,
+                  tether_comm comm);
+
+/*
+ Non-blocking `tether_gather`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_igather(const void *sendbuf,
+                   int64_t sendcount,
+                   tether_datatype sendtype,
+                   void *recvbuf,
+                   int64_t recvcount,
+                   tether_datatype recvtype,
+                   int root,
+                   tether_comm comm,
+                   tether_request *req);
+
+/*
+ Collects `recvcounts[r]` elements from rank r at `displs[r]` (in elements) of `root`'s `recvbuf`.
+ */
+int tether_gatherv(const void *sendbuf,
+                   int64_t sendcount,
+                   tether_datatype sendtype,
+                   void *recvbuf,
+                   const int *recvcounts,
+                   const int *displs,
+                   tether_datatype recvtype,
+                   int root,
+                   tether_comm comm);
+
+/*
+ Non-blocking `tether_gatherv`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_igatherv(const void *sendbuf,
+                    int64_t sendcount,
+                    tether_datatype sendtype,
+                    void *recvbuf,
+                    const int *recvcounts,
+                    const int *displs,
+                    tether_datatype recvtype,
+                    int root,
+                    tether_comm comm,
+                    tether_request *req);
+
+/*
+ Sends block r of `sendcount` elements of `root`'s `sendbuf` to rank r.
+ */
+int tether_scatter(const void *sendbuf,
+                   int64_t sendcount,
+                   tether_datatype sendtype,
+                   void *recvbuf,
+                   int64_t recvcount,
+                   tether_datatype recvtype,
+                   int root,
+                   tether_comm comm);
+
+/*
+ Non-blocking `tether_scatter`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_iscatter(const void *sendbuf,
+                    int64_t sendcount,
+                    tether_datatype sendtype,
+                    void *recvbuf,
+                    int64_t recvcount,
+                    tether_datatype recvtype,
+                    int root,
+                    tether_comm comm,
+                    tether_request *req);
+
+/*
+ Sends `sendcounts[r]` elements at `displs[r]` of `root`'s `sendbuf` to rank r.
+ */
+int tether_scatterv(const void *sendbuf,
+                    const int *sendcounts,
+                    const int *displs,
+                    tether_datatype sendtype,
+                    void *recvbuf,
+                    int64_t recvcount,
+                    tether_datatype recvtype,
+                    int root,
+                    tether_comm comm);
+
+/*
+ Non-blocking `tether_scatterv`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_iscatterv(const void *sendbuf,
+                     const int *sendcounts,
+                     const int *displs,
+                     tether_datatype sendtype,
+                     void *recvbuf,
+                     int64_t recvcount,
+                     tether_datatype recvtype,
+                     int root,
+                     tether_comm comm,
+                     tether_request *req);
+
+/*
+ Collects `recvcount` elements from each process, in rank order, into every `recvbuf`.
+ */
+int tether_allgather(const void *sendbuf,
+                     int64_t sendcount,
+                     tether_datatype sendtype,
+                     void *recvbuf,
+                     int64_t recvcount,
+                     tether_datatype recvtype,
+                     tether_comm comm);
+
+/*
+ Non-blocking `tether_allgather`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_iallgather(const void *sendbuf,
+                      int64_t sendcount,
+                      tether_datatype sendtype,
+                      void *recvbuf,
+                      int64_t recvcount,
+                      tether_datatype recvtype,
+                      tether_comm comm,
+                      tether_request *req);
+
+/*
+ Collects `recvcounts[r]` elements from rank r at `displs[r]` of every `recvbuf`.
+ */
+int tether_allgatherv(const void *sendbuf,
+                      int64_t sendcount,
+                      tether_datatype sendtype,
+                      void *recvbuf,
+                      const int *recvcounts,
+                      const int *displs,
+                      tether_datatype recvtype,
+                      tether_comm comm);
+
+/*
+ Non-blocking `tether_allgatherv`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_iallgatherv(const void *sendbuf,
+                       int64_t sendcount,
+                       tether_datatype sendtype,
+                       void *recvbuf,
+                       const int *recvcounts,
+                       const int *displs,
+                       tether_datatype recvtype,
+                       tether_comm comm,
+                       tether_request *req);
+
+/*
+ Sends block r of `sendbuf` to rank r and receives rank r's block into block r of `recvbuf`.
+ */
+int tether_alltoall(const void *sendbuf,
+                    int64_t sendcount,
+                    tether_datatype sendtype,
+                    void *recvbuf,
+                    int64_t recvcount,
+                    tether_datatype recvtype,
+                    tether_comm comm);
+
+/*
+ Non-blocking `tether_alltoall`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_ialltoall(const void *sendbuf,
+                     int64_t sendcount,
+                     tether_datatype sendtype,
+                     void *recvbuf,
+                     int64_t recvcount,
+                     tether_datatype recvtype,
+                     tether_comm comm,
+                     tether_request *req);
+
+/*
+ All-to-all with per-rank counts and displacements (in elements) on both sides.
+ */
+int tether_alltoallv(const void *sendbuf,
+                     const int *sendcounts,
+                     const int *sdispls,
+                     tether_datatype sendtype,
+                     void *recvbuf,
+                     const int *recvcounts,
+                     const int *rdispls,
+                     tether_datatype recvtype,
+                     tether_comm comm);
+
+/*
+ Non-blocking `tether_alltoallv`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_ialltoallv(const void *sendbuf,
+                      const int *sendcounts,
+                      const int *sdispls,
+                      tether_datatype sendtype,
+                      void *recvbuf,
+                      const int *recvcounts,
+                      const int *rdispls,
+                      tether_datatype recvtype,
+                      tether_comm comm,
+                      tether_request *req);
+
+/*
+ Combines every process's `sendbuf` (p blocks of `recvcount`) with `op`; rank r gets block r.
+ */
+int tether_reduce_scatter_block(const void *sendbuf,
+                                void *recvbuf,
+                                int64_t recvcount,
+                                tether_datatype datatype,
+                                tether_op op,
+                                tether_comm comm);
+
+/*
+ Non-blocking `tether_reduce_scatter_block`: completes through `tether_wait`/`tether_test`.
+ */
+int tether_ireduce_scatter_block(const void *sendbuf,
+                                 void *recvbuf,
+                                 int64_t recvcount,
+                                 tether_datatype datatype,
+                                 tether_op op,
+                                 tether_comm comm,
+                                 tether_request *req);
+
+/*
+ A communicator of every joined process of the `nprograms` programs
+ listed (ranked program by program, in the order given). Collective over
+ those processes; a process outside them gets `TETHER_COMM_NULL` at once.
+ */
+int tether_comm_create(int nprograms, const int *programs, tether_comm *comm);
+
+/*
+ A communicator whose rank i is universe rank `universe_ranks[i]`.
+ Collective over those processes; others get `TETHER_COMM_NULL` at once.
+ */
+int tether_comm_create_ranks(int n, const int *universe_ranks, tether_comm *comm);
+
+/*
+ Frees `*comm` and sets it to `TETHER_COMM_NULL`. Operations already
+ started on it complete; later use of the handle is `TETHER_ERR_COMM`.
+ */
+int tether_comm_free(tether_comm *comm);
 
 /*
  Writes the name and meaning of `code` into `buf` (`len` bytes, truncated
@@ -367,3 +709,6 @@ int tether_comm_universe_rank(tether_comm comm, int rank, int *universe_rank);
 #define TETHER_STATUS_IGNORE ((tether_status *)0)
 /** Pass as a status array to ignore the statuses. */
 #define TETHER_STATUSES_IGNORE ((tether_status *)0)
+/** Pass as a collective's send (or, for scatter, receive) buffer where MPI
+ *  allows MPI_IN_PLACE: the data is taken from, and left in, the other buffer. */
+#define TETHER_IN_PLACE ((void *)-1)

@@ -14,6 +14,8 @@
 // The C functions take raw pointers by design; each is checked before use.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+mod collectives;
+mod communicators;
 mod errors;
 mod ffi;
 mod hints;
@@ -21,6 +23,8 @@ mod p2p;
 mod start;
 mod types;
 
+pub use collectives::*;
+pub use communicators::*;
 pub use errors::*;
 pub use hints::*;
 pub use p2p::*;

@@ -52,6 +52,8 @@ pub const TETHER_ANY_TAG: c_int = -1;
 pub const TETHER_UNDEFINED: c_int = -32766;
 pub const TETHER_REQUEST_NULL: tether_request = 0;
 pub const TETHER_COMM_UNIVERSE: tether_comm = 1;
+/// No communicator: what a process outside a new communicator gets.
+pub const TETHER_COMM_NULL: tether_comm = 0;
 /// Longest program name, including the terminating NUL.
 pub const TETHER_MAX_PROGRAM_NAME: c_int = 65;
 /// Longest message `tether_last_error` and `tether_error_string` produce, including the NUL.
@@ -86,6 +88,19 @@ pub const TETHER_2INTEGER: tether_datatype = 26;
 pub const TETHER_2REAL: tether_datatype = 27;
 pub const TETHER_2DOUBLE_PRECISION: tether_datatype = 28;
 
+pub const TETHER_SUM: tether_op = 1;
+pub const TETHER_PROD: tether_op = 2;
+pub const TETHER_MIN: tether_op = 3;
+pub const TETHER_MAX: tether_op = 4;
+pub const TETHER_LAND: tether_op = 5;
+pub const TETHER_LOR: tether_op = 6;
+pub const TETHER_LXOR: tether_op = 7;
+pub const TETHER_BAND: tether_op = 8;
+pub const TETHER_BOR: tether_op = 9;
+pub const TETHER_BXOR: tether_op = 10;
+pub const TETHER_MINLOC: tether_op = 11;
+pub const TETHER_MAXLOC: tether_op = 12;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +119,24 @@ mod tests {
         assert_eq!(TETHER_LONG_LONG, find("LONG_LONG"));
         assert_eq!(TETHER_COMM_UNIVERSE, tether::comm::COMM_UNIVERSE);
         assert_eq!(TETHER_ANY_SOURCE, tether::ANY_SOURCE);
+        assert_eq!(TETHER_COMM_NULL, tether::comm::COMM_NULL);
+        for (op, name) in tether::op::OPS {
+            let c = match *name {
+                "SUM" => TETHER_SUM,
+                "PROD" => TETHER_PROD,
+                "MIN" => TETHER_MIN,
+                "MAX" => TETHER_MAX,
+                "LAND" => TETHER_LAND,
+                "LOR" => TETHER_LOR,
+                "LXOR" => TETHER_LXOR,
+                "BAND" => TETHER_BAND,
+                "BOR" => TETHER_BOR,
+                "BXOR" => TETHER_BXOR,
+                "MINLOC" => TETHER_MINLOC,
+                "MAXLOC" => TETHER_MAXLOC,
+                other => panic!("operation {other} has no C constant"),
+            };
+            assert_eq!(c, *op as i32, "TETHER_{name}");
+        }
     }
 }

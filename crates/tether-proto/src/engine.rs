@@ -153,6 +153,9 @@ enum Kind {
         selector: Selector,
         state: RecvState,
     },
+    /// Completed by its owner through [`Engine::complete_generalized`]
+    /// (a collective operation built from point-to-point requests).
+    Generalized,
 }
 
 #[derive(Debug)]
@@ -364,6 +367,29 @@ impl Engine {
             true
         } else {
             false
+        }
+    }
+
+    /// Starts a generalized request: one that this engine never completes
+    /// by itself. Its owner completes it with
+    /// [`Engine::complete_generalized`]; it is waited on, tested and freed
+    /// like any other request, and cannot be cancelled.
+    pub fn start_generalized(&mut self) -> ReqId {
+        self.requests.insert(Request {
+            kind: Kind::Generalized,
+            done: None,
+        })
+    }
+
+    /// Completes a generalized request; does nothing to other requests or
+    /// to one already complete.
+    pub fn complete_generalized(&mut self, req: ReqId, completion: Completion) {
+        if let Some(Request {
+            kind: Kind::Generalized,
+            done: None,
+        }) = self.requests.get(req)
+        {
+            self.complete(req, completion);
         }
     }
 
@@ -622,7 +648,7 @@ impl Engine {
                     state: RecvState::Matched { source, .. },
                     ..
                 } => *source == peer,
-                Kind::Recv { .. } => false,
+                Kind::Recv { .. } | Kind::Generalized => false,
             };
             if needs_peer {
                 failed.push(id);
@@ -719,7 +745,7 @@ impl Engine {
         let source = match self.requests.get(req).map(|r| &r.kind) {
             Some(Kind::Send { peer, .. }) => *peer,
             Some(Kind::Recv { selector, .. }) => selector.source.unwrap_or(u32::MAX),
-            None => u32::MAX,
+            Some(Kind::Generalized) | None => u32::MAX,
         };
         self.complete(
             req,

@@ -5,11 +5,13 @@
 //! [`tether_proto::Engine`] -> frames -> transport; completions flow back
 //! up the same path. See `docs/ARCHITECTURE.md`.
 
+pub mod coll;
 pub mod comm;
 pub mod datatype;
 pub mod error;
 pub mod identity;
 pub mod log;
+pub mod op;
 pub mod progress;
 pub mod runtime;
 pub mod settings;
@@ -17,7 +19,7 @@ pub mod transport;
 pub mod universe;
 
 pub use error::{Error, ErrorClass, Result};
-pub use runtime::{Runtime, Status, ANY_SOURCE, ANY_TAG};
+pub use runtime::{Arg, Layout, Runtime, Status, ANY_SOURCE, ANY_TAG, IN_PLACE};
 pub use tether_proto::ReqId;
 
 /// This library's version.

@@ -13,12 +13,17 @@ use tether_proto::{Completion, CompletionError, Engine, EngineConfig, Region, Re
 use tether_rendezvous::Rendezvous;
 
 use crate::comm::{Comm, CommTable};
+
+mod collectives;
+mod communicators;
+
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::identity::{self, Identity};
 use crate::progress::SpinPolicy;
 use crate::settings::Settings;
 use crate::transport::tcp::{LinkEvent, TcpConfig, TcpTransport};
 use crate::universe::{self, addr_key, PeerAddress, Universe};
+pub use collectives::{Arg, Layout, IN_PLACE};
 
 /// Wildcard source for receives and probes.
 pub const ANY_SOURCE: i32 = -1;
@@ -55,6 +60,12 @@ pub struct Runtime {
     spin: SpinPolicy,
     in_kernel: bool,
     kernel_peers: HashSet<u32>,
+    /// Collectives in progress, in the order they started.
+    collectives: Vec<collectives::Active>,
+    /// Failed collectives whose transfers are still posted.
+    orphaned: Vec<collectives::Orphaned>,
+    /// The detailed error of each failed collective request.
+    collective_errors: HashMap<ReqId, Error>,
 }
 
 impl Runtime {
@@ -114,6 +125,9 @@ impl Runtime {
             request_comm: HashMap::new(),
             unreachable: HashMap::new(),
             kernel_peers: HashSet::new(),
+            collectives: Vec::new(),
+            orphaned: Vec::new(),
+            collective_errors: HashMap::new(),
         };
         if runtime.settings.get("CONNECT") == Some("eager") {
             runtime.connect_all();
@@ -272,7 +286,11 @@ impl Runtime {
             .request_comm
             .remove(&req)
             .unwrap_or(crate::comm::COMM_UNIVERSE);
-        Some(self.status(completion, comm))
+        let mut status = self.status(completion, comm);
+        if let Some(error) = self.collective_errors.remove(&req) {
+            status.error = Some(error);
+        }
+        Some(status)
     }
 
     fn check_request(&self, req: ReqId) -> Result<()> {
@@ -408,6 +426,9 @@ impl Runtime {
     fn progress_once(&mut self, timeout: Option<Duration>) -> bool {
         self.push_transmits();
         let active = self.transport.poll(timeout, &mut self.engine);
+        if !self.collectives.is_empty() || !self.orphaned.is_empty() {
+            self.advance_collectives();
+        }
         self.push_transmits();
         for event in std::mem::take(&mut self.transport.events_out) {
             match event {

@@ -389,3 +389,24 @@ fn frames_for_unknown_handles_or_wrong_sizes_are_protocol_errors() {
         "data from another peer than the one granted"
     );
 }
+
+#[test]
+fn generalized_requests_complete_only_by_their_owner() {
+    let mut w = World::new(2);
+    let g = w.engines[0].start_generalized();
+    w.pump();
+    assert!(w.engines[0].completion(g).is_none());
+    assert!(!w.engines[0].cancel(g), "not cancellable");
+    w.engines[0].peer_lost(1);
+    assert!(w.engines[0].completion(g).is_none(), "needs no peer");
+    let done = Completion {
+        source: u32::MAX,
+        tag: 7,
+        bytes: 3,
+        error: None,
+    };
+    w.engines[0].complete_generalized(g, done);
+    w.engines[0].complete_generalized(g, done.with_error(CompletionError::Cancelled));
+    assert_eq!(w.engines[0].take_completion(g), Some(done));
+    assert!(!w.engines[0].is_live(g));
+}

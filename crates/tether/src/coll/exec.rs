@@ -1,0 +1,230 @@
+//! Runs a [`Schedule`] on the point-to-point engine, one round at a time,
+//! whenever the runtime makes progress. Free of I/O: it posts requests on
+//! the engine and the runtime moves their frames.
+
+use tether_proto::{Completion, CompletionError, Engine, Region, ReqId};
+
+use super::schedule::{Buf, Local, Schedule, Span, Transfer};
+use crate::datatype::Datatype;
+use crate::op::{self, Op};
+
+/// Where a running collective sends and receives: the communicator's
+/// members (universe ranks, by rank), the collective context and the tag
+/// that tells this operation from the others on the same communicator.
+#[derive(Debug, Clone)]
+pub struct Channel {
+    pub members: Vec<u32>,
+    pub context: u32,
+    pub tag: i32,
+}
+
+/// The caller's buffers. The send buffer is only read.
+#[derive(Debug, Clone, Copy)]
+pub struct Buffers {
+    pub send: *const u8,
+    pub send_len: usize,
+    pub recv: *mut u8,
+    pub recv_len: usize,
+}
+
+/// Why a collective failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// A transfer with communicator rank `rank` failed.
+    Transfer { rank: u32, error: CompletionError },
+    /// Rank `rank` sent `got` bytes where `expected` were due: the ranks
+    /// passed different counts.
+    ShortMessage { rank: u32, got: u64, expected: u64 },
+}
+
+/// A collective in progress.
+#[derive(Debug)]
+pub struct Running {
+    schedule: Schedule,
+    channel: Channel,
+    buffers: Buffers,
+    reduction: Option<(Op, Datatype)>,
+    temps: Vec<Vec<u8>>,
+    /// The round whose transfers are posted (or are posted next).
+    round: usize,
+    in_flight: bool,
+    /// Posted requests of the current round, with the span each receive
+    /// must fill.
+    pending: Vec<(ReqId, u32, Option<Span>)>,
+}
+
+// SAFETY: the raw pointers are the caller's buffers, which the API contract
+// keeps valid until the collective completes; the runtime that owns a
+// `Running` is used by one thread at a time.
+unsafe impl Send for Running {}
+
+impl Running {
+    pub fn new(
+        schedule: Schedule,
+        channel: Channel,
+        buffers: Buffers,
+        reduction: Option<(Op, Datatype)>,
+    ) -> Running {
+        let temps = schedule.temps.iter().map(|len| vec![0u8; *len]).collect();
+        Running {
+            schedule,
+            channel,
+            buffers,
+            reduction,
+            temps,
+            round: 0,
+            in_flight: false,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Moves the collective as far as completed transfers allow. Returns
+    /// `None` while it runs, then its outcome once. After a failure the
+    /// requests still pending are left in [`Running::orphans`].
+    pub fn advance(&mut self, engine: &mut Engine) -> Option<Result<(), Failure>> {
+        loop {
+            if !self.in_flight {
+                if self.round == self.schedule.rounds.len() {
+                    return Some(Ok(()));
+                }
+                self.post(engine);
+            }
+            if let Some(failure) = self.check_failures(engine) {
+                return Some(Err(failure));
+            }
+            if self
+                .pending
+                .iter()
+                .any(|(req, _, _)| engine.completion(*req).is_none())
+            {
+                return None;
+            }
+            for (req, rank, expect) in std::mem::take(&mut self.pending) {
+                let done = engine.take_completion(req).expect("checked complete");
+                if let Some(span) = expect {
+                    if done.bytes < span.len as u64 {
+                        return Some(Err(Failure::ShortMessage {
+                            rank,
+                            got: done.bytes,
+                            expected: span.len as u64,
+                        }));
+                    }
+                }
+            }
+            let locals = std::mem::take(&mut self.schedule.rounds[self.round].locals);
+            for local in &locals {
+                self.run_local(local);
+            }
+            self.round += 1;
+            self.in_flight = false;
+        }
+    }
+
+    /// Requests still posted after a failure; receives among them are
+    /// cancelled. The runtime keeps this collective (and so its scratch
+    /// buffers) until they complete.
+    pub fn orphans(&mut self, engine: &mut Engine) -> Vec<ReqId> {
+        self.pending
+            .iter()
+            .map(|(req, _, _)| {
+                engine.cancel(*req);
+                *req
+            })
+            .collect()
+    }
+
+    fn check_failures(&mut self, engine: &mut Engine) -> Option<Failure> {
+        let index = self.pending.iter().position(|(req, _, _)| {
+            engine
+                .completion(*req)
+                .is_some_and(|c: Completion| c.error.is_some())
+        })?;
+        let (req, rank, _) = self.pending.remove(index);
+        let error = engine
+            .take_completion(req)
+            .and_then(|c| c.error)
+            .expect("checked failed");
+        Some(Failure::Transfer { rank, error })
+    }
+
+    fn post(&mut self, engine: &mut Engine) {
+        let transfers = std::mem::take(&mut self.schedule.rounds[self.round].transfers);
+        for transfer in transfers {
+            let (req, rank, expect) = match transfer {
+                Transfer::Send { to, span } => {
+                    let (ptr, len) = self.resolve(span, false);
+                    let region = Region::from_const(ptr, len);
+                    let dest = self.channel.members[to as usize];
+                    let req = engine.isend(dest, self.channel.context, self.channel.tag, region);
+                    (req, to, None)
+                }
+                Transfer::Recv { from, span } => {
+                    let (ptr, len) = self.resolve(span, true);
+                    let source = self.channel.members[from as usize];
+                    let req = engine.irecv(
+                        Some(source),
+                        self.channel.context,
+                        Some(self.channel.tag),
+                        Region { ptr, len },
+                    );
+                    (req, from, Some(span))
+                }
+            };
+            self.pending.push((req, rank, expect));
+        }
+        self.in_flight = true;
+    }
+
+    /// The address and length of `span`, checked against its buffer.
+    fn resolve(&mut self, span: Span, write: bool) -> (*mut u8, usize) {
+        let (base, len) = match span.buf {
+            Buf::Send => {
+                assert!(!write, "a schedule writes the send buffer");
+                (self.buffers.send.cast_mut(), self.buffers.send_len)
+            }
+            Buf::Recv => (self.buffers.recv, self.buffers.recv_len),
+            Buf::Temp(i) => (self.temps[i].as_mut_ptr(), self.temps[i].len()),
+        };
+        assert!(
+            span.offset
+                .checked_add(span.len)
+                .is_some_and(|end| end <= len),
+            "span {span:?} outside a buffer of {len} bytes"
+        );
+        if span.len == 0 {
+            return (std::ptr::NonNull::dangling().as_ptr(), 0);
+        }
+        // SAFETY: offset + len lies inside the buffer, checked above.
+        (unsafe { base.add(span.offset) }, span.len)
+    }
+
+    fn run_local(&mut self, local: &Local) {
+        match *local {
+            Local::Copy { from, to } => {
+                let (src, len) = self.resolve(from, false);
+                let (dst, _) = self.resolve(to, true);
+                // SAFETY: both spans were checked against their buffers; the
+                // copy tolerates overlap.
+                unsafe { std::ptr::copy(src, dst, len) };
+            }
+            Local::Reduce { from, into } => {
+                let (op, datatype) = self
+                    .reduction
+                    .expect("a reducing schedule has an operation");
+                let (src, len) = self.resolve(from, false);
+                let (dst, _) = self.resolve(into, true);
+                let overlap =
+                    (src as usize) < dst as usize + len && (dst as usize) < src as usize + len;
+                assert!(!overlap, "reduction operands overlap");
+                // SAFETY: disjoint, checked spans of `len` bytes.
+                let (from, into) = unsafe {
+                    (
+                        std::slice::from_raw_parts(src, len),
+                        std::slice::from_raw_parts_mut(dst, len),
+                    )
+                };
+                op::combine(op, datatype, from, into);
+            }
+        }
+    }
+}

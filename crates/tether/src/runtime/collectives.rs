@@ -1,0 +1,783 @@
+//! Collectives on communicators (DESIGN 3.5): argument checks, the choice
+//! of schedule, and running schedules as the engine progresses.
+//!
+//! Every collective is non-blocking underneath: it returns a request (a
+//! generalized request of the engine) that `wait`/`test` complete like any
+//! other. Arguments follow MPI, including which are significant only at the
+//! root, and [`IN_PLACE`] where MPI allows `MPI_IN_PLACE`.
+
+use tether_proto::{Completion, CompletionError, ReqId};
+
+use super::{Runtime, ANY_TAG};
+use crate::coll::{
+    pairwise, ring, tree, Buf, Buffers, Channel, Failure, Running, Schedule, Shape, Span,
+};
+use crate::datatype::{self, byte_len, Datatype};
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::op::{self, Op};
+
+/// The address that stands for "in place" (`TETHER_IN_PLACE`, `(void *)-1`).
+pub const IN_PLACE: *const u8 = usize::MAX as *const u8;
+
+/// A buffer argument as the caller passed it: address, element count and
+/// datatype handle, checked only where it is significant.
+#[derive(Debug, Clone, Copy)]
+pub struct Arg {
+    pub ptr: *const u8,
+    pub count: i64,
+    pub datatype: i32,
+}
+
+impl Arg {
+    pub fn new(ptr: *const u8, count: i64, datatype: i32) -> Arg {
+        Arg {
+            ptr,
+            count,
+            datatype,
+        }
+    }
+
+    fn in_place(&self) -> bool {
+        self.ptr == IN_PLACE
+    }
+
+    /// The datatype and length in bytes, checked; `name` names the
+    /// argument in errors.
+    fn bytes(&self, name: &str) -> Result<(Datatype, usize)> {
+        let datatype = datatype::lookup(self.datatype)?;
+        let len = byte_len(self.count, datatype)?;
+        if self.ptr.is_null() && len > 0 {
+            return Err(err(
+                ErrorClass::Arg,
+                format!("{name} is NULL but holds {len} bytes"),
+            ));
+        }
+        Ok((datatype, len))
+    }
+}
+
+/// Per-rank counts and displacements of a v-collective, as MPI passes them.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout<'a> {
+    pub counts: Option<&'a [i32]>,
+    pub displs: Option<&'a [i32]>,
+}
+
+impl Layout<'_> {
+    /// (byte offset, byte length) of each rank's block, checked.
+    fn blocks(&self, size: u32, datatype: Datatype, name: &str) -> Result<Vec<(usize, usize)>> {
+        let (Some(counts), Some(displs)) = (self.counts, self.displs) else {
+            return Err(err(
+                ErrorClass::Arg,
+                format!("{name}: counts or displacements are NULL"),
+            ));
+        };
+        if counts.len() != size as usize || displs.len() != size as usize {
+            return Err(err(
+                ErrorClass::Arg,
+                format!("{name}: {size} counts and displacements needed"),
+            ));
+        }
+        counts
+            .iter()
+            .zip(displs)
+            .enumerate()
+            .map(|(rank, (count, displ))| {
+                if *displ < 0 {
+                    return Err(err(
+                        ErrorClass::Arg,
+                        format!("{name}: displacement {displ} of rank {rank} is negative"),
+                    ));
+                }
+                let len = byte_len(*count as i64, datatype)?;
+                Ok((*displ as usize * datatype.size, len))
+            })
+            .collect()
+    }
+}
+
+/// The furthest byte any block reaches.
+fn extent(blocks: &[(usize, usize)]) -> usize {
+    blocks.iter().map(|(o, l)| o + l).max().unwrap_or(0)
+}
+
+/// A collective in progress, with what it is for error messages.
+pub(super) struct Active {
+    req: ReqId,
+    what: &'static str,
+    comm: i32,
+    members: std::sync::Arc<[u32]>,
+    running: Running,
+}
+
+/// A failed collective whose transfers are still posted: kept (with its
+/// scratch buffers, and a buffer of the runtime's own when it ran on one)
+/// until they finish.
+pub(super) struct Orphaned {
+    requests: Vec<ReqId>,
+    _running: Running,
+    _buffer: Option<Box<[u64]>>,
+}
+
+impl Orphaned {
+    pub(super) fn new(
+        requests: Vec<ReqId>,
+        running: Running,
+        buffer: Option<Box<[u64]>>,
+    ) -> Orphaned {
+        Orphaned {
+            requests,
+            _running: running,
+            _buffer: buffer,
+        }
+    }
+}
+
+fn in_place_only_at_root(name: &str) -> Error {
+    err(
+        ErrorClass::Arg,
+        format!("TETHER_IN_PLACE is only valid as the root's {name}"),
+    )
+}
+
+fn mismatch(what: &str, send: usize, recv: usize) -> Error {
+    err(
+        ErrorClass::Count,
+        format!("{what}: the send block is {send} bytes but the receive block is {recv} bytes"),
+    )
+}
+
+impl Runtime {
+    fn shape(&self, comm: i32) -> Result<Shape> {
+        let c = self.comms.get(comm)?;
+        Ok(Shape {
+            rank: c.my_rank,
+            size: c.size(),
+        })
+    }
+
+    fn root(&self, root: i32, me: Shape) -> Result<u32> {
+        u32::try_from(root)
+            .ok()
+            .filter(|r| *r < me.size)
+            .ok_or_else(|| {
+                err(
+                    ErrorClass::Rank,
+                    format!(
+                        "root {root} is outside a communicator of {} processes",
+                        me.size
+                    ),
+                )
+            })
+    }
+
+    fn reduction(&self, datatype: i32, op: i32) -> Result<(Datatype, Op)> {
+        let datatype = datatype::lookup(datatype)?;
+        let op = Op::from_handle(op)?;
+        op::check(op, datatype)?;
+        Ok((datatype, op))
+    }
+
+    /// Starts `schedule` on `comm` and returns its request.
+    fn start(
+        &mut self,
+        comm: i32,
+        what: &'static str,
+        schedule: Schedule,
+        buffers: Buffers,
+        reduction: Option<(Op, Datatype)>,
+    ) -> Result<ReqId> {
+        let c = self.comms.get_mut(comm)?;
+        let channel = Channel {
+            members: c.members.to_vec(),
+            context: c.collective_context(),
+            tag: c.next_collective_tag(),
+        };
+        let members = c.members.clone();
+        let req = self.engine.start_generalized();
+        self.request_comm.insert(req, comm);
+        self.collectives.push(Active {
+            req,
+            what,
+            comm,
+            members,
+            running: Running::new(schedule, channel, buffers, reduction),
+        });
+        self.advance_collectives();
+        self.push_transmits();
+        Ok(req)
+    }
+
+    /// Moves every collective in progress as far as it can go.
+    pub(super) fn advance_collectives(&mut self) {
+        let mut i = 0;
+        while i < self.collectives.len() {
+            let Some(outcome) = self.collectives[i].running.advance(&mut self.engine) else {
+                i += 1;
+                continue;
+            };
+            let mut active = self.collectives.remove(i);
+            let mut completion = Completion {
+                source: u32::MAX,
+                tag: ANY_TAG,
+                bytes: 0,
+                error: None,
+            };
+            if let Err(failure) = outcome {
+                let (class, error) = self.collective_error(&active, &failure);
+                completion.error = Some(class);
+                self.collective_errors.insert(active.req, error);
+                let requests = active.running.orphans(&mut self.engine);
+                if !requests.is_empty() {
+                    self.orphaned
+                        .push(Orphaned::new(requests, active.running, None));
+                }
+            }
+            self.engine.complete_generalized(active.req, completion);
+        }
+        let engine = &mut self.engine;
+        self.orphaned.retain_mut(|o| {
+            o.requests.retain(|r| engine.take_completion(*r).is_none());
+            !o.requests.is_empty()
+        });
+    }
+
+    fn collective_error(&self, active: &Active, failure: &Failure) -> (CompletionError, Error) {
+        let who = |rank: u32| {
+            format!(
+                "rank {rank} ({})",
+                self.universe.describe(active.members[rank as usize])
+            )
+        };
+        let prefix = format!("{} on communicator {}", active.what, active.comm);
+        match failure {
+            Failure::Transfer {
+                rank,
+                error: CompletionError::PeerLost,
+            } => {
+                let peer = active.members[*rank as usize];
+                let why = self
+                    .unreachable
+                    .get(&peer)
+                    .map_or("the connection was lost".to_string(), |e| e.message.clone());
+                (
+                    CompletionError::PeerLost,
+                    err(ErrorClass::PeerLost, format!("{prefix}: {}: {why}", who(*rank))),
+                )
+            }
+            Failure::Transfer { rank, error } => (
+                CompletionError::Truncated,
+                err(
+                    ErrorClass::Truncate,
+                    format!(
+                        "{prefix}: {} sent more bytes than this process expects ({error:?}): the processes passed different counts",
+                        who(*rank)
+                    ),
+                ),
+            ),
+            Failure::ShortMessage {
+                rank,
+                got,
+                expected,
+            } => (
+                CompletionError::Truncated,
+                err(
+                    ErrorClass::Count,
+                    format!(
+                        "{prefix}: {} sent {got} bytes where {expected} were expected: the processes passed different counts",
+                        who(*rank)
+                    ),
+                ),
+            ),
+        }
+    }
+
+    /// Starts a barrier.
+    pub fn ibarrier(&mut self, comm: i32) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        self.start(comm, "barrier", tree::barrier(me), no_buffers(), None)
+    }
+
+    /// Starts a broadcast of `buf` from `root`.
+    ///
+    /// # Safety
+    /// Every buffer stays valid (and a send buffer unmodified) until the
+    /// request completes. The same holds for every collective below.
+    pub unsafe fn ibcast(&mut self, buf: Arg, root: i32, comm: i32) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        let root = self.root(root, me)?;
+        let (_, len) = buf.bytes("buffer")?;
+        let buffers = recv_only(buf.ptr, len);
+        self.start(comm, "bcast", tree::bcast(me, root, len), buffers, None)
+    }
+
+    /// Starts a reduction to `root`. `send` may be in place at the root.
+    ///
+    /// # Safety
+    /// See [`Runtime::ibcast`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn ireduce(
+        &mut self,
+        send: *const u8,
+        recv: *mut u8,
+        count: i64,
+        datatype: i32,
+        op: i32,
+        root: i32,
+        comm: i32,
+    ) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        let root = self.root(root, me)?;
+        let (datatype, op) = self.reduction(datatype, op)?;
+        let is_root = me.rank == root;
+        let len = byte_len(count, datatype)?;
+        let in_place = send == IN_PLACE;
+        if in_place && !is_root {
+            return Err(in_place_only_at_root("sendbuf"));
+        }
+        let input = if in_place {
+            Span::whole(Buf::Recv, len)
+        } else {
+            nonnull(send, len, "sendbuf")?;
+            Span::whole(Buf::Send, len)
+        };
+        if is_root {
+            nonnull(recv, len, "recvbuf")?;
+        }
+        let buffers = Buffers {
+            send: if in_place { std::ptr::null() } else { send },
+            send_len: if in_place { 0 } else { len },
+            recv,
+            recv_len: if is_root { len } else { 0 },
+        };
+        let schedule = tree::reduce(me, root, len, datatype.size, input);
+        self.start(comm, "reduce", schedule, buffers, Some((op, datatype)))
+    }
+
+    /// Starts an allreduce. `send` may be in place.
+    ///
+    /// # Safety
+    /// See [`Runtime::ibcast`].
+    pub unsafe fn iallreduce(
+        &mut self,
+        send: *const u8,
+        recv: *mut u8,
+        count: i64,
+        datatype: i32,
+        op: i32,
+        comm: i32,
+    ) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        let (datatype, op) = self.reduction(datatype, op)?;
+        let len = byte_len(count, datatype)?;
+        nonnull(recv, len, "recvbuf")?;
+        let in_place = send == IN_PLACE;
+        let input = if in_place {
+            Span::whole(Buf::Recv, len)
+        } else {
+            nonnull(send, len, "sendbuf")?;
+            Span::whole(Buf::Send, len)
+        };
+        let buffers = Buffers {
+            send: if in_place { std::ptr::null() } else { send },
+            send_len: if in_place { 0 } else { len },
+            recv,
+            recv_len: len,
+        };
+        let schedule = ring::allreduce(me, len, datatype.size, input);
+        self.start(comm, "allreduce", schedule, buffers, Some((op, datatype)))
+    }
+
+    /// Starts a reduce-scatter with `count` elements for each rank. `send`
+    /// (p blocks) may be in place, in the receive buffer.
+    ///
+    /// # Safety
+    /// See [`Runtime::ibcast`].
+    pub unsafe fn ireduce_scatter_block(
+        &mut self,
+        send: *const u8,
+        recv: *mut u8,
+        count: i64,
+        datatype: i32,
+        op: i32,
+        comm: i32,
+    ) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        let (datatype, op) = self.reduction(datatype, op)?;
+        let whole = count.checked_mul(me.size as i64).ok_or_else(|| {
+            err(
+                ErrorClass::Count,
+                format!("count {count} times {} processes overflows", me.size),
+            )
+        })?;
+        let block = byte_len(count, datatype)?;
+        let len = byte_len(whole, datatype)?;
+        let in_place = send == IN_PLACE;
+        let (input, recv_len) = if in_place {
+            (Span::whole(Buf::Recv, len), len)
+        } else {
+            nonnull(send, len, "sendbuf")?;
+            (Span::whole(Buf::Send, len), block)
+        };
+        nonnull(recv, recv_len, "recvbuf")?;
+        let buffers = Buffers {
+            send: if in_place { std::ptr::null() } else { send },
+            send_len: if in_place { 0 } else { len },
+            recv,
+            recv_len,
+        };
+        let schedule = ring::reduce_scatter_block(me, block, datatype.size, input);
+        self.start(
+            comm,
+            "reduce_scatter_block",
+            schedule,
+            buffers,
+            Some((op, datatype)),
+        )
+    }
+
+    /// Starts a gather to `root`. `send` may be in place at the root.
+    ///
+    /// # Safety
+    /// See [`Runtime::ibcast`].
+    pub unsafe fn igather(&mut self, send: Arg, recv: Arg, root: i32, comm: i32) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        let root = self.root(root, me)?;
+        if me.rank != root {
+            if send.in_place() {
+                return Err(in_place_only_at_root("sendbuf"));
+            }
+            let (_, block) = send.bytes("sendbuf")?;
+            let schedule = tree::gather(me, root, block, Span::whole(Buf::Send, block));
+            return self.start(comm, "gather", schedule, send_only(send.ptr, block), None);
+        }
+        let (_, block) = recv.bytes("recvbuf")?;
+        let len = total(block, me.size)?;
+        let input = if send.in_place() {
+            Span::new(Buf::Recv, root as usize * block, block)
+        } else {
+            let (_, sent) = send.bytes("sendbuf")?;
+            if sent != block {
+                return Err(mismatch("gather", sent, block));
+            }
+            Span::whole(Buf::Send, block)
+        };
+        let buffers = both(send, block, recv, len);
+        self.start(
+            comm,
+            "gather",
+            tree::gather(me, root, block, input),
+            buffers,
+            None,
+        )
+    }
+
+    /// Starts a gather of blocks of different sizes to `root`.
+    ///
+    /// # Safety
+    /// See [`Runtime::ibcast`].
+    pub unsafe fn igatherv(
+        &mut self,
+        send: Arg,
+        recv: *mut u8,
+        layout: Layout,
+        recvtype: i32,
+        root: i32,
+        comm: i32,
+    ) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        let root = self.root(root, me)?;
+        if me.rank != root {
+            if send.in_place() {
+                return Err(in_place_only_at_root("sendbuf"));
+            }
+            let (_, block) = send.bytes("sendbuf")?;
+            let schedule = pairwise::gatherv(me, root, &[], Span::whole(Buf::Send, block));
+            return self.start(comm, "gatherv", schedule, send_only(send.ptr, block), None);
+        }
+        let blocks = layout.blocks(me.size, datatype::lookup(recvtype)?, "gatherv")?;
+        let len = extent(&blocks);
+        nonnull(recv, len, "recvbuf")?;
+        let mine = blocks[root as usize];
+        let input = if send.in_place() {
+            Span::new(Buf::Recv, mine.0, mine.1)
+        } else {
+            let (_, sent) = send.bytes("sendbuf")?;
+            if sent != mine.1 {
+                return Err(mismatch("gatherv", sent, mine.1));
+            }
+            Span::whole(Buf::Send, sent)
+        };
+        let buffers = both(send, mine.1, Arg::new(recv, 0, 0), len);
+        let schedule = pairwise::gatherv(me, root, &blocks, input);
+        self.start(comm, "gatherv", schedule, buffers, None)
+    }
+
+    /// Starts a scatter from `root`. `recv` may be in place at the root.
+    ///
+    /// # Safety
+    /// See [`Runtime::ibcast`].
+    pub unsafe fn iscatter(&mut self, send: Arg, recv: Arg, root: i32, comm: i32) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        let root = self.root(root, me)?;
+        if me.rank != root {
+            if recv.in_place() {
+                return Err(in_place_only_at_root("recvbuf"));
+            }
+            let (_, block) = recv.bytes("recvbuf")?;
+            let schedule = tree::scatter(me, root, block, Some(Span::whole(Buf::Recv, block)));
+            return self.start(comm, "scatter", schedule, recv_only(recv.ptr, block), None);
+        }
+        let (_, block) = send.bytes("sendbuf")?;
+        let len = total(block, me.size)?;
+        nonnull(send.ptr, len, "sendbuf")?;
+        let output = if recv.in_place() {
+            None
+        } else {
+            let (_, got) = recv.bytes("recvbuf")?;
+            if got != block {
+                return Err(mismatch("scatter", block, got));
+            }
+            Some(Span::whole(Buf::Recv, block))
+        };
+        let buffers = both(send, len, recv, if recv.in_place() { 0 } else { block });
+        self.start(
+            comm,
+            "scatter",
+            tree::scatter(me, root, block, output),
+            buffers,
+            None,
+        )
+    }
+
+    /// Starts a scatter of blocks of different sizes from `root`.
+    ///
+    /// # Safety
+    /// See [`Runtime::ibcast`].
+    pub unsafe fn iscatterv(
+        &mut self,
+        send: *const u8,
+        layout: Layout,
+        sendtype: i32,
+        recv: Arg,
+        root: i32,
+        comm: i32,
+    ) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        let root = self.root(root, me)?;
+        if me.rank != root {
+            if recv.in_place() {
+                return Err(in_place_only_at_root("recvbuf"));
+            }
+            let (_, block) = recv.bytes("recvbuf")?;
+            let schedule = pairwise::scatterv(me, root, &[], Some(Span::whole(Buf::Recv, block)));
+            return self.start(comm, "scatterv", schedule, recv_only(recv.ptr, block), None);
+        }
+        let blocks = layout.blocks(me.size, datatype::lookup(sendtype)?, "scatterv")?;
+        let len = extent(&blocks);
+        nonnull(send, len, "sendbuf")?;
+        let mine = blocks[root as usize].1;
+        let output = if recv.in_place() {
+            None
+        } else {
+            let (_, got) = recv.bytes("recvbuf")?;
+            if got != mine {
+                return Err(mismatch("scatterv", mine, got));
+            }
+            Some(Span::whole(Buf::Recv, mine))
+        };
+        let send = Arg::new(send, 0, 0);
+        let buffers = both(send, len, recv, if recv.in_place() { 0 } else { mine });
+        let schedule = pairwise::scatterv(me, root, &blocks, output);
+        self.start(comm, "scatterv", schedule, buffers, None)
+    }
+
+    /// Starts an allgather. `send` may be in place.
+    ///
+    /// # Safety
+    /// See [`Runtime::ibcast`].
+    pub unsafe fn iallgather(&mut self, send: Arg, recv: Arg, comm: i32) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        let (_, block) = recv.bytes("recvbuf")?;
+        let len = total(block, me.size)?;
+        nonnull(recv.ptr, len, "recvbuf")?;
+        let input = if send.in_place() {
+            Span::new(Buf::Recv, me.rank as usize * block, block)
+        } else {
+            let (_, sent) = send.bytes("sendbuf")?;
+            if sent != block {
+                return Err(mismatch("allgather", sent, block));
+            }
+            Span::whole(Buf::Send, block)
+        };
+        let buffers = both(send, block, recv, len);
+        self.start(
+            comm,
+            "allgather",
+            ring::allgather(me, block, input),
+            buffers,
+            None,
+        )
+    }
+
+    /// Starts an allgather of blocks of different sizes.
+    ///
+    /// # Safety
+    /// See [`Runtime::ibcast`].
+    pub unsafe fn iallgatherv(
+        &mut self,
+        send: Arg,
+        recv: *mut u8,
+        layout: Layout,
+        recvtype: i32,
+        comm: i32,
+    ) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        let blocks = layout.blocks(me.size, datatype::lookup(recvtype)?, "allgatherv")?;
+        let len = extent(&blocks);
+        nonnull(recv, len, "recvbuf")?;
+        let mine = blocks[me.rank as usize];
+        let input = if send.in_place() {
+            Span::new(Buf::Recv, mine.0, mine.1)
+        } else {
+            let (_, sent) = send.bytes("sendbuf")?;
+            if sent != mine.1 {
+                return Err(mismatch("allgatherv", sent, mine.1));
+            }
+            Span::whole(Buf::Send, sent)
+        };
+        let buffers = both(send, mine.1, Arg::new(recv, 0, 0), len);
+        let schedule = ring::allgatherv(me, &blocks, input);
+        self.start(comm, "allgatherv", schedule, buffers, None)
+    }
+
+    /// Starts an all-to-all. `send` may be in place.
+    ///
+    /// # Safety
+    /// See [`Runtime::ibcast`].
+    pub unsafe fn ialltoall(&mut self, send: Arg, recv: Arg, comm: i32) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        let (_, block) = recv.bytes("recvbuf")?;
+        let len = total(block, me.size)?;
+        nonnull(recv.ptr, len, "recvbuf")?;
+        let blocks = crate::coll::uniform(me.size, block);
+        let send_blocks = if send.in_place() {
+            None
+        } else {
+            let (_, sent) = send.bytes("sendbuf")?;
+            if sent != block {
+                return Err(mismatch("alltoall", sent, block));
+            }
+            nonnull(send.ptr, len, "sendbuf")?;
+            Some(blocks.as_slice())
+        };
+        let buffers = both(send, len, recv, len);
+        let schedule = pairwise::alltoallv(me, send_blocks, &blocks);
+        self.start(comm, "alltoall", schedule, buffers, None)
+    }
+
+    /// Starts an all-to-all with blocks of different sizes.
+    ///
+    /// # Safety
+    /// See [`Runtime::ibcast`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn ialltoallv(
+        &mut self,
+        send: *const u8,
+        send_layout: Layout,
+        sendtype: i32,
+        recv: *mut u8,
+        recv_layout: Layout,
+        recvtype: i32,
+        comm: i32,
+    ) -> Result<ReqId> {
+        let me = self.shape(comm)?;
+        let recv_blocks = recv_layout.blocks(me.size, datatype::lookup(recvtype)?, "alltoallv")?;
+        let recv_len = extent(&recv_blocks);
+        nonnull(recv, recv_len, "recvbuf")?;
+        let in_place = send == IN_PLACE;
+        let (send_blocks, send_len) = if in_place {
+            (None, 0)
+        } else {
+            let blocks = send_layout.blocks(me.size, datatype::lookup(sendtype)?, "alltoallv")?;
+            let len = extent(&blocks);
+            nonnull(send, len, "sendbuf")?;
+            (Some(blocks), len)
+        };
+        let buffers = Buffers {
+            send,
+            send_len,
+            recv,
+            recv_len,
+        };
+        let schedule = pairwise::alltoallv(me, send_blocks.as_deref(), &recv_blocks);
+        self.start(comm, "alltoallv", schedule, buffers, None)
+    }
+}
+
+/// A buffer of `len` bytes must have an address.
+fn nonnull(ptr: *const u8, len: usize, name: &str) -> Result<()> {
+    if ptr.is_null() && len > 0 {
+        return Err(err(
+            ErrorClass::Arg,
+            format!("{name} is NULL but holds {len} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+fn total(block: usize, size: u32) -> Result<usize> {
+    block
+        .checked_mul(size as usize)
+        .filter(|b| *b <= isize::MAX as usize)
+        .ok_or_else(|| {
+            err(
+                ErrorClass::Count,
+                format!("{block} bytes for each of {size} processes overflow the address space"),
+            )
+        })
+}
+
+fn no_buffers() -> Buffers {
+    Buffers {
+        send: std::ptr::null(),
+        send_len: 0,
+        recv: std::ptr::null_mut(),
+        recv_len: 0,
+    }
+}
+
+fn send_only(send: *const u8, len: usize) -> Buffers {
+    Buffers {
+        send,
+        send_len: len,
+        ..no_buffers()
+    }
+}
+
+fn recv_only(recv: *const u8, len: usize) -> Buffers {
+    Buffers {
+        recv: recv.cast_mut(),
+        recv_len: len,
+        ..no_buffers()
+    }
+}
+
+/// Buffers of a collective whose send argument may be in place (then it
+/// has no send buffer).
+fn both(send: Arg, send_len: usize, recv: Arg, recv_len: usize) -> Buffers {
+    Buffers {
+        send: if send.in_place() {
+            std::ptr::null()
+        } else {
+            send.ptr
+        },
+        send_len: if send.in_place() { 0 } else { send_len },
+        recv: if recv.in_place() {
+            std::ptr::null_mut()
+        } else {
+            recv.ptr.cast_mut()
+        },
+        recv_len: if recv.in_place() { 0 } else { recv_len },
+    }
+}
