@@ -63,3 +63,12 @@ def test_stubs_match_the_module(python_package):
         [sys.executable, "-m", "mypy.stubtest", "tether"], capture_output=True, text=True, env=clean_env()
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+COLL_SUITE = ROOT / "tests" / "python" / "coll_suite.py"
+
+
+@pytest.mark.parametrize("scenario", ["buffers", "nonblocking", "objects", "communicators", "errors"])
+def test_python_collectives(python_package, scenario):
+    proc = tether_run(universe(sys.executable, str(COLL_SUITE), scenario, alpha=2, beta=3), timeout=180)
+    assert proc.stdout.count(f"ok {scenario}") == 5

@@ -1,6 +1,6 @@
 """Type stubs of the native module `tether._native` (crates/tether-python)."""
 
-from typing import Any, Callable, List, Optional, Sequence, Tuple, final
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union, final
 
 from typing_extensions import disjoint_base
 
@@ -8,6 +8,10 @@ __all__ = [
     "Comm",
     "Request",
     "Status",
+    "InPlaceType",
+    "IN_PLACE",
+    "comm_create",
+    "comm_create_ranks",
     "init",
     "init_as",
     "finalize",
@@ -76,6 +80,19 @@ __all__ = [
     "FLOAT_INT",
     "DOUBLE_INT",
     "TWO_INT",
+    "COMM_NULL",
+    "SUM",
+    "PROD",
+    "MIN",
+    "MAX",
+    "LAND",
+    "LOR",
+    "LXOR",
+    "BAND",
+    "BOR",
+    "BXOR",
+    "MINLOC",
+    "MAXLOC",
 ]
 
 SUCCESS: int
@@ -128,9 +145,29 @@ DOUBLE_COMPLEX: int
 FLOAT_INT: int
 DOUBLE_INT: int
 TWO_INT: int
+COMM_NULL: int
+SUM: int
+PROD: int
+MIN: int
+MAX: int
+LAND: int
+LOR: int
+LXOR: int
+BAND: int
+BOR: int
+BXOR: int
+MINLOC: int
+MAXLOC: int
+
+@final
+class InPlaceType: ...
+
+IN_PLACE: InPlaceType
 
 _Buffer = Any
 """Any object with the buffer protocol (numpy array, bytearray, memoryview, ...)."""
+_CollBuffer = Union[_Buffer, InPlaceType]
+_VBuffer = Union[Tuple[_Buffer, Sequence[int]], Tuple[_Buffer, Sequence[int], Optional[Sequence[int]]]]
 
 @final
 class Status:
@@ -181,11 +218,62 @@ class Comm:
     def Irecv(self, buf: _Buffer, source: int = ..., tag: int = ...) -> Request: ...
     def Probe(self, source: int = ..., tag: int = ...) -> Status: ...
     def Iprobe(self, source: int = ..., tag: int = ...) -> Optional[Status]: ...
+    def free(self) -> None: ...
+    def Barrier(self) -> None: ...
+    def Ibarrier(self) -> Request: ...
+    def Bcast(self, buf: _Buffer, root: int = 0) -> None: ...
+    def Ibcast(self, buf: _Buffer, root: int = 0) -> Request: ...
+    def Reduce(
+        self,
+        sendbuf: _CollBuffer,
+        recvbuf: Optional[_Buffer],
+        op: int = ...,
+        root: int = 0,
+        datatype: Optional[int] = None,
+    ) -> None: ...
+    def Ireduce(
+        self,
+        sendbuf: _CollBuffer,
+        recvbuf: Optional[_Buffer],
+        op: int = ...,
+        root: int = 0,
+        datatype: Optional[int] = None,
+    ) -> Request: ...
+    def Allreduce(
+        self, sendbuf: _CollBuffer, recvbuf: _Buffer, op: int = ..., datatype: Optional[int] = None
+    ) -> None: ...
+    def Iallreduce(
+        self, sendbuf: _CollBuffer, recvbuf: _Buffer, op: int = ..., datatype: Optional[int] = None
+    ) -> Request: ...
+    def Reduce_scatter_block(
+        self, sendbuf: _CollBuffer, recvbuf: _Buffer, op: int = ..., datatype: Optional[int] = None
+    ) -> None: ...
+    def Ireduce_scatter_block(
+        self, sendbuf: _CollBuffer, recvbuf: _Buffer, op: int = ..., datatype: Optional[int] = None
+    ) -> Request: ...
+    def Gather(self, sendbuf: _CollBuffer, recvbuf: Optional[_Buffer], root: int = 0) -> None: ...
+    def Igather(self, sendbuf: _CollBuffer, recvbuf: Optional[_Buffer], root: int = 0) -> Request: ...
+    def Gatherv(self, sendbuf: _CollBuffer, recvbuf: Optional[_VBuffer], root: int = 0) -> None: ...
+    def Igatherv(self, sendbuf: _CollBuffer, recvbuf: Optional[_VBuffer], root: int = 0) -> Request: ...
+    def Scatter(self, sendbuf: Optional[_Buffer], recvbuf: _CollBuffer, root: int = 0) -> None: ...
+    def Iscatter(self, sendbuf: Optional[_Buffer], recvbuf: _CollBuffer, root: int = 0) -> Request: ...
+    def Scatterv(self, sendbuf: Optional[_VBuffer], recvbuf: _CollBuffer, root: int = 0) -> None: ...
+    def Iscatterv(self, sendbuf: Optional[_VBuffer], recvbuf: _CollBuffer, root: int = 0) -> Request: ...
+    def Allgather(self, sendbuf: _CollBuffer, recvbuf: _Buffer) -> None: ...
+    def Iallgather(self, sendbuf: _CollBuffer, recvbuf: _Buffer) -> Request: ...
+    def Allgatherv(self, sendbuf: _CollBuffer, recvbuf: _VBuffer) -> None: ...
+    def Iallgatherv(self, sendbuf: _CollBuffer, recvbuf: _VBuffer) -> Request: ...
+    def Alltoall(self, sendbuf: _CollBuffer, recvbuf: _Buffer) -> None: ...
+    def Ialltoall(self, sendbuf: _CollBuffer, recvbuf: _Buffer) -> Request: ...
+    def Alltoallv(self, sendbuf: _VBuffer, recvbuf: _VBuffer) -> None: ...
+    def Ialltoallv(self, sendbuf: _VBuffer, recvbuf: _VBuffer) -> Request: ...
     def _isend_parts(self, bufs: Sequence[_Buffer], dest: int, tag: int) -> Request: ...
     def _irecv_then(
         self, buf: _Buffer, source: int, tag: int, finish: Callable[[Status], Any]
     ) -> Request: ...
 
+def comm_create(ids: List[int]) -> int: ...
+def comm_create_ranks(ranks: List[int]) -> int: ...
 def init() -> None: ...
 def init_as(program: str, rank: int, size: int) -> None: ...
 def finalize() -> None: ...

@@ -103,18 +103,6 @@ impl Buffer {
         Ok(buffer)
     }
 
-    /// `get`, or `None` for Python's `None` (an optional buffer argument).
-    pub fn get_opt(
-        obj: Option<&Bound<'_, PyAny>>,
-        access: Access,
-        role: &str,
-    ) -> PyResult<Option<Buffer>> {
-        match obj {
-            Some(o) if !o.is_none() => Buffer::get(o, access, role).map(Some),
-            _ => Ok(None),
-        }
-    }
-
     pub fn ptr(&self) -> *mut c_void {
         self.view.buf
     }

@@ -296,7 +296,41 @@ impl Comm {
         Ok(Request::new(vec![req], vec![buffer], Some(finish)))
     }
 
+    /// Frees this communicator (collective calls already started on it
+    /// complete); later use raises `CommError`. `UNIVERSE` cannot be freed.
+    fn free(&self, py: Python<'_>) -> PyResult<()> {
+        let mut handle = self.handle;
+        check(py, tether_comm_free(&mut handle))
+    }
+
     fn __repr__(&self) -> String {
         format!("Comm(handle={})", self.handle)
     }
+}
+
+/// The handle of a new communicator of every joined process of the
+/// programs `ids` (collective over them; waits without the GIL), or
+/// `COMM_NULL` for a process outside them.
+#[pyfunction]
+pub fn comm_create(py: Python<'_>, ids: Vec<c_int>) -> PyResult<tether_comm> {
+    let (code, comm) = py.detach(move || {
+        let mut comm = TETHER_COMM_NULL;
+        let code = tether_comm_create(ids.len() as c_int, ids.as_ptr(), &mut comm);
+        (code, comm)
+    });
+    check(py, code)?;
+    Ok(comm)
+}
+
+/// The handle of a new communicator whose rank i is universe rank
+/// `ranks[i]`, or `COMM_NULL` for a process outside them.
+#[pyfunction]
+pub fn comm_create_ranks(py: Python<'_>, ranks: Vec<c_int>) -> PyResult<tether_comm> {
+    let (code, comm) = py.detach(move || {
+        let mut comm = TETHER_COMM_NULL;
+        let code = tether_comm_create_ranks(ranks.len() as c_int, ranks.as_ptr(), &mut comm);
+        (code, comm)
+    });
+    check(py, code)?;
+    Ok(comm)
 }

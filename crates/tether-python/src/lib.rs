@@ -8,6 +8,7 @@
 //! finalize-at-exit and abort-on-uncaught-exception.
 
 mod buffer;
+mod coll;
 mod comm;
 mod error;
 mod orphans;
@@ -71,6 +72,19 @@ const CONSTANTS: &[(&str, i32)] = &[
     ("FLOAT_INT", TETHER_FLOAT_INT),
     ("DOUBLE_INT", TETHER_DOUBLE_INT),
     ("TWO_INT", TETHER_2INT),
+    ("COMM_NULL", TETHER_COMM_NULL),
+    ("SUM", TETHER_SUM),
+    ("PROD", TETHER_PROD),
+    ("MIN", TETHER_MIN),
+    ("MAX", TETHER_MAX),
+    ("LAND", TETHER_LAND),
+    ("LOR", TETHER_LOR),
+    ("LXOR", TETHER_LXOR),
+    ("BAND", TETHER_BAND),
+    ("BOR", TETHER_BOR),
+    ("BXOR", TETHER_BXOR),
+    ("MINLOC", TETHER_MINLOC),
+    ("MAXLOC", TETHER_MAXLOC),
 ];
 
 #[pymodule]
@@ -78,6 +92,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<comm::Comm>()?;
     m.add_class::<request::Request>()?;
     m.add_class::<status::Status>()?;
+    m.add_class::<coll::InPlace>()?;
+    m.add("IN_PLACE", coll::in_place(m.py())?.clone_ref(m.py()))?;
+    m.add_function(wrap_pyfunction!(comm::comm_create, m)?)?;
+    m.add_function(wrap_pyfunction!(comm::comm_create_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(universe::init, m)?)?;
     m.add_function(wrap_pyfunction!(universe::init_as, m)?)?;
     m.add_function(wrap_pyfunction!(universe::finalize, m)?)?;

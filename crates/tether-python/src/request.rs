@@ -75,6 +75,12 @@ impl Request {
         self.keep.clear();
     }
 
+    /// Waits (without the GIL) for a request whose value is not needed,
+    /// raising its error (the blocking collectives).
+    pub fn finish(mut self, py: Python<'_>) -> PyResult<()> {
+        self.wait_inner(py).map(drop)
+    }
+
     /// Waits for the C requests, ignoring how they ended (clean-up after
     /// a failure that is reported otherwise).
     pub fn wait_quietly(mut self, py: Python<'_>) {
