@@ -5,7 +5,7 @@
 #   make test                    format, lint, cargo tests, multi-process tests
 #   make python                  pip-install the Python package into $(PYTHON)
 #   make deps                    what a fresh Debian machine needs
-#   make header | check-format | lint | demo | clean
+#   make header | check-format | lint | demo | demo-python | clean
 #
 # Variables: PREFIX (/usr/local), DESTDIR (staging root for packagers),
 # CARGO, PYTHON, CARGO_TARGET_DIR (honoured as cargo honours it).
@@ -60,7 +60,7 @@ HEADERS := include/tether.h include/tether_mpi.h
 APT_PACKAGES := build-essential ca-certificates pkg-config cmake mpich libmpich-dev \
                 python3 python3-pytest iproute2
 
-.PHONY: all build header install check-format lint test demo clean python \
+.PHONY: all build header install check-format lint test demo demo-python clean python \
         deps deps-system deps-rust deps-pytest deps-python
 
 all: build
@@ -116,6 +116,9 @@ test:
 	$(MAKE) --no-print-directory build
 	$(MAKE) --no-print-directory python
 	$(PYTHON) -m pytest -q tests
+
+demo-python: build python
+	bash examples/python_coupling_demo.sh
 
 demo: build
 	@test -f examples/coupled_demo.sh || { echo "make demo: examples/coupled_demo.sh does not exist yet" >&2; exit 1; }

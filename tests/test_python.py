@@ -72,3 +72,22 @@ COLL_SUITE = ROOT / "tests" / "python" / "coll_suite.py"
 def test_python_collectives(python_package, scenario):
     proc = tether_run(universe(sys.executable, str(COLL_SUITE), scenario, alpha=2, beta=3), timeout=180)
     assert proc.stdout.count(f"ok {scenario}") == 5
+
+
+def test_python_coupling_example(python_package):
+    proc = subprocess.run(
+        ["bash", str(ROOT / "examples" / "python_coupling_demo.sh"), "3"],
+        capture_output=True, text=True, timeout=120, env=clean_env(PYTHON=sys.executable),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[ml:0] step 2: field mean" in proc.stdout
+    assert "[sim:0] step 2: sent 2048 cells, correction norm" in proc.stdout
+
+
+def test_python_benchmark_quick_run_completes(python_package):
+    proc = subprocess.run(
+        [sys.executable, "benches/python/compare.py", "--quick", "--no-mpi"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "| 8 B |" in proc.stdout and "| 16 MiB |" in proc.stdout, proc.stdout
