@@ -5,7 +5,7 @@
 #   make test                    format, lint, cargo tests, multi-process tests
 #   make python                  pip-install the Python package into $(PYTHON)
 #   make deps                    what a fresh Debian machine needs
-#   make header | check-format | lint | demo | demo-python | clean
+#   make header | check-format | lint | loom | demo | demo-python | clean
 #
 # Variables: PREFIX (/usr/local), DESTDIR (staging root for packagers),
 # CARGO, PYTHON, CARGO_TARGET_DIR (honoured as cargo honours it).
@@ -60,7 +60,7 @@ HEADERS := include/tether.h include/tether_mpi.h
 APT_PACKAGES := build-essential ca-certificates pkg-config cmake mpich libmpich-dev \
                 python3 python3-pytest iproute2
 
-.PHONY: all build header install check-format lint test demo demo-python clean python \
+.PHONY: all build header install check-format lint loom test demo demo-python clean python \
         deps deps-system deps-rust deps-pytest deps-python
 
 all: build
@@ -106,6 +106,12 @@ check-format:
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# The shared-memory ring's atomics, model-checked by loom under every
+# interleaving (its own target directory: --cfg loom rebuilds the crate).
+loom:
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(or $(CARGO_TARGET_DIR),target)/loom \
+	  $(CARGO) test -p tether-ring --release --test loom
+
 # The README's test command. Steps run in this order even under -j, each
 # shown as it starts.
 test:
@@ -113,6 +119,7 @@ test:
 	$(MAKE) --no-print-directory check-format
 	$(MAKE) --no-print-directory lint
 	$(CARGO) test --workspace
+	$(MAKE) --no-print-directory loom
 	$(MAKE) --no-print-directory build
 	$(MAKE) --no-print-directory python
 	$(PYTHON) -m pytest -q tests

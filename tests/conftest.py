@@ -61,6 +61,24 @@ def clean_env(**extra):
     return env
 
 
+# Transport set-ups the multi-process suites run under: TCP only, shared
+# memory only, and two pretend hosts (TETHER_HOST_ID) with shared memory
+# inside each and TCP between them.
+TRANSPORTS = ["tcp", "shm", "mixed"]
+
+
+def universe(prog, *args, transport="tcp"):
+    """`tether run` arguments and environment for program `alpha` of 2
+    ranks and `beta` of 3 running `prog args` under a transport set-up;
+    in `mixed`, alpha and beta are on different pretend hosts."""
+    alpha, beta = [prog], [prog]
+    if transport == "mixed":
+        alpha = ["env", "TETHER_HOST_ID=host-a", prog]
+        beta = ["env", "TETHER_HOST_ID=host-b", prog]
+    env = clean_env(TETHER_TRANSPORTS={"tcp": "tcp", "shm": "shm", "mixed": "shm,tcp"}[transport])
+    return ["--name", "alpha", "-n", "2", *alpha, *args, ":", "--name", "beta", "-n", "3", *beta, *args], env
+
+
 def tether_run(args, timeout=120, env=None, check=True):
     """Runs `tether run ARGS`; returns the CompletedProcess (text output)."""
     proc = subprocess.run(

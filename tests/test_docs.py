@@ -17,4 +17,5 @@ def test_info_shows_effective_values_and_warns_about_unknown_names(built):
                          env=clean_env(TETHER_EAGER_LIMIT="1024", TETHER_EAGER_LIMT="1")).stdout
     assert "TETHER_EAGER_LIMIT = 1024 [environment, also a hint]" in out
     assert "transports:" in out and "tcp" in out
+    assert "  shm      usable" in out, out
     assert "unknown setting TETHER_EAGER_LIMT" in out

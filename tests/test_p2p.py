@@ -1,44 +1,69 @@
-"""Point-to-point with MPI semantics between real processes over loopback
-TCP: program `alpha` of 2 ranks and `beta` of 3, every scenario of
-tests/c/p2p_suite.c checked byte by byte inside the programs."""
+"""Point-to-point with MPI semantics between real processes: program
+`alpha` of 2 ranks and `beta` of 3, every scenario of tests/c/p2p_suite.c
+checked byte by byte inside the programs, once per transport set-up
+(conftest.TRANSPORTS): TCP only, shared memory only, and mixed (two
+pretend hosts: shared memory inside each, TCP between them)."""
 
 import shutil
 
 import pytest
 
-from conftest import tether_run
+from conftest import TRANSPORTS, clean_env, tether_run, universe
 
 SCENARIOS = ["identity", "pairs", "wildcards", "truncation", "probe", "cancel", "odd", "errors"]
 
 
-def universe(prog, *args):
-    return ["--name", "alpha", "-n", "2", prog, *args, ":", "--name", "beta", "-n", "3", prog, *args]
-
-
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_scenario(built, program, scenario):
-    proc = tether_run(universe(program("p2p_suite"), scenario))
+def test_scenario(built, program, scenario, transport):
+    args, env = universe(program("p2p_suite"), scenario, transport=transport)
+    proc = tether_run(args, env=env)
     assert proc.stdout.count(f"ok {scenario}") == 5
 
 
-def test_ten_thousand_mixed_messages_keep_order_and_content(built, program):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_ten_thousand_mixed_messages_keep_order_and_content(built, program, transport):
     # 5 processes in a ring, 2000 messages each of 0 B to 8 MiB, 4 tags.
-    proc = tether_run(universe(program("p2p_suite"), "stream", "2000"), timeout=300)
+    args, env = universe(program("p2p_suite"), "stream", "2000", transport=transport)
+    proc = tether_run(args, env=env, timeout=300)
     assert proc.stdout.count("ok stream") == 5
 
 
+def test_mixed_uses_shared_memory_inside_a_host_and_tcp_between(built, program):
+    args, env = universe(program("p2p_suite"), "pairs", transport="mixed")
+    env["TETHER_LOG_LEVEL"] = "info"
+    proc = tether_run(args, env=env)
+    assert proc.stdout.count("ok pairs") == 5
+    out = proc.stdout + proc.stderr
+    assert "[alpha:0]" in out and "reaching alpha:1 over shm" in out, out
+    assert "reaching beta:0 over tcp" in out and "reaching beta:0 over shm" in out, out
+    for line in out.splitlines():
+        if line.startswith("[alpha:") and "reaching" in line:
+            assert ("alpha:" in line.split("reaching")[1]) == (" over shm" in line), line
+
+
+def test_shm_only_between_hosts_fails_naming_the_peer(built, program):
+    args, env = universe(program("p2p_suite"), "pairs", transport="mixed")
+    env["TETHER_TRANSPORTS"] = "shm"
+    proc = tether_run(args, env=env, check=False)
+    assert proc.returncode != 0
+    assert "TETHER_ERR_TRANSPORT" in proc.stderr or "TETHER_ERR_TRANSPORT" in proc.stdout or "returned 16" in proc.stderr, proc.stderr
+    assert "no transport in TETHER_TRANSPORTS=shm reaches" in proc.stderr and "another host" in proc.stderr, proc.stderr
+
+
 def test_identity_follows_program_name_order(built, program):
-    proc = tether_run(universe(program("p2p_suite"), "identity"))
+    args, env = universe(program("p2p_suite"), "identity")
+    proc = tether_run(args, env=env)
     lines = sorted(l for l in proc.stdout.splitlines() if "identity " in l and "ok" not in l)
     assert "[alpha:0] identity alpha rank 0 universe 0 of 5" in lines
     assert "[beta:2] identity beta rank 2 universe 4 of 5" in lines
 
 
-def test_eager_connections_and_tiny_eager_limit(built, program):
-    from conftest import clean_env
-
-    env = clean_env(TETHER_CONNECT="eager", TETHER_EAGER_LIMIT="0")
-    proc = tether_run(universe(program("p2p_suite"), "pairs"), env=env)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_eager_connections_and_tiny_eager_limit(built, program, transport):
+    args, env = universe(program("p2p_suite"), "pairs", transport=transport)
+    env.update(TETHER_CONNECT="eager", TETHER_EAGER_LIMIT="0")
+    proc = tether_run(args, env=env)
     assert proc.stdout.count("ok pairs") == 5
 
 

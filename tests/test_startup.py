@@ -5,6 +5,8 @@ gets when a program is missing or misnamed."""
 import subprocess
 import time
 
+import pytest
+
 from conftest import TETHER, clean_env, tether_run
 
 
@@ -87,17 +89,21 @@ def test_peer_that_never_accepts_times_out_naming_it(built, program, tmp_path):
     assert "TETHER_ERR_TIMEOUT" in proc.stderr and "beta:0" in proc.stderr, proc.stderr
 
 
-def test_lost_peer_fails_pending_work_instead_of_hanging(built, program):
-    proc = tether_run(["--name", "alpha", "-n", "2", program("p2p_suite"), "lost", ":", "--name", "beta", "-n", "1", program("p2p_suite"), "lost"])
+@pytest.mark.parametrize("transports", ["tcp", "shm"])
+def test_lost_peer_fails_pending_work_instead_of_hanging(built, program, transports):
+    proc = tether_run(["--name", "alpha", "-n", "2", program("p2p_suite"), "lost", ":", "--name", "beta", "-n", "1", program("p2p_suite"), "lost"],
+                      env=clean_env(TETHER_TRANSPORTS=transports))
     assert "peer loss reported" in proc.stdout
 
 
-def test_abort_ends_every_process_of_the_universe(built, program, tmp_path):
+@pytest.mark.parametrize("transports", ["tcp", "shm"])
+def test_abort_ends_every_process_of_the_universe(built, program, tmp_path, transports):
     # Launched separately (no launcher to kill anyone): rank 0 exits with
     # the aborting process's code because the abort reached it on the wire.
     procs = []
     for rank in range(2):
-        env = clean_env(TETHER_RENDEZVOUS=tmp_path, TETHER_PROGRAM="solo", TETHER_RANK=rank, TETHER_SIZE=2)
+        env = clean_env(TETHER_RENDEZVOUS=tmp_path, TETHER_PROGRAM="solo", TETHER_RANK=rank, TETHER_SIZE=2,
+                        TETHER_TRANSPORTS=transports)
         procs.append(subprocess.Popen([program("p2p_suite"), "abort"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     results = [p.communicate(timeout=30) for p in procs]
     assert [p.returncode for p in procs] == [7, 7], results

@@ -364,6 +364,41 @@ static void abort_universe(void) {
     }
 }
 
+/* Rank 1 links with rank 0 and waits to be killed (kill -9 by the test)
+ * with a receive pending; rank 0 has a rendezvous send and a receive in
+ * flight with it when that happens, and both must end in
+ * TETHER_ERR_PEER_LOST. */
+static void victim(void) {
+    int x = 1;
+    static unsigned char big[8u << 20];
+    if (me == 1) {
+        tether_request r;
+        CHECK(tether_send(&x, 1, TETHER_INT, 0, 1, TETHER_COMM_UNIVERSE));
+        CHECK(tether_irecv(big, sizeof big, TETHER_BYTE, 0, 9, TETHER_COMM_UNIVERSE, &r));
+        printf("victim ready\n");
+        fflush(stdout);
+        for (;;) {
+            CHECK(tether_progress());
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    } else if (me == 0) {
+        tether_request reqs[2];
+        tether_status st[2];
+        CHECK(tether_recv(&x, 1, TETHER_INT, 1, 1, TETHER_COMM_UNIVERSE, TETHER_STATUS_IGNORE));
+        CHECK(tether_isend(big, sizeof big, TETHER_BYTE, 1, 5, TETHER_COMM_UNIVERSE, &reqs[0]));
+        CHECK(tether_irecv(&x, 1, TETHER_INT, 1, 6, TETHER_COMM_UNIVERSE, &reqs[1]));
+        printf("survivor waiting\n");
+        fflush(stdout);
+        int rc = tether_waitall(2, reqs, st);
+        EXPECT(rc == TETHER_ERR_PEER_LOST && st[0].error == TETHER_ERR_PEER_LOST && st[1].error == TETHER_ERR_PEER_LOST,
+               "rc %d, statuses %d %d", rc, st[0].error, st[1].error);
+        char msg[TETHER_MAX_ERROR_STRING];
+        CHECK(tether_last_error(msg, sizeof msg));
+        printf("lost ok: %s\n", msg);
+    }
+}
+
 /* Waits until the file named by TEST_GATE exists (tests that act on a
  * running universe first). */
 static void wait_for_gate(void) {
@@ -400,6 +435,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(what, "errors")) errors();
     if (!strcmp(what, "lost")) lost();
     if (!strcmp(what, "abort")) abort_universe();
+    if (!strcmp(what, "victim")) victim();
     CHECK(tether_finalize());
     printf("ok %s\n", what);
     return 0;

@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use tether::settings::{Origin, Settings, TABLE, TRANSPORTS};
+use tether::settings::{Origin, Settings, TABLE};
 
 /// Print the version, the transports and every TETHER_* setting.
 #[derive(Args)]
@@ -38,12 +38,15 @@ pub fn main(args: InfoArgs) -> ExitCode {
 fn report(settings: &Settings, warnings: &[String]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "tether {}", tether::VERSION);
+    let _ = writeln!(
+        out,
+        "host id: {} (peers with the same one are on this host)",
+        tether::host::host_id(settings.text("HOST_ID"))
+    );
     let _ = writeln!(out, "transports:");
-    for t in TRANSPORTS {
-        let _ = writeln!(
-            out,
-            "  {t:<8} usable: non-blocking sockets on epoll, on loopback or TETHER_TCP_INTERFACE"
-        );
+    for (name, usable) in tether::transport::availability() {
+        let text = usable.unwrap_or_else(|why| why);
+        let _ = writeln!(out, "  {name:<8} {text}");
     }
     let _ = writeln!(
         out,

@@ -595,6 +595,26 @@ impl Engine {
         })
     }
 
+    /// Where the rendezvous data of receive `req` will land: the part of
+    /// its buffer that its `Cts` granted. For transports that let the
+    /// sender write there directly (cross-memory attach, RDMA); `None`
+    /// unless `req` is a receive that has sent its `Cts` and waits for the
+    /// data. The region is valid until the request completes.
+    pub fn granted_region(&self, req: ReqId) -> Option<Region> {
+        match self.requests.get(req) {
+            Some(Request {
+                kind:
+                    Kind::Recv {
+                        region,
+                        state: RecvState::Matched { granted, .. },
+                        ..
+                    },
+                done: None,
+            }) => Some(region.prefix(*granted as usize)),
+            _ => None,
+        }
+    }
+
     /// The payload announced by [`Engine::on_header`] has been read.
     /// `owned` is the buffer of a [`PayloadSink::Owned`], `None` otherwise.
     pub fn payload_done(&mut self, token: SinkToken, owned: Option<Vec<u8>>) {

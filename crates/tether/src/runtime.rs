@@ -21,8 +21,8 @@ use crate::error::{err, Error, ErrorClass, Result};
 use crate::identity::{self, Identity};
 use crate::progress::SpinPolicy;
 use crate::settings::Settings;
-use crate::transport::tcp::{LinkEvent, TcpConfig, TcpTransport};
-use crate::universe::{self, addr_key, PeerAddress, Universe};
+use crate::transport::{LinkEvent, Transports};
+use crate::universe::{self, addr_key, Universe};
 pub use collectives::{Arg, Layout, IN_PLACE};
 
 /// Wildcard source for receives and probes.
@@ -51,7 +51,7 @@ pub struct Runtime {
     /// A private rendezvous directory to remove at finalize.
     private_rendezvous: Option<std::path::PathBuf>,
     engine: Engine,
-    transport: TcpTransport,
+    transport: Transports,
     comms: CommTable,
     /// The communicator of each live request, for its status.
     request_comm: HashMap<ReqId, i32>,
@@ -83,26 +83,13 @@ impl Runtime {
         }
         let names = universe::program_names(settings.text("PROGRAMS"), &identity)?;
         let (rendezvous, private_rendezvous) = open_rendezvous(&settings, &names, &identity)?;
-        let tcp_config = TcpConfig {
-            listen_ip: settings
-                .get("TCP_INTERFACE")
-                .unwrap_or("127.0.0.1")
-                .to_string(),
-            connect_timeout: Duration::from_secs(settings.number("CONNECT_TIMEOUT")),
-            handshake_timeout: Duration::from_secs(settings.number("HANDSHAKE_TIMEOUT")),
-        };
-        let bound = TcpTransport::bind(tcp_config.clone())?;
-        let address = PeerAddress {
-            tcp: bound.2.to_string(),
-            host: host_id(),
-            pid: std::process::id(),
-        };
-        let connect_timeout = tcp_config.connect_timeout;
+        let bound = Transports::bind(&settings)?;
+        let connect_timeout = Duration::from_secs(settings.number("CONNECT_TIMEOUT"));
         let universe = Arc::new(universe::join(
             &rendezvous,
             &names,
             &identity,
-            &address,
+            &bound.address,
             connect_timeout,
         )?);
         let rendezvous = Arc::new(rendezvous);
@@ -111,7 +98,7 @@ impl Runtime {
             me,
             eager_limit: settings.number("EAGER_LIMIT"),
         });
-        let transport = TcpTransport::new(bound, tcp_config, universe.clone(), rendezvous.clone());
+        let transport = Transports::new(bound, &settings, universe.clone(), rendezvous.clone());
         let mut runtime = Runtime {
             comms: CommTable::with_universe(universe.size(), me),
             spin: SpinPolicy::new(Duration::from_micros(settings.number("POLL_SPIN_US"))),
@@ -426,10 +413,18 @@ impl Runtime {
     fn progress_once(&mut self, timeout: Option<Duration>) -> bool {
         self.push_transmits();
         let active = self.transport.poll(timeout, &mut self.engine);
-        if !self.collectives.is_empty() || !self.orphaned.is_empty() {
-            self.advance_collectives();
+        // Handing frames to the transport can complete sends, which can
+        // complete a collective's round and start its next: go on until a
+        // round of that posts nothing new.
+        loop {
+            if !self.collectives.is_empty() || !self.orphaned.is_empty() {
+                self.advance_collectives();
+            }
+            if !self.engine.has_transmit() {
+                break;
+            }
+            self.push_transmits();
         }
-        self.push_transmits();
         for event in std::mem::take(&mut self.transport.events_out) {
             match event {
                 LinkEvent::Lost { peer, error } => {
@@ -491,6 +486,7 @@ impl Runtime {
                 .spin
                 .set_max(Duration::from_micros(self.settings.number(key))),
             "CONNECT" if value == "eager" => self.connect_all(),
+            "TRANSPORTS" => self.transport.set_order(self.settings.list(key)),
             "CONNECT_TIMEOUT" | "HANDSHAKE_TIMEOUT" => self.transport.set_timeouts(
                 Duration::from_secs(self.settings.number("CONNECT_TIMEOUT")),
                 Duration::from_secs(self.settings.number("HANDSHAKE_TIMEOUT")),
@@ -500,7 +496,7 @@ impl Runtime {
                 if self.in_kernel {
                     let peers: Vec<u32> = self.kernel_peers.iter().copied().collect();
                     for peer in peers {
-                        self.transport.start_connect(peer);
+                        self.transport.start_connect(peer, &mut self.engine);
                     }
                 }
             }
@@ -512,7 +508,7 @@ impl Runtime {
     fn connect_all(&mut self) {
         let me = self.universe.my_universe_rank();
         for peer in (0..self.universe.size()).filter(|p| *p != me) {
-            self.transport.start_connect(peer);
+            self.transport.start_connect(peer, &mut self.engine);
         }
     }
 
@@ -583,20 +579,4 @@ fn open_rendezvous(
         ErrorClass::Init,
         "TETHER_RENDEZVOUS is not set: start the programs with `tether run`, or set it to a shared directory or tcp://host:port of `tether rendezvous serve`",
     ))
-}
-
-/// Identifies this host: host name and boot id (two processes on the same
-/// host see the same value).
-fn host_id() -> String {
-    let mut name = [0u8; 256];
-    // SAFETY: the buffer is writable for its length.
-    let rc = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
-    let host = if rc == 0 {
-        let end = name.iter().position(|b| *b == 0).unwrap_or(name.len());
-        String::from_utf8_lossy(&name[..end]).into_owned()
-    } else {
-        "unknown".to_string()
-    };
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    format!("{host}/{}", boot.trim())
 }

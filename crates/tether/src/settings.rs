@@ -43,7 +43,7 @@ pub struct Setting {
 pub const MAX_EAGER_LIMIT: u64 = 4 << 20;
 
 /// Transports this build provides, in the default order.
-pub const TRANSPORTS: &[&str] = &["tcp"];
+pub const TRANSPORTS: &[&str] = &["shm", "tcp"];
 
 pub static TABLE: &[Setting] = &[
     Setting {
@@ -90,10 +90,34 @@ pub static TABLE: &[Setting] = &[
     },
     Setting {
         key: "TRANSPORTS",
-        default: "tcp",
+        default: "shm,tcp",
         kind: Kind::ListOf(TRANSPORTS),
         hint: true,
-        meaning: "ordered list of transports; for each peer the first that reaches it is used",
+        meaning: "ordered list of transports; for each peer the first that reaches it is used (shm: peers on this host; tcp: any peer); a change applies to peers not reached yet",
+    },
+    Setting {
+        key: "HOST_ID",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "identity of this host: processes with the same one use shared memory; unset: host name and boot id (set different values to make processes of one machine act as on different hosts)",
+    },
+    Setting {
+        key: "SHM_RING_BYTES",
+        default: "65536",
+        kind: Kind::Number {
+            min: 4096,
+            max: 1 << 30,
+        },
+        hint: false,
+        meaning: "capacity of each shared-memory ring this process receives on, one per peer (rounded up to a power of two); frames up to this size minus 64 bytes are written in one piece, larger ones stream through",
+    },
+    Setting {
+        key: "SHM_CMA",
+        default: "1",
+        kind: Kind::Flag,
+        hint: false,
+        meaning: "1: rendezvous data between processes of one host is copied once, straight into the receive buffer, by cross-memory attach (process_vm_writev) when the kernel allows it; 0: always through the ring",
     },
     Setting {
         key: "TCP_INTERFACE",
@@ -385,5 +409,6 @@ mod tests {
             ErrorClass::UnknownHint
         );
         s.set_hint("TRANSPORTS", "tcp").unwrap();
+        s.set_hint("TRANSPORTS", "shm,tcp").unwrap();
     }
 }

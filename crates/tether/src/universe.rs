@@ -102,28 +102,45 @@ impl Universe {
 }
 
 /// How to reach a process, as published under `addr/<program>/<rank>`:
-/// `tcp=<ip:port> host=<host id> pid=<pid>`.
+/// `tcp=<ip:port> host=<host id> pid=<pid> [start=<ticks>] [shm=<fd>]`.
+/// `start` is the process's start time (with `pid`, it names the process
+/// even after its pid is reused), `shm` the descriptor of its
+/// shared-memory segment; both are absent when it offers no shared
+/// memory. Unknown fields are ignored, so later versions may add some.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerAddress {
     pub tcp: String,
     pub host: String,
     pub pid: u32,
+    pub start: Option<u64>,
+    pub shm: Option<u32>,
 }
 
 impl PeerAddress {
     pub fn encode(&self) -> String {
-        format!("tcp={} host={} pid={}", self.tcp, self.host, self.pid)
+        let mut text = format!("tcp={} host={} pid={}", self.tcp, self.host, self.pid);
+        if let Some(start) = self.start {
+            text += &format!(" start={start}");
+        }
+        if let Some(fd) = self.shm {
+            text += &format!(" shm={fd}");
+        }
+        text
     }
 
     pub fn decode(text: &str) -> Option<PeerAddress> {
         let mut tcp = None;
         let mut host = None;
         let mut pid = None;
+        let mut start = None;
+        let mut shm = None;
         for field in text.split_whitespace() {
             match field.split_once('=')? {
                 ("tcp", v) => tcp = Some(v.to_string()),
                 ("host", v) => host = Some(v.to_string()),
                 ("pid", v) => pid = v.parse().ok(),
+                ("start", v) => start = v.parse().ok(),
+                ("shm", v) => shm = v.parse().ok(),
                 _ => {}
             }
         }
@@ -131,6 +148,8 @@ impl PeerAddress {
             tcp: tcp?,
             host: host?,
             pid: pid?,
+            start,
+            shm,
         })
     }
 }
@@ -290,8 +309,12 @@ mod tests {
             tcp: "127.0.0.1:4000".into(),
             host: "node1-abc".into(),
             pid: 42,
+            start: Some(123456),
+            shm: Some(7),
         };
-        assert_eq!(PeerAddress::decode(&a.encode()), Some(a));
+        assert_eq!(PeerAddress::decode(&a.encode()), Some(a.clone()));
         assert_eq!(PeerAddress::decode("garbage"), None);
+        let old = PeerAddress::decode("tcp=127.0.0.1:1 host=x pid=1 future=yes").unwrap();
+        assert_eq!((old.start, old.shm), (None, None));
     }
 }

@@ -410,3 +410,17 @@ fn generalized_requests_complete_only_by_their_owner() {
     assert_eq!(w.engines[0].take_completion(g), Some(done));
     assert!(!w.engines[0].is_live(g));
 }
+
+#[test]
+fn granted_region_names_the_part_of_the_buffer_a_cts_grants() {
+    let mut w = World::new(2);
+    let mut dst = vec![0u8; 500];
+    let recv = w.engines[1].irecv(Some(0), 0, None, region(&mut dst));
+    assert_eq!(w.engines[1].granted_region(recv), None, "not matched yet");
+    let mut src = pattern(1000, 0);
+    w.engines[0].isend(1, 0, 0, region(&mut src));
+    let rts = w.engines[0].poll_transmit().unwrap();
+    w.engines[1].on_header(0, &rts.header).unwrap();
+    let granted = w.engines[1].granted_region(recv).expect("matched");
+    assert_eq!((granted.ptr, granted.len), (dst.as_mut_ptr(), 500));
+}

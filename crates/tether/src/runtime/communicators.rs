@@ -110,10 +110,12 @@ impl Runtime {
         let uint64 = datatype::lookup(10)?;
         let mut running = Running::new(schedule, channel, buffers, Some((Op::Max, uint64)));
         let mut outcome = None;
-        self.wait_until(|rt| {
+        self.wait_until(|rt| loop {
             outcome = running.advance(&mut rt.engine);
+            if outcome.is_some() || !rt.engine.has_transmit() {
+                return outcome.is_some();
+            }
             rt.push_transmits();
-            outcome.is_some()
         });
         if let Some(Err(failure)) = outcome {
             let requests = running.orphans(&mut self.engine);

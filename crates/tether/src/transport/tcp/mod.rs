@@ -27,6 +27,8 @@ use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::settings::MAX_EAGER_LIMIT;
+use crate::transport::shm::TOKEN_BASE;
+use crate::transport::LinkEvent;
 use crate::universe::{addr_key, PeerAddress, Universe};
 use conn::{Conn, ConnError, Incoming};
 
@@ -34,14 +36,8 @@ const LISTENER: Token = Token(0);
 /// Why a `Hello` lost to a simultaneous connection; not an error.
 const REJECT_DUPLICATE: &str = "duplicate connection";
 
-/// What happened to a link, for the runtime.
-#[derive(Debug)]
-pub enum LinkEvent {
-    /// The peer can no longer be reached; pending work with it fails with `error`.
-    Lost { peer: u32, error: Error },
-    /// The peer aborted the universe.
-    Abort { peer: u32, code: i32 },
-}
+/// The listener and its epoll, before the universe is known.
+pub type Bound = (Poll, TcpListener, SocketAddr);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -104,11 +100,14 @@ pub struct TcpTransport {
     config: TcpConfig,
     done: Vec<ReqId>,
     pub events_out: Vec<LinkEvent>,
+    /// Ready tokens of other transports registered in this epoll
+    /// (at or above `TOKEN_BASE`), for the caller to handle.
+    pub foreign: Vec<Token>,
 }
 
 impl TcpTransport {
     /// Listens on `config.listen_ip` (any port).
-    pub fn bind(config: TcpConfig) -> Result<(Poll, TcpListener, SocketAddr)> {
+    pub fn bind(config: TcpConfig) -> Result<Bound> {
         let ip: std::net::IpAddr = config.listen_ip.parse().map_err(|_| {
             err(
                 ErrorClass::Init,
@@ -131,7 +130,7 @@ impl TcpTransport {
     }
 
     pub fn new(
-        bound: (Poll, TcpListener, SocketAddr),
+        bound: Bound,
         config: TcpConfig,
         universe: Arc<Universe>,
         rendezvous: Arc<Rendezvous>,
@@ -159,7 +158,20 @@ impl TcpTransport {
             config,
             done: Vec::new(),
             events_out: Vec::new(),
+            foreign: Vec::new(),
         }
+    }
+
+    /// The epoll registry, for other transports to watch their sources in
+    /// the same wait (tokens at or above `TOKEN_BASE`).
+    pub fn registry(&self) -> &mio::Registry {
+        self.poll.registry()
+    }
+
+    /// Whether connections exist or are being made (then epoll must be
+    /// polled on every round of progress).
+    pub fn is_busy(&self) -> bool {
+        !self.entries.is_empty() || self.links.values().any(|l| l.attempt.is_some())
     }
 
     pub fn set_timeouts(&mut self, connect: Duration, handshake: Duration) {
@@ -298,6 +310,10 @@ impl TcpTransport {
         for (token, readable, writable) in ready {
             if token == LISTENER {
                 self.accept_all();
+                continue;
+            }
+            if token.0 >= TOKEN_BASE {
+                self.foreign.push(token);
                 continue;
             }
             if writable {

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Shared-memory comparison, all in one run on this host: Tether over
+`shm` (TETHER_TRANSPORTS=shm) against raw baselines written for the
+benchmark (benches/shm/raw_shm.c: a flag ping-pong in a shared mapping,
+process_vm_readv, memcpy) and, when installed, MPICH and Open MPI between
+2 ranks on this host with their default shared-memory paths.
+
+Prints a markdown table of medians over --reps interleaved repetitions
+with the ratios the targets are stated in (docs/PERFORMANCE.md):
+8 B half round trip (us) and 1 MiB / 16 MiB bandwidth (MB/s, 1 MB = 1e6 B).
+
+Usage: python3 benches/compare_shm.py [--reps 5] [--quick]
+Needs `make build` first. MPI is skipped with a note when missing.
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compare_p2p import clean_env, parse  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "build" / "bench"
+BW = [1 << 20, 16 << 20]
+
+
+def build():
+    OUT.mkdir(parents=True, exist_ok=True)
+    lib = ROOT / "build" / "lib"
+    cc = ["cc", "-O2", "-Wall", "-Wextra"]
+    subprocess.run([*cc, "-I", str(ROOT / "include"), "-o", str(OUT / "tether_pingpong"),
+                    str(ROOT / "benches/p2p/tether_pingpong.c"), "-L", str(lib), "-ltether",
+                    f"-Wl,-rpath,{lib}"], check=True)
+    subprocess.run([*cc, "-o", str(OUT / "raw_shm"), str(ROOT / "benches/shm/raw_shm.c")], check=True)
+    mpis, notes = {}, []
+    for name, mpicc, run in [("MPICH", "mpicc.mpich", "mpiexec.mpich"), ("Open MPI", "mpicc.openmpi", "mpirun.openmpi")]:
+        if shutil.which(mpicc) and shutil.which(run):
+            exe = OUT / f"mpi_pingpong_{name.replace(' ', '').lower()}"
+            subprocess.run([mpicc, "-O2", "-o", str(exe), str(ROOT / "benches/p2p/mpi_pingpong.c")], check=True)
+            mpis[name] = (run, exe)
+        else:
+            notes.append(f"{name} skipped: {mpicc} or {run} not installed.")
+    return mpis, notes
+
+
+def run(cmd, env=None):
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=clean_env(env)).stdout
+    return parse(out)
+
+
+def measure(mpis, quick):
+    iters = ["--iters", "2000"] if quick else []
+    sizes = ",".join(map(str, BW))
+    prog = [str(OUT / "tether_pingpong"), "--lat", "8", "--bw", sizes, *iters]
+    res = {"Tether shm": run([str(ROOT / "build/bin/tether"), "run", "--name", "a", "-n", "1", *prog, ":",
+                              "--name", "b", "-n", "1", *prog], {"TETHER_TRANSPORTS": "shm"})}
+    res["Tether shm, IN_KERNEL=1"] = run([str(ROOT / "build/bin/tether"), "run", "--name", "a", "-n", "1", *prog, ":",
+                                          "--name", "b", "-n", "1", *prog],
+                                         {"TETHER_TRANSPORTS": "shm", "TETHER_IN_KERNEL": "1"})
+    raw = str(OUT / "raw_shm")
+    res["raw flag ping-pong"] = run([raw, "flag", "20000" if quick else "1000000"])
+    res["raw process_vm_readv"] = {k: v for s in BW for k, v in run([raw, "cma", str(s), "20" if quick else "200"]).items()}
+    res["memcpy"] = {k: v for s in BW for k, v in run([raw, "memcpy", str(s), "20" if quick else "200"]).items()}
+    for name, (launcher, exe) in mpis.items():
+        extra = ["--allow-run-as-root", "--oversubscribe"] if "Open" in name else []
+        res[name] = run([launcher, *extra, "-n", "2", str(exe), "--lat", "8", "--bw", sizes, *iters])
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="smoke run: tiny counts, 1 repetition")
+    args = ap.parse_args()
+    mpis, notes = build()
+    reps = 1 if args.quick else args.reps
+    runs = [measure(mpis, args.quick) for _ in range(reps)]
+    names = list(runs[0])
+    keys = [("latency", 8)] + [("bw", s) for s in BW]
+
+    def med(name, key):
+        vals = [r[name][key] for r in runs if key in r.get(name, {})]
+        return statistics.median(vals) if vals else None
+
+    load = os.getloadavg()[0]
+    print(f"load average at the end: {load:.2f} on {os.cpu_count()} CPUs; medians of {reps} runs\n")
+    print("| | 8 B half round trip (us) | 1 MiB (MB/s) | 16 MiB (MB/s) |\n|---|---|---|---|")
+    for name in names:
+        cells = [med(name, k) for k in keys]
+        print(f"| {name} | " + " | ".join("-" if c is None else f"{c:.3g}" if k[0] == 'latency' else f"{c:.0f}"
+                                           for c, k in zip(cells, keys)) + " |")
+    t = [med("Tether shm", k) for k in keys]
+    print("\n| target | measured | met |\n|---|---|---|")
+    flag = med("raw flag ping-pong", ("latency", 8))
+    if t[0] and flag:
+        print(f"| 8 B within 2x of raw flag ping-pong | {t[0] / flag:.2f}x | {'yes' if t[0] <= 2 * flag else 'no'} |")
+    for name in mpis:
+        m = [med(name, k) for k in keys]
+        if t[0] and m[0]:
+            print(f"| 8 B faster than {name} | {t[0] / m[0]:.2f}x of its time | {'yes' if t[0] < m[0] else 'no'} |")
+        for i, s in ((1, "1 MiB"), (2, "16 MiB")):
+            if t[i] and m[i]:
+                print(f"| {s} bandwidth at least {name}'s | {t[i] / m[i]:.2f}x | {'yes' if t[i] >= m[i] else 'no'} |")
+    for n in notes:
+        print(f"\n{n}")
+
+
+if __name__ == "__main__":
+    main()

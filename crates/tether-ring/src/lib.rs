@@ -1,0 +1,18 @@
+//! A single-producer single-consumer byte ring and the doorbell protocol
+//! that lets its consumer sleep, for rings that live in memory shared
+//! between processes.
+//!
+//! The crate holds only the synchronisation: where the ring's bytes and
+//! control words live is the caller's business ([`Bytes`], and a
+//! [`std::ops::Deref`] to [`RingControl`] / [`Doorbell`]). It has no
+//! dependencies so that the loom model check (`RUSTFLAGS="--cfg loom"
+//! cargo test -p tether-ring --release`) builds in seconds; under
+//! `cfg(loom)` the atomics are loom's and the tests in `tests/loom.rs`
+//! explore every interleaving the memory model allows.
+
+mod doorbell;
+mod ring;
+mod sync;
+
+pub use doorbell::Doorbell;
+pub use ring::{Bytes, Consumer, Producer, RingControl};

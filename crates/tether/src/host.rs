@@ -1,0 +1,81 @@
+//! Who this host and this process are, as other processes can check:
+//! the host identity decides which peers share memory with us, and a
+//! process's start time tells a live peer from a new process that reused
+//! its pid.
+
+/// This host's identity: `TETHER_HOST_ID` when set (tests use it to make
+/// processes of one machine look like several hosts), else the host name
+/// and the kernel's boot id, which two processes see alike exactly when
+/// they run on the same booted kernel (a host name alone is shared by
+/// cloned containers and VMs). Whitespace is replaced, since the value is
+/// one field of the published address.
+pub fn host_id(override_id: Option<&str>) -> String {
+    let id = match override_id {
+        Some(id) => id.to_string(),
+        None => {
+            let boot =
+                std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+            format!("{}/{}", host_name(), boot.trim())
+        }
+    };
+    id.chars()
+        .map(|c| if c.is_whitespace() { '_' } else { c })
+        .collect()
+}
+
+fn host_name() -> String {
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is writable for its length.
+    let rc = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
+    if rc != 0 {
+        return "unknown".to_string();
+    }
+    let end = name.iter().position(|b| *b == 0).unwrap_or(name.len());
+    String::from_utf8_lossy(&name[..end]).into_owned()
+}
+
+/// When process `pid` started, in clock ticks since boot (field 22 of
+/// `/proc/<pid>/stat`); `None` when no such process exists (any more).
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may contain spaces
+    // or parentheses itself: fields are counted after its last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the process that started as (`pid`, `start`) is still running
+/// (a zombie counts as gone: it will never answer again).
+pub fn is_alive(pid: u32, start: u64) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let Some(close) = stat.rfind(')') else {
+        return false;
+    };
+    let mut fields = stat[close + 1..].split_whitespace();
+    let state = fields.next();
+    let started = fields.nth(18).and_then(|s| s.parse::<u64>().ok());
+    started == Some(start) && !matches!(state, Some("Z") | Some("X"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_wrong_start_time_is_not() {
+        let pid = std::process::id();
+        let start = start_time(pid).expect("own stat");
+        assert!(is_alive(pid, start));
+        assert!(!is_alive(pid, start + 1));
+        assert_eq!(start_time(u32::MAX), None);
+    }
+
+    #[test]
+    fn host_ids_are_one_field() {
+        assert_eq!(host_id(Some("node a")), "node_a");
+        let real = host_id(None);
+        assert!(!real.contains(char::is_whitespace) && real.contains('/'));
+    }
+}

@@ -1,0 +1,400 @@
+//! Framing over the rings: the frames of `tether-proto` (56-byte header,
+//! then the payload), each preceded in the ring by nothing and followed
+//! by nothing, except that every header is padded to a 64-byte *prefix*
+//! whose last 8 bytes are a transport word:
+//!
+//! - `Cts`: the address in the receiver's memory where the granted data
+//!   goes (0: send it through the ring), for cross-memory attach;
+//! - `Data`: 1 when the sender already wrote the data there (no payload
+//!   follows in the ring), 0 when the payload follows.
+//!
+//! The ring is a byte stream, so frames larger than the ring (eager
+//! messages, or data when cross-memory attach is refused) stream through
+//! it while the reader drains it. Payloads are copied once into the ring
+//! and once out, straight into the posted buffer when a receive is posted.
+
+use std::collections::VecDeque;
+use std::os::unix::net::SocketAddr;
+
+use tether_proto::wire::HEADER_LEN;
+use tether_proto::{
+    Engine, FrameHeader, FrameKind, PayloadSink, Region, ReqId, SinkToken, Transmit,
+    TransmitPayload, WireError,
+};
+use tether_ring::{Consumer, Doorbell, Producer, RingControl};
+
+use super::bell::Ringer;
+use super::segment::{RingBytes, Shared};
+use crate::settings::MAX_EAGER_LIMIT;
+
+/// Bytes of a frame's prefix in the ring: header and transport word.
+pub const PREFIX: usize = 64;
+/// Transport word of a `Data` frame whose bytes were written by
+/// cross-memory attach.
+pub const DATA_WRITTEN: u64 = 1;
+
+struct OutFrame {
+    prefix: [u8; PREFIX],
+    payload: TransmitPayload,
+    written: usize,
+    completes: Option<ReqId>,
+    copy_if_blocked: bool,
+}
+
+impl OutFrame {
+    fn total(&self) -> usize {
+        PREFIX + self.payload.len()
+    }
+
+    fn payload_ptr(&self) -> *const u8 {
+        match &self.payload {
+            TransmitPayload::None => std::ptr::null(),
+            TransmitPayload::Borrowed(r) => r.ptr,
+            TransmitPayload::Owned(v) => v.as_ptr(),
+        }
+    }
+}
+
+/// The sending side of a channel: the ring this process writes in the
+/// peer's segment, and the frames waiting for room in it.
+pub struct Outgoing {
+    producer: Producer<Shared<RingControl>, RingBytes>,
+    bell: Shared<Doorbell>,
+    bell_addr: SocketAddr,
+    seq: u64,
+    out: VecDeque<OutFrame>,
+}
+
+impl Outgoing {
+    pub fn new(
+        producer: Producer<Shared<RingControl>, RingBytes>,
+        bell: Shared<Doorbell>,
+        bell_addr: SocketAddr,
+    ) -> Outgoing {
+        Outgoing {
+            producer,
+            bell,
+            bell_addr,
+            seq: 0,
+            out: VecDeque::new(),
+        }
+    }
+
+    /// Queues an engine frame with transport word `word`; numbers it.
+    pub fn enqueue(&mut self, t: Transmit, word: u64) {
+        let mut header = t.header;
+        header.seq = self.seq;
+        header.payload_len = t.payload.len() as u64;
+        self.seq += 1;
+        let mut prefix = [0u8; PREFIX];
+        prefix[..HEADER_LEN].copy_from_slice(&header.encode());
+        prefix[HEADER_LEN..].copy_from_slice(&word.to_le_bytes());
+        self.out.push_back(OutFrame {
+            prefix,
+            payload: t.payload,
+            written: 0,
+            completes: t.completes,
+            copy_if_blocked: t.copy_if_blocked,
+        });
+    }
+
+    /// Queues a frame of the channel itself (goodbye, abort).
+    pub fn enqueue_control(&mut self, kind: FrameKind, tag: i32) {
+        let mut header = FrameHeader::new(kind);
+        header.tag = tag;
+        self.enqueue(
+            Transmit {
+                peer: 0,
+                header,
+                payload: TransmitPayload::None,
+                completes: None,
+                copy_if_blocked: false,
+            },
+            0,
+        );
+    }
+
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// Whether frames wait and the ring has room for some of their bytes
+    /// (for a process about to sleep: then it must not).
+    pub fn can_progress(&mut self) -> bool {
+        !self.out.is_empty() && self.producer.writable(self.producer.capacity()) > 0
+    }
+
+    /// Wakes the peer if it sleeps: after this process freed room in the
+    /// ring the peer writes to us, which the peer may be waiting for.
+    pub fn wake_peer(&self, ringer: &Ringer) {
+        if self.bell.must_ring() {
+            ringer.ring(&self.bell_addr);
+        }
+    }
+
+    /// Writes what the ring takes and wakes the peer if it sleeps.
+    /// Requests whose frames were handed over (written, or copied because
+    /// the ring was full) go to `done`. Returns whether bytes moved.
+    pub fn flush(&mut self, ringer: &Ringer, done: &mut Vec<ReqId>) -> bool {
+        let before = self.producer.position();
+        while let Some(frame) = self.out.front_mut() {
+            if frame.written < PREFIX {
+                let rest = &frame.prefix[frame.written..];
+                // SAFETY: `rest` is a live slice.
+                frame.written += unsafe { self.producer.push(rest.as_ptr(), rest.len()) };
+            }
+            if frame.written >= PREFIX && frame.written < frame.total() {
+                let from = frame.written - PREFIX;
+                let len = frame.payload.len() - from;
+                // SAFETY: a borrowed payload stays valid until `completes`
+                // is reported, which happens only after it is written or
+                // copied; owned payloads live in the frame.
+                frame.written += unsafe { self.producer.push(frame.payload_ptr().add(from), len) };
+            }
+            if frame.written < frame.total() {
+                break;
+            }
+            let frame = self.out.pop_front().expect("front exists");
+            done.extend(frame.completes);
+        }
+        let moved = self.producer.position() != before;
+        if moved {
+            self.producer.publish();
+            if self.bell.must_ring() {
+                ringer.ring(&self.bell_addr);
+            }
+        }
+        if !self.out.is_empty() {
+            self.copy_blocked_eager(done);
+        }
+        moved
+    }
+
+    /// Eager sends complete locally: what the ring did not take is copied
+    /// so the user may reuse the buffer.
+    fn copy_blocked_eager(&mut self, done: &mut Vec<ReqId>) {
+        for frame in self.out.iter_mut() {
+            if frame.copy_if_blocked {
+                if let TransmitPayload::Borrowed(region) = frame.payload {
+                    // SAFETY: valid until `completes` is reported, just below.
+                    frame.payload = TransmitPayload::Owned(unsafe { region.as_slice() }.to_vec());
+                    done.extend(frame.completes.take());
+                }
+            }
+        }
+    }
+}
+
+/// What a channel delivered besides data-path frames.
+#[derive(Debug)]
+pub enum Delivered {
+    Bye,
+    Abort(i32),
+    /// The peer granted `sender_req`'s data at `address` in its memory.
+    Grant {
+        sender_req: u64,
+        address: u64,
+    },
+}
+
+enum ReadState {
+    Prefix,
+    Region {
+        region: Region,
+        filled: usize,
+        discard: u64,
+        token: Option<SinkToken>,
+    },
+    Owned {
+        buf: Vec<u8>,
+        filled: usize,
+        token: Option<SinkToken>,
+    },
+}
+
+/// The receiving side of a channel: the ring the peer writes in this
+/// process's segment.
+pub struct Incoming {
+    consumer: Consumer<Shared<RingControl>, RingBytes>,
+    seq: u64,
+    state: ReadState,
+}
+
+impl Incoming {
+    pub fn new(consumer: Consumer<Shared<RingControl>, RingBytes>) -> Incoming {
+        Incoming {
+            consumer,
+            seq: 0,
+            state: ReadState::Prefix,
+        }
+    }
+
+    /// Whether the peer has published bytes not read yet (for a process
+    /// about to sleep).
+    pub fn has_data(&self) -> bool {
+        self.consumer.has_data()
+    }
+
+    /// Whether a frame is partly read.
+    pub fn mid_frame(&self) -> bool {
+        !matches!(self.state, ReadState::Prefix)
+    }
+
+    /// Reads every complete prefix and as much payload as the ring holds,
+    /// feeding frames of `peer` to `engine`. Returns whether bytes moved;
+    /// an error means the peer broke the protocol.
+    pub fn read(
+        &mut self,
+        engine: &mut Engine,
+        peer: u32,
+        delivered: &mut Vec<Delivered>,
+    ) -> Result<bool, WireError> {
+        let mut moved = false;
+        let result = self.read_frames(engine, peer, delivered, &mut moved);
+        if moved {
+            self.consumer.release();
+        }
+        result.map(|()| moved)
+    }
+
+    fn read_frames(
+        &mut self,
+        engine: &mut Engine,
+        peer: u32,
+        delivered: &mut Vec<Delivered>,
+        moved: &mut bool,
+    ) -> Result<(), WireError> {
+        loop {
+            match &mut self.state {
+                ReadState::Prefix => {
+                    if self.consumer.readable(PREFIX) < PREFIX {
+                        return Ok(());
+                    }
+                    let mut prefix = [0u8; PREFIX];
+                    // SAFETY: `prefix` is a local array of PREFIX bytes.
+                    unsafe { self.consumer.pop(prefix.as_mut_ptr(), PREFIX) };
+                    *moved = true;
+                    let bytes: &[u8; HEADER_LEN] =
+                        prefix[..HEADER_LEN].try_into().expect("header length");
+                    let header = FrameHeader::decode(bytes, self.seq, MAX_EAGER_LIMIT)?;
+                    self.seq += 1;
+                    let word = u64::from_le_bytes(prefix[HEADER_LEN..].try_into().expect("8"));
+                    self.state = Self::state_for(header, word, engine, peer, delivered)?;
+                }
+                ReadState::Region {
+                    region,
+                    filled,
+                    discard,
+                    token,
+                } => {
+                    // SAFETY: the region is the posted receive buffer, valid
+                    // until its request completes; `filled <= len`.
+                    let n = unsafe {
+                        self.consumer
+                            .pop(region.ptr.add(*filled), region.len - *filled)
+                    };
+                    *filled += n;
+                    let skipped = self
+                        .consumer
+                        .skip((*discard).min(usize::MAX as u64) as usize);
+                    *discard -= skipped as u64;
+                    *moved |= n + skipped > 0;
+                    if *filled < region.len || *discard > 0 {
+                        if n + skipped > 0 {
+                            self.consumer.release();
+                        }
+                        return Ok(());
+                    }
+                    engine.payload_done(token.take().expect("token until done"), None);
+                    self.state = ReadState::Prefix;
+                }
+                ReadState::Owned { buf, filled, token } => {
+                    // SAFETY: `buf` is valid for its length; `filled <= len`.
+                    let n = unsafe {
+                        self.consumer
+                            .pop(buf.as_mut_ptr().add(*filled), buf.len() - *filled)
+                    };
+                    *filled += n;
+                    *moved |= n > 0;
+                    if *filled < buf.len() {
+                        if n > 0 {
+                            self.consumer.release();
+                        }
+                        return Ok(());
+                    }
+                    let token = token.take().expect("token until done");
+                    engine.payload_done(token, Some(std::mem::take(buf)));
+                    self.state = ReadState::Prefix;
+                }
+            }
+        }
+    }
+
+    fn state_for(
+        mut header: FrameHeader,
+        word: u64,
+        engine: &mut Engine,
+        peer: u32,
+        delivered: &mut Vec<Delivered>,
+    ) -> Result<ReadState, WireError> {
+        match header.kind {
+            FrameKind::Bye => {
+                delivered.push(Delivered::Bye);
+                return Ok(ReadState::Prefix);
+            }
+            FrameKind::Abort => {
+                delivered.push(Delivered::Abort(header.tag));
+                return Ok(ReadState::Prefix);
+            }
+            FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => {
+                return Err(WireError::UnexpectedFrame {
+                    got: header.kind,
+                    state: "on a shared-memory ring",
+                })
+            }
+            FrameKind::Cts if word != 0 => delivered.push(Delivered::Grant {
+                sender_req: header.sender_req,
+                address: word,
+            }),
+            FrameKind::Data if word == DATA_WRITTEN => {
+                if header.payload_len != 0 {
+                    return Err(WireError::DataLength {
+                        expected: 0,
+                        got: header.payload_len,
+                    });
+                }
+                header.payload_len = header.msg_size;
+                return match engine.on_header(peer, &header)? {
+                    PayloadSink::None => Ok(ReadState::Prefix),
+                    PayloadSink::Region { token, .. } => {
+                        engine.payload_done(token, None);
+                        Ok(ReadState::Prefix)
+                    }
+                    PayloadSink::Owned { .. } => Err(WireError::UnexpectedFrame {
+                        got: FrameKind::Data,
+                        state: "for a receive that is not waiting for data",
+                    }),
+                };
+            }
+            _ => {}
+        }
+        Ok(match engine.on_header(peer, &header)? {
+            PayloadSink::None => ReadState::Prefix,
+            PayloadSink::Region {
+                region,
+                discard,
+                token,
+            } => ReadState::Region {
+                region,
+                filled: 0,
+                discard,
+                token: Some(token),
+            },
+            PayloadSink::Owned { buf, token } => ReadState::Owned {
+                buf,
+                filled: 0,
+                token: Some(token),
+            },
+        })
+    }
+}

@@ -1,0 +1,581 @@
+//! The shared-memory transport, for peers on the same host.
+//!
+//! Every process owns one segment (`segment.rs`) with a ring per universe
+//! rank; a peer writes its frames into the ring for its rank in this
+//! process's segment, and this process writes into the ring for its own
+//! rank in the peer's. A *channel* is the pair: the incoming ring (found
+//! when the peer attaches to us) and the outgoing one (attached when we
+//! first send, or at once when the peer attached to us first, so that
+//! goodbyes can always be said). Frames and framing are in `channel.rs`.
+//!
+//! Large rendezvous data moves with one copy by cross-memory attach
+//! (`cma.rs`): the receiver's `Cts` carries the address of the granted
+//! buffer, and the sender writes it with `process_vm_writev` and then
+//! sends a `Data` frame without payload. When the kernel refuses (or
+//! `TETHER_SHM_CMA=0`), the data streams through the ring instead.
+//!
+//! Waiting: the owner's doorbell flag (`tether_ring::Doorbell`) and its
+//! abstract socket (`bell.rs`), registered in the runtime's epoll, let the
+//! runtime sleep on TCP and shared memory at once; see
+//! [`ShmTransport::prepare_sleep`].
+//!
+//! Liveness: each channel knows its peer's pid and start time. A pidfd in
+//! the same epoll reports its exit at once; where pidfds are missing, the
+//! process table is checked every [`LIVENESS_PERIOD`]. When a peer is
+//! gone, what it wrote is still read, then every request that needs it
+//! completes with `TETHER_ERR_PEER_LOST`.
+
+mod bell;
+mod channel;
+mod cma;
+mod segment;
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+use tether_proto::{Engine, FrameKind, ReqId, Transmit, TransmitPayload};
+use tether_ring::{Consumer, Doorbell, Producer};
+
+use crate::error::{err, ErrorClass};
+use crate::host;
+use crate::transport::LinkEvent;
+use crate::universe::Universe;
+use bell::{Bell, Ringer};
+use channel::{Delivered, Incoming, Outgoing, DATA_WRITTEN};
+pub use segment::AttachError;
+use segment::{Segment, Shared, Writer};
+
+/// How often peers without a pidfd are looked up in the process table.
+pub const LIVENESS_PERIOD: Duration = Duration::from_millis(200);
+/// Tokens this transport registers in the runtime's epoll start here.
+pub const TOKEN_BASE: usize = 1 << 40;
+const BELL: Token = Token(TOKEN_BASE);
+
+/// Settings of the transport.
+#[derive(Debug, Clone)]
+pub struct ShmConfig {
+    /// Capacity of each ring this process owns (a power of two).
+    pub ring_bytes: usize,
+    /// Whether cross-memory attach may be used.
+    pub cma: bool,
+}
+
+/// What exists before the universe is known: the segment's descriptor and
+/// the doorbell, both published with this process's address.
+pub struct Prepared {
+    segment: Segment,
+    bell: Bell,
+    me: Writer,
+}
+
+impl Prepared {
+    pub fn create() -> std::io::Result<Prepared> {
+        let pid = std::process::id();
+        let start = host::start_time(pid).ok_or_else(|| {
+            std::io::Error::other("cannot read this process's start time from /proc")
+        })?;
+        let segment = Segment::create()?;
+        let bell = Bell::bind(pid, start)?;
+        let me = Writer {
+            pid,
+            start,
+            segment_fd: segment.fd(),
+        };
+        Ok(Prepared { segment, bell, me })
+    }
+
+    pub fn segment_fd(&self) -> u32 {
+        self.me.segment_fd
+    }
+
+    pub fn start_time(&self) -> u64 {
+        self.me.start
+    }
+}
+
+/// Whether shared memory works in this process, and whether large
+/// messages get one copy (for `tether info`).
+pub fn availability() -> Result<String, String> {
+    Prepared::create().map_err(|e| format!("not usable: {e}"))?;
+    Ok(match cma::probe() {
+        Ok(()) => "usable: rings in a memfd segment, one-copy large messages by cross-memory attach".into(),
+        Err(e) => format!("usable: rings in a memfd segment; large messages are copied through the ring because cross-memory attach is refused ({e})"),
+    })
+}
+
+struct Channel {
+    pid: u32,
+    start: u64,
+    out: Option<Outgoing>,
+    inc: Option<Incoming>,
+    pidfd: Option<OwnedFd>,
+    /// Where the peer wants the data of our rendezvous sends (by sender
+    /// request handle), from its `Cts`.
+    grants: HashMap<u64, u64>,
+    cma: bool,
+    bye_sent: bool,
+    bye_received: bool,
+    lost: bool,
+}
+
+pub struct ShmTransport {
+    segment: Segment,
+    own_bell: Shared<Doorbell>,
+    generation: Shared<AtomicU64>,
+    generation_seen: u64,
+    bell: Bell,
+    ringer: Ringer,
+    me: Writer,
+    universe: Arc<Universe>,
+    config: ShmConfig,
+    channels: HashMap<u32, Channel>,
+    /// Peers with an incoming ring, in the order they are polled.
+    incoming: Vec<u32>,
+    next_check: Instant,
+    done: Vec<ReqId>,
+    delivered: Vec<Delivered>,
+    pub events_out: Vec<LinkEvent>,
+}
+
+impl ShmTransport {
+    /// Sizes the segment for the universe and starts listening on the
+    /// doorbell.
+    pub fn new(
+        mut prepared: Prepared,
+        universe: Arc<Universe>,
+        mut config: ShmConfig,
+        registry: &Registry,
+    ) -> std::io::Result<ShmTransport> {
+        let mapping = prepared.segment.init(
+            universe.id,
+            universe.my_universe_rank(),
+            universe.size(),
+            config.ring_bytes,
+        )?;
+        let own_bell = mapping.doorbell();
+        let generation = mapping.generation();
+        registry.register(&mut prepared.bell.socket, BELL, Interest::READABLE)?;
+        if config.cma {
+            if let Err(e) = cma::probe() {
+                tracing::info!("cross-memory attach refused ({e}): large messages go through the shared-memory rings");
+                config.cma = false;
+            }
+        }
+        Ok(ShmTransport {
+            segment: prepared.segment,
+            own_bell,
+            generation,
+            generation_seen: 0,
+            bell: prepared.bell,
+            ringer: Ringer::new()?,
+            me: prepared.me,
+            universe,
+            config,
+            channels: HashMap::new(),
+            incoming: Vec::new(),
+            next_check: Instant::now() + LIVENESS_PERIOD,
+            done: Vec::new(),
+            delivered: Vec::new(),
+            events_out: Vec::new(),
+        })
+    }
+
+    /// Whether frames for `peer` can be sent now.
+    pub fn reaches(&self, peer: u32) -> bool {
+        self.channels
+            .get(&peer)
+            .is_some_and(|c| c.out.is_some() && !c.lost)
+    }
+
+    /// Attaches to the segment of `peer`, process (`pid`, `start`) whose
+    /// segment descriptor is `fd`.
+    pub fn attach(
+        &mut self,
+        peer: u32,
+        pid: u32,
+        start: u64,
+        fd: u32,
+        registry: &Registry,
+    ) -> Result<(), AttachError> {
+        if self.reaches(peer) {
+            return Ok(());
+        }
+        if !host::is_alive(pid, start) {
+            return Err(AttachError::Unusable(format!(
+                "its process {pid} is not running (any more)"
+            )));
+        }
+        let mapping = segment::attach(pid, fd, self.universe.id, self.me_rank(), self.me)?;
+        if !host::is_alive(pid, start) {
+            return Err(AttachError::Unusable(format!(
+                "its process {pid} ended while attaching"
+            )));
+        }
+        let bell_addr = self
+            .ringer
+            .reach(pid, start)
+            .map_err(|e| AttachError::Unusable(format!("cannot reach its doorbell: {e}")))?;
+        let (control, bytes) = mapping.ring(self.me_rank());
+        // SAFETY: the slot was claimed for this process by `attach`, so
+        // this is the ring's only producer.
+        let producer = unsafe { Producer::new(control, bytes) };
+        let out = Outgoing::new(producer, mapping.doorbell(), bell_addr);
+        let channel = self.channel(peer, pid, start, registry);
+        channel.out = Some(out);
+        tracing::info!(
+            "reaching {} over shm (pid {pid})",
+            self.universe.describe(peer)
+        );
+        Ok(())
+    }
+
+    fn me_rank(&self) -> u32 {
+        self.universe.my_universe_rank()
+    }
+
+    fn channel(&mut self, peer: u32, pid: u32, start: u64, registry: &Registry) -> &mut Channel {
+        let cma = self.config.cma;
+        self.channels.entry(peer).or_insert_with(|| {
+            let pidfd = watch(pid, start, peer, registry);
+            Channel {
+                pid,
+                start,
+                out: None,
+                inc: None,
+                pidfd,
+                grants: HashMap::new(),
+                cma,
+                bye_sent: false,
+                bye_received: false,
+                lost: false,
+            }
+        })
+    }
+
+    /// Sends an engine frame to `peer`, which [`ShmTransport::reaches`].
+    pub fn send(&mut self, t: Transmit, engine: &mut Engine) {
+        let peer = t.peer;
+        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
+            return;
+        };
+        let mut word = 0;
+        match t.header.kind {
+            FrameKind::Cts if channel.cma => {
+                if let Some(region) = engine.granted_region(ReqId::from_wire(t.header.receiver_req))
+                {
+                    if region.len > 0 {
+                        word = region.ptr as u64;
+                    }
+                }
+            }
+            FrameKind::Data if channel.cma => {
+                if let Some(address) = channel.grants.remove(&t.header.sender_req) {
+                    if let TransmitPayload::Borrowed(region) = t.payload {
+                        // SAFETY: the send buffer is valid until the request
+                        // completes, which happens after this copy.
+                        match unsafe { cma::write(channel.pid, region.ptr, address, region.len) } {
+                            Ok(()) => {
+                                let mut header = t.header;
+                                header.payload_len = 0;
+                                let out = channel.out.as_mut().expect("reaches");
+                                out.enqueue(
+                                    Transmit {
+                                        peer,
+                                        header,
+                                        payload: TransmitPayload::None,
+                                        completes: None,
+                                        copy_if_blocked: false,
+                                    },
+                                    DATA_WRITTEN,
+                                );
+                                if let Some(req) = t.completes {
+                                    engine.transmit_done(req);
+                                }
+                                self.flush(peer, engine);
+                                return;
+                            }
+                            Err(cma::CmaError::Refused(e)) => {
+                                tracing::info!("cross-memory attach to {} refused ({e}): its data goes through the ring", self.universe.describe(peer));
+                                channel.cma = false;
+                            }
+                            Err(cma::CmaError::Gone) => {
+                                self.check_peer(peer, engine);
+                                return;
+                            }
+                            Err(cma::CmaError::BadAddress(e)) => {
+                                let message = format!("{} broke the protocol: the buffer it granted at {address:#x} is not mapped in it ({e})", self.universe.describe(peer));
+                                self.lose(peer, err(ErrorClass::Protocol, message), engine);
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        channel.out.as_mut().expect("reaches").enqueue(t, word);
+        self.flush(peer, engine);
+    }
+
+    fn flush(&mut self, peer: u32, engine: &mut Engine) -> bool {
+        let Some(out) = self.channels.get_mut(&peer).and_then(|c| c.out.as_mut()) else {
+            return false;
+        };
+        let moved = out.flush(&self.ringer, &mut self.done);
+        for req in self.done.drain(..) {
+            engine.transmit_done(req);
+        }
+        moved
+    }
+
+    /// Reads every incoming ring and writes what waits for room; finds
+    /// peers that attached since the last call; checks liveness when due.
+    /// Returns whether bytes moved.
+    pub fn poll(&mut self, engine: &mut Engine, registry: &Registry) -> bool {
+        self.discover(registry);
+        let mut moved = false;
+        for i in 0..self.incoming.len() {
+            moved |= self.read(self.incoming[i], engine);
+        }
+        let waiting: Vec<u32> = self
+            .channels
+            .iter()
+            .filter(|(_, c)| c.out.as_ref().is_some_and(Outgoing::has_output) && !c.lost)
+            .map(|(p, _)| *p)
+            .collect();
+        for peer in waiting {
+            moved |= self.flush(peer, engine);
+        }
+        let now = Instant::now();
+        if now >= self.next_check {
+            self.next_check = now + LIVENESS_PERIOD;
+            let peers: Vec<u32> = self.channels.keys().copied().collect();
+            for peer in peers {
+                self.check_peer(peer, engine);
+            }
+        }
+        moved
+    }
+
+    fn read(&mut self, peer: u32, engine: &mut Engine) -> bool {
+        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
+            return false;
+        };
+        let Some(inc) = channel.inc.as_mut() else {
+            return false;
+        };
+        let result = inc.read(engine, peer, &mut self.delivered);
+        for item in self.delivered.drain(..) {
+            match item {
+                Delivered::Bye => channel.bye_received = true,
+                Delivered::Abort(code) => self.events_out.push(LinkEvent::Abort { peer, code }),
+                Delivered::Grant {
+                    sender_req,
+                    address,
+                } => {
+                    channel.grants.insert(sender_req, address);
+                }
+            }
+        }
+        if let (Ok(true), Some(out)) = (&result, channel.out.as_ref()) {
+            out.wake_peer(&self.ringer);
+        }
+        match result {
+            Ok(moved) => moved,
+            Err(e) => {
+                let who = self.universe.describe(peer);
+                tracing::error!("protocol error from {who} on its shared-memory ring: {e}");
+                let message = format!("{who} broke the protocol on its shared-memory ring: {e}");
+                self.lose(peer, err(ErrorClass::Protocol, message), engine);
+                true
+            }
+        }
+    }
+
+    /// Looks for writers that attached to this process's segment since the
+    /// last look, and attaches back to them.
+    fn discover(&mut self, registry: &Registry) {
+        let generation = self.generation.load(Ordering::Acquire);
+        if generation == self.generation_seen {
+            return;
+        }
+        self.generation_seen = generation;
+        let Some(mapping) = self.segment.mapping() else {
+            return;
+        };
+        let mut found = Vec::new();
+        for slot in 0..mapping.slots() {
+            if self.channels.get(&slot).is_some_and(|c| c.inc.is_some()) {
+                continue;
+            }
+            if let Some(writer) = mapping.writer(slot) {
+                let (control, bytes) = mapping.ring(slot);
+                // SAFETY: this process owns the segment and creates one
+                // consumer per slot.
+                let consumer = unsafe { Consumer::new(control, bytes) };
+                found.push((slot, writer, Incoming::new(consumer)));
+            }
+        }
+        for (peer, writer, inc) in found {
+            self.channel(peer, writer.pid, writer.start, registry).inc = Some(inc);
+            self.incoming.push(peer);
+            if let Err(e) = self.attach(peer, writer.pid, writer.start, writer.segment_fd, registry)
+            {
+                tracing::debug!(
+                    "cannot attach back to {}: {e:?}",
+                    self.universe.describe(peer)
+                );
+            }
+        }
+    }
+
+    /// A token of this transport was ready in epoll.
+    pub fn on_ready(&mut self, token: Token, engine: &mut Engine) {
+        if token == BELL {
+            self.bell.drain();
+        } else if let Some(peer) = token.0.checked_sub(TOKEN_BASE + 1) {
+            self.check_peer(peer as u32, engine);
+        }
+    }
+
+    /// Reports `peer` lost if its process is gone, after reading
+    /// everything it wrote.
+    fn check_peer(&mut self, peer: u32, engine: &mut Engine) {
+        let Some(channel) = self.channels.get(&peer).filter(|c| !c.lost) else {
+            return;
+        };
+        let (pid, start) = (channel.pid, channel.start);
+        if host::is_alive(pid, start) {
+            return;
+        }
+        while self.read(peer, engine) {}
+        let Some(channel) = self.channels.get(&peer).filter(|c| !c.lost) else {
+            return;
+        };
+        let who = self.universe.describe(peer);
+        let mid_frame = channel.inc.as_ref().is_some_and(Incoming::mid_frame);
+        let error = if channel.bye_received && !mid_frame {
+            err(ErrorClass::PeerLost, format!("{who} has finalized"))
+        } else {
+            tracing::warn!("{who} (pid {pid}) exited without finalizing");
+            err(
+                ErrorClass::PeerLost,
+                format!("{who} (pid {pid}, shared memory) exited or was killed without finalizing"),
+            )
+        };
+        self.lose(peer, error, engine);
+    }
+
+    fn lose(&mut self, peer: u32, error: crate::error::Error, engine: &mut Engine) {
+        if let Some(channel) = self.channels.get_mut(&peer) {
+            if channel.lost {
+                return;
+            }
+            channel.lost = true;
+            channel.out = None;
+            channel.pidfd = None;
+        }
+        engine.peer_lost(peer);
+        self.events_out.push(LinkEvent::Lost { peer, error });
+    }
+
+    /// Announces that this process is about to sleep in epoll. Returns
+    /// false (and stays awake) when a ring already holds data for it, or
+    /// one it writes has room for frames that wait; after a true, call
+    /// [`ShmTransport::awake`] once the sleep ends. Peers wake it both when
+    /// they write to it and when they free room in a ring it writes.
+    pub fn prepare_sleep(&mut self) -> bool {
+        self.own_bell.prepare_sleep();
+        let pending = self.generation.load(Ordering::Relaxed) != self.generation_seen
+            || self.channels.values_mut().any(|c| {
+                !c.lost
+                    && (c.inc.as_ref().is_some_and(Incoming::has_data)
+                        || c.out.as_mut().is_some_and(Outgoing::can_progress))
+            });
+        if pending {
+            self.own_bell.awake();
+        }
+        !pending
+    }
+
+    pub fn awake(&self) {
+        self.own_bell.awake();
+    }
+
+    /// Whether frames wait for room in a ring.
+    pub fn has_output(&self) -> bool {
+        self.channels
+            .values()
+            .any(|c| !c.lost && c.out.as_ref().is_some_and(Outgoing::has_output))
+    }
+
+    /// Queues a goodbye on every channel (once).
+    pub fn say_goodbye(&mut self, engine: &mut Engine) {
+        let peers: Vec<u32> = self.channels.keys().copied().collect();
+        for peer in peers {
+            let channel = self.channels.get_mut(&peer).expect("listed");
+            if channel.bye_sent || channel.lost {
+                continue;
+            }
+            if let Some(out) = channel.out.as_mut() {
+                channel.bye_sent = true;
+                out.enqueue_control(FrameKind::Bye, 0);
+                self.flush(peer, engine);
+            }
+        }
+    }
+
+    /// Whether every channel has said its goodbye and heard the peer's.
+    pub fn all_goodbyes_heard(&self) -> bool {
+        self.channels.values().all(|c| {
+            c.lost
+                || c.out.is_none()
+                || (c.bye_received && !c.out.as_ref().is_some_and(Outgoing::has_output))
+        })
+    }
+
+    /// Queues an abort on every channel, best effort.
+    pub fn broadcast_abort(&mut self, code: i32, engine: &mut Engine) {
+        let peers: Vec<u32> = self.channels.keys().copied().collect();
+        for peer in peers {
+            if let Some(out) = self
+                .channels
+                .get_mut(&peer)
+                .filter(|c| !c.lost)
+                .and_then(|c| c.out.as_mut())
+            {
+                out.enqueue_control(FrameKind::Abort, code);
+                self.flush(peer, engine);
+            }
+        }
+    }
+}
+
+/// A pidfd for (`pid`, `start`) registered in epoll under the peer's
+/// token: it becomes readable when the process exits. `None` where pidfds
+/// are not available (the periodic check covers it) or the process is
+/// already gone.
+fn watch(pid: u32, start: u64, peer: u32, registry: &Registry) -> Option<OwnedFd> {
+    // SAFETY: a plain system call with integer arguments.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor was just returned to us and is owned by no one else.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // The pid could have been reused before pidfd_open: the start time
+    // read now belongs to the process the pidfd refers to.
+    if !host::is_alive(pid, start) {
+        return None;
+    }
+    let token = Token(TOKEN_BASE + 1 + peer as usize);
+    registry
+        .register(&mut SourceFd(&pidfd.as_raw_fd()), token, Interest::READABLE)
+        .ok()?;
+    Some(pidfd)
+}

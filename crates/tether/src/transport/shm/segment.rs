@@ -1,0 +1,329 @@
+//! The shared segment of one receiving process: a header, then one slot
+//! per universe rank, each a ring that only that rank writes.
+//!
+//! Layout (offsets in bytes; `R` = ring capacity, a power of two):
+//!
+//! | offset | what |
+//! |---|---|
+//! | 0 | [`Header`]: magic, universe id, owner, slot count, `R`, `ready` |
+//! | 256 | attach generation: +1 each time a writer attaches |
+//! | 320 | the owner's [`Doorbell`] (its sleep flag) |
+//! | 4096 + i*(4096+R) | slot i: [`RingControl`], [`WriterInfo`] |
+//! | 8192 + i*(4096+R) | slot i: the ring's R bytes |
+//!
+//! The segment is a memfd: it has no name in any file system, so nothing
+//! can be left behind in /dev/shm whatever happens to the processes (a
+//! kill -9 during start-up included); its pages go when the last process
+//! that maps it or holds its descriptor exits. Writers open it through
+//! `/proc/<owner pid>/fd/<fd>`, which the kernel allows to processes of the
+//! same user (ptrace read access), the same rule as cross-memory attach.
+//!
+//! Life cycle: [`Segment::create`] before joining (the descriptor number
+//! is published with the address), [`Segment::init`] once the universe
+//! size is known (sizes the memfd, writes the header, sets `ready` last
+//! with Release). A writer maps it only after it sees `ready` (Acquire),
+//! claims its slot (0 -> 2 -> 1, so two processes claiming one rank are
+//! caught), and bumps the attach generation so the owner looks for it.
+
+use std::fs::File;
+use std::ops::Deref;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use memmap2::{MmapOptions, MmapRaw};
+use tether_ring::{Bytes, Doorbell, RingControl};
+
+const MAGIC: u64 = u64::from_le_bytes(*b"TTHRSHM1");
+const PAGE: usize = 4096;
+const GENERATION_AT: usize = 256;
+const DOORBELL_AT: usize = 320;
+
+#[repr(C)]
+struct Header {
+    magic: u64,
+    universe_id: u64,
+    owner_rank: u32,
+    slots: u32,
+    ring_bytes: u64,
+    ready: AtomicU32,
+}
+
+/// Who writes a slot: state 0 free, 2 being claimed, 1 attached.
+#[repr(C, align(64))]
+pub struct WriterInfo {
+    state: AtomicU32,
+    pid: AtomicU32,
+    start: AtomicU64,
+    /// The writer's own segment descriptor, so the owner can attach back.
+    segment_fd: AtomicU32,
+}
+
+/// The writer of a slot, as the owner sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Writer {
+    pub pid: u32,
+    pub start: u64,
+    pub segment_fd: u32,
+}
+
+/// A mapping of a segment (own or a peer's).
+pub struct Mapping {
+    map: Arc<MmapRaw>,
+    slots: u32,
+    ring_bytes: usize,
+}
+
+/// A pointer into a mapping that keeps the mapping alive.
+pub struct Shared<T> {
+    ptr: NonNull<T>,
+    _map: Arc<MmapRaw>,
+}
+
+impl<T> Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the pointer is inside the mapping this value keeps alive,
+        // aligned, and `T` is made of atomics valid for any bit pattern
+        // (the segment starts zeroed).
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+// SAFETY: `T` is made of atomics; sharing it is what it is for.
+unsafe impl<T: Sync> Send for Shared<T> {}
+
+/// A ring's storage inside a mapping.
+pub struct RingBytes {
+    ptr: *mut u8,
+    len: usize,
+    _map: Arc<MmapRaw>,
+}
+
+// SAFETY: a plain memory range inside the mapping this value keeps alive.
+unsafe impl Send for RingBytes {}
+
+// SAFETY: `len` is the segment's ring size, a power of two checked at
+// `init`/`attach`; copies stay inside `ptr..ptr+len`.
+unsafe impl Bytes for RingBytes {
+    fn capacity(&self) -> usize {
+        self.len
+    }
+    unsafe fn store(&self, at: usize, src: *const u8, len: usize) {
+        std::ptr::copy_nonoverlapping(src, self.ptr.add(at), len);
+    }
+    unsafe fn load(&self, at: usize, dst: *mut u8, len: usize) {
+        std::ptr::copy_nonoverlapping(self.ptr.add(at), dst, len);
+    }
+}
+
+fn segment_len(slots: u32, ring_bytes: usize) -> usize {
+    PAGE + slots as usize * (PAGE + ring_bytes)
+}
+
+impl Mapping {
+    fn at<T>(&self, offset: usize) -> Shared<T> {
+        let ptr = NonNull::new(self.map.as_mut_ptr().wrapping_add(offset).cast::<T>())
+            .expect("mapping is not null");
+        Shared {
+            ptr,
+            _map: self.map.clone(),
+        }
+    }
+
+    fn header(&self) -> Shared<Header> {
+        self.at(0)
+    }
+
+    pub fn generation(&self) -> Shared<AtomicU64> {
+        self.at(GENERATION_AT)
+    }
+
+    pub fn doorbell(&self) -> Shared<Doorbell> {
+        self.at(DOORBELL_AT)
+    }
+
+    pub fn slots(&self) -> u32 {
+        self.slots
+    }
+
+    fn slot_offset(&self, slot: u32) -> usize {
+        assert!(slot < self.slots, "slot {slot} of {}", self.slots);
+        PAGE + slot as usize * (PAGE + self.ring_bytes)
+    }
+
+    pub fn ring(&self, slot: u32) -> (Shared<RingControl>, RingBytes) {
+        let offset = self.slot_offset(slot);
+        let bytes = RingBytes {
+            ptr: self.map.as_mut_ptr().wrapping_add(offset + PAGE),
+            len: self.ring_bytes,
+            _map: self.map.clone(),
+        };
+        (self.at(offset), bytes)
+    }
+
+    fn writer_info(&self, slot: u32) -> Shared<WriterInfo> {
+        self.at(self.slot_offset(slot) + std::mem::size_of::<RingControl>())
+    }
+
+    /// The writer attached to `slot`, if one is.
+    pub fn writer(&self, slot: u32) -> Option<Writer> {
+        let info = self.writer_info(slot);
+        (info.state.load(Ordering::Acquire) == 1).then(|| Writer {
+            pid: info.pid.load(Ordering::Relaxed),
+            start: info.start.load(Ordering::Relaxed),
+            segment_fd: info.segment_fd.load(Ordering::Relaxed),
+        })
+    }
+}
+
+/// This process's own segment.
+pub struct Segment {
+    file: File,
+    mapping: Option<Mapping>,
+}
+
+impl Segment {
+    /// Creates the (empty) memfd.
+    pub fn create() -> std::io::Result<Segment> {
+        // SAFETY: a constant C string and flags.
+        let fd = unsafe { libc::memfd_create(c"tether-shm".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a descriptor just created and owned by nobody else.
+        let file = unsafe { File::from_raw_fd(fd) };
+        Ok(Segment {
+            file,
+            mapping: None,
+        })
+    }
+
+    /// The descriptor number peers open through /proc.
+    pub fn fd(&self) -> u32 {
+        self.file.as_raw_fd() as u32
+    }
+
+    /// Sizes and maps the segment and marks it ready. `ring_bytes` must be
+    /// a power of two.
+    pub fn init(
+        &mut self,
+        universe_id: u64,
+        owner_rank: u32,
+        slots: u32,
+        ring_bytes: usize,
+    ) -> std::io::Result<&Mapping> {
+        assert!(ring_bytes.is_power_of_two() && ring_bytes >= PAGE);
+        let len = segment_len(slots, ring_bytes);
+        self.file.set_len(len as u64)?;
+        let map = Arc::new(MmapOptions::new().len(len).map_raw(&self.file)?);
+        let mapping = Mapping {
+            map,
+            slots,
+            ring_bytes,
+        };
+        let header = mapping.header().ptr.as_ptr();
+        // SAFETY: nobody maps the segment before `ready` is set; the header
+        // is at the start of the fresh mapping.
+        unsafe {
+            (*header).magic = MAGIC;
+            (*header).universe_id = universe_id;
+            (*header).owner_rank = owner_rank;
+            (*header).slots = slots;
+            (*header).ring_bytes = ring_bytes as u64;
+        }
+        mapping.header().ready.store(1, Ordering::Release);
+        Ok(self.mapping.insert(mapping))
+    }
+
+    pub fn mapping(&self) -> Option<&Mapping> {
+        self.mapping.as_ref()
+    }
+}
+
+/// Why attaching to a peer's segment did not work.
+#[derive(Debug)]
+pub enum AttachError {
+    /// The peer has not finished its start-up: try again later.
+    NotReady,
+    /// This transport cannot reach the peer (another reason: permissions,
+    /// another universe); the message says why.
+    Unusable(String),
+}
+
+/// Maps the segment of process `pid` (descriptor `fd`) and claims slot
+/// `me` as its writer. `writer` describes this process.
+pub fn attach(
+    pid: u32,
+    fd: u32,
+    universe_id: u64,
+    me: u32,
+    writer: Writer,
+) -> Result<Mapping, AttachError> {
+    let path = format!("/proc/{pid}/fd/{fd}");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| AttachError::Unusable(format!("cannot open its segment {path}: {e}")))?;
+    let len = file
+        .metadata()
+        .map_err(|e| AttachError::Unusable(format!("{path}: {e}")))?
+        .len() as usize;
+    if len < PAGE {
+        return Err(AttachError::NotReady);
+    }
+    let map = Arc::new(
+        MmapOptions::new()
+            .len(len)
+            .map_raw(&file)
+            .map_err(|e| AttachError::Unusable(format!("cannot map {path}: {e}")))?,
+    );
+    let probe = Mapping {
+        map,
+        slots: 0,
+        ring_bytes: 0,
+    };
+    let header = probe.header();
+    if header.ready.load(Ordering::Acquire) != 1 {
+        return Err(AttachError::NotReady);
+    }
+    let (magic, id, slots, ring_bytes) = (
+        header.magic,
+        header.universe_id,
+        header.slots,
+        header.ring_bytes as usize,
+    );
+    if magic != MAGIC || id != universe_id {
+        return Err(AttachError::Unusable(format!(
+            "{path} is not a segment of this universe (id {id:#x}, expected {universe_id:#x})"
+        )));
+    }
+    if !ring_bytes.is_power_of_two() || segment_len(slots, ring_bytes) > len || me >= slots {
+        return Err(AttachError::Unusable(format!(
+            "{path} has an inconsistent layout ({slots} slots of {ring_bytes} bytes in {len} bytes)"
+        )));
+    }
+    let mapping = Mapping {
+        map: probe.map.clone(),
+        slots,
+        ring_bytes,
+    };
+    let info = mapping.writer_info(me);
+    if info
+        .state
+        .compare_exchange(0, 2, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return Err(AttachError::Unusable(format!(
+            "another process already writes to it as universe rank {me}"
+        )));
+    }
+    info.pid.store(writer.pid, Ordering::Relaxed);
+    info.start.store(writer.start, Ordering::Relaxed);
+    info.segment_fd.store(writer.segment_fd, Ordering::Relaxed);
+    info.state.store(1, Ordering::Release);
+    mapping.generation().fetch_add(1, Ordering::Release);
+    Ok(mapping)
+}

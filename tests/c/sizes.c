@@ -1,0 +1,44 @@
+/* Message sizes across every protocol boundary, both directions between
+ * ranks 0 and 1: 0 B, the shared-memory ring's one-piece frame limit
+ * (ring bytes - 64 B prefix) and the ring size itself +-1, the eager
+ * limit +-1, and 64 MiB. Each message is echoed back and checked. */
+#include "common.h"
+
+static int64_t setting(const char *key) {
+    char value[64];
+    CHECK(tether_hint_get(key, value, sizeof value));
+    return atoll(value);
+}
+
+int main(int argc, char **argv) {
+    CHECK(tether_init(&argc, &argv));
+    int me;
+    CHECK(tether_universe_rank(&me));
+    int64_t ring = 1, eager = setting("EAGER_LIMIT");
+    while (ring < setting("SHM_RING_BYTES")) ring *= 2;
+    const int64_t sizes[] = {0, 1, ring - 65, ring - 64, ring - 63, ring - 1, ring, ring + 1,
+                             eager - 1, eager, eager + 1, 64ll << 20};
+    const int n = (int)(sizeof sizes / sizeof sizes[0]);
+    unsigned char *buf = xmalloc(64u << 20);
+    for (int i = 0; i < n; i++) {
+        size_t len = (size_t)sizes[i];
+        tether_status st;
+        if (me == 0) {
+            fill(buf, len, (uint64_t)i);
+            CHECK(tether_send(buf, (int64_t)len, TETHER_BYTE, 1, i, TETHER_COMM_UNIVERSE));
+            memset(buf, 0, len);
+            CHECK(tether_recv(buf, 64 << 20, TETHER_BYTE, 1, i, TETHER_COMM_UNIVERSE, &st));
+        } else {
+            CHECK(tether_recv(buf, 64 << 20, TETHER_BYTE, 0, i, TETHER_COMM_UNIVERSE, &st));
+            CHECK(tether_send(buf, st.bytes, TETHER_BYTE, 0, i, TETHER_COMM_UNIVERSE));
+        }
+        EXPECT(st.bytes == (int64_t)len, "size %zu came back as %lld bytes", len, (long long)st.bytes);
+        long long bad = first_mismatch(buf, len, (uint64_t)i);
+        EXPECT(bad < 0, "message of %zu bytes wrong at byte %lld", len, bad);
+        if (me == 0) printf("size %zu ok\n", len);
+    }
+    free(buf);
+    CHECK(tether_finalize());
+    printf("ok sizes\n");
+    return 0;
+}

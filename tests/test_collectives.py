@@ -1,0 +1,48 @@
+"""Communicators and collectives between real processes, checked inside the
+programs against serial references (tests/c/coll_suite.c): every collective
+of DESIGN 3.5, blocking and non-blocking, every valid (type, op) pair,
+counts 0, 1, 7, 1000 and 1 MiB worth, on a universe of one process and on
+three programs of 1, 2 and 4 processes; communicators from programs and
+from universe ranks, two overlapping ones used alternately; non-blocking
+collectives interleaved with point-to-point; invalid arguments."""
+
+import pytest
+
+from conftest import tether_run
+
+SCENARIOS = ["reductions", "movement", "comms", "nonblocking", "errors"]
+
+
+def three_programs(prog, *args):
+    return [
+        "--name", "a", "-n", "1", prog, *args, ":",
+        "--name", "b", "-n", "2", prog, *args, ":",
+        "--name", "c", "-n", "4", prog, *args,
+    ]
+
+
+@pytest.fixture
+def suite(program):
+    return program("coll_suite", ["-lm"])
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_one_process_universe(built, suite, scenario):
+    proc = tether_run(["--name", "solo", "-n", "1", suite, scenario])
+    assert f"[solo:0] ok {scenario}" in proc.stdout
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_three_programs_of_one_two_and_four(built, suite, scenario):
+    # comms runs the reduction suite again on a sub-communicator: the
+    # 1 MiB counts are left to the universe-wide run.
+    args = [scenario, "quick"] if scenario == "comms" else [scenario]
+    proc = tether_run(three_programs(suite, *args), timeout=400)
+    assert proc.stdout.count(f"ok {scenario}") == 7
+
+
+def test_mismatched_counts_are_reported_with_the_peer(built, suite):
+    proc = tether_run(three_programs(suite, "errors"))
+    assert "TETHER_ERR_TRUNCATE: allreduce on communicator" in proc.stdout
+    assert "rank 0 (a:0) sent more bytes" in proc.stdout
+    assert "sent 32 bytes where 64 were expected" in proc.stdout
