@@ -33,9 +33,12 @@ struct PyBufferView {
     internal: *mut c_void,
 }
 
-/// `PyBUF_STRIDES | PyBUF_FORMAT` (`PyBUF_RECORDS_RO`): shape, strides and
-/// format are filled in, and exporters that need suboffsets refuse.
-const PYBUF_RECORDS_RO: c_int = 0x0018 | 0x0004;
+/// `PyBUF_STRIDES`: shape and strides are filled in (for the contiguity
+/// check), and exporters that need suboffsets refuse.
+const PYBUF_STRIDES: c_int = 0x0018;
+/// `PyBUF_FORMAT`: the element format too (which numpy builds anew on
+/// every export, so it is asked for only where the datatype matters).
+const PYBUF_FORMAT: c_int = 0x0004;
 
 extern "C" {
     fn PyObject_GetBuffer(obj: *mut PyObject, view: *mut PyBufferView, flags: c_int) -> c_int;
@@ -47,6 +50,14 @@ extern "C" {
 pub enum Access {
     Read,
     Write,
+}
+
+/// Whether the export must describe its elements (format and item size:
+/// collectives) or only its bytes (point-to-point).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Items {
+    Bytes,
+    Described,
 }
 
 /// A held, contiguous export of a Python object.
@@ -61,9 +72,28 @@ unsafe impl Send for Buffer {}
 unsafe impl Sync for Buffer {}
 
 impl Buffer {
-    /// Exports `obj`. Not a buffer: `TypeError`; not contiguous, or
-    /// read-only where `access` is `Write`: `ValueError` naming `role`.
+    /// Exports `obj` as bytes (its format is not asked for). Not a buffer:
+    /// `TypeError`; not contiguous, or read-only where `access` is `Write`:
+    /// `ValueError` naming `role`.
     pub fn get(obj: &Bound<'_, PyAny>, access: Access, role: &str) -> PyResult<Buffer> {
+        Buffer::export(obj, access, Items::Bytes, role)
+    }
+
+    /// `get`, with the format and item size of the elements described.
+    pub fn get_described(obj: &Bound<'_, PyAny>, access: Access, role: &str) -> PyResult<Buffer> {
+        Buffer::export(obj, access, Items::Described, role)
+    }
+
+    fn export(
+        obj: &Bound<'_, PyAny>,
+        access: Access,
+        items: Items,
+        role: &str,
+    ) -> PyResult<Buffer> {
+        let flags = match items {
+            Items::Bytes => PYBUF_STRIDES,
+            Items::Described => PYBUF_STRIDES | PYBUF_FORMAT,
+        };
         let mut view = Box::new(PyBufferView {
             buf: std::ptr::null_mut(),
             obj: std::ptr::null_mut(),
@@ -78,7 +108,7 @@ impl Buffer {
             internal: std::ptr::null_mut(),
         });
         // SAFETY: `obj` is a live object (GIL held); `view` is writable.
-        if unsafe { PyObject_GetBuffer(obj.as_ptr(), &mut *view, PYBUF_RECORDS_RO) } != 0 {
+        if unsafe { PyObject_GetBuffer(obj.as_ptr(), &mut *view, flags) } != 0 {
             let cause = PyErr::take(obj.py());
             let err = PyTypeError::new_err(format!(
                 "{role}: a {} does not support the buffer protocol with strides \
@@ -116,7 +146,8 @@ impl Buffer {
         self.view.itemsize as usize
     }
 
-    /// The buffer's format string (`"B"` when the exporter gives none).
+    /// The buffer's format string (`"B"` when the exporter gives none; only
+    /// exports made with `get_described` have one).
     pub fn format(&self) -> &str {
         if self.view.format.is_null() {
             return "B";

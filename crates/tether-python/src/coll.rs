@@ -66,7 +66,7 @@ impl Side {
         if obj.is(in_place(obj.py())?.bind(obj.py())) {
             return Ok(Side::InPlace);
         }
-        Buffer::get(obj, access, role).map(Side::Buf)
+        Buffer::get_described(obj, access, role).map(Side::Buf)
     }
 
     fn buffer(&self) -> Option<&Buffer> {

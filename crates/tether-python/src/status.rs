@@ -9,7 +9,7 @@ use crate::error::check;
 /// The source rank (in the communicator), the tag, the error class
 /// (`0` or e.g. `tether.ERR_TRUNCATE`) and the message's true size in
 /// bytes (`count`), as mpi4py's `Status`.
-#[pyclass(module = "tether", frozen)]
+#[pyclass(module = "tether", frozen, freelist = 64)]
 #[derive(Clone, Copy)]
 pub struct Status {
     pub inner: tether_status,
