@@ -8,6 +8,11 @@ mpi4py, so the three read as ratios of one another.
 
 Rank 0 prints `latency <bytes> <us, half round trip>` and
 `bw <bytes> <MB/s, 1 MB = 1e6 B>` lines, as the C programs do.
+
+  python3 pingpong.py --self [ITERS]
+
+runs alone (a universe of one) and prints `self 8 <us per Send+Recv pair>`
+for 8-byte messages to itself: the calls of self_loop.c, from Python.
 """
 
 import argparse
@@ -117,9 +122,28 @@ def bandwidth(c, size, args):
         print(f"bw {size} {size * window * iters / ((t1 - t0) * 1e6):.1f}", flush=True)
 
 
+def self_loop(iters):
+    """Send+Recv of 8 bytes to itself, as self_loop.c does."""
+    import tether
+
+    tether.init("self", 0, 1)
+    comm = tether.UNIVERSE
+    send, recv = comm.Send, comm.Recv
+    s, r = np.ones(8, np.uint8), np.zeros(8, np.uint8)
+    t0 = 0.0
+    for i in range(iters + iters // 10):
+        if i == iters // 10:
+            t0 = time.perf_counter()
+        send(s, 0, 1)
+        recv(r, 0, 1)
+    print(f"self 8 {(time.perf_counter() - t0) * 1e6 / iters:.3f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mpi4py", action="store_true", help="run over mpi4py instead of Tether")
+    ap.add_argument("--self", type=int, nargs="?", const=200000, metavar="ITERS",
+                    help="alone: Send+Recv to itself ITERS times (default 200000)")
     ap.add_argument("--lat", type=sizes, default=[8, 1024, 65536])
     ap.add_argument("--bw", type=sizes, default=[1 << 20, 16 << 20])
     ap.add_argument("--iters", type=int, default=0)
@@ -128,6 +152,8 @@ def main():
     ap.add_argument("--bw-warmup", type=int, default=0)
     ap.add_argument("--window", type=int, default=64)
     args = ap.parse_args()
+    if args.self:
+        return self_loop(args.self)
     c = Mpi4pyComm() if args.mpi4py else TetherComm()
     if c.rank == 0:
         print(f"# python pingpong over {c.name}, window {args.window}", flush=True)

@@ -177,6 +177,8 @@ def _abort_on_uncaught(
 ) -> None:
     (_previous_excepthook or sys.__excepthook__)(kind, value, tb)
     if initialized():
+        # abort ends the process at once: nothing buffered would be written.
+        sys.stdout.flush()
         sys.stderr.flush()
         abort(1)
 

@@ -31,6 +31,7 @@ def main(argv: List[str]) -> None:
         raise
     except BaseException:
         traceback.print_exc()
+        sys.stdout.flush()
         sys.stderr.flush()
         if _native.initialized():
             _native.abort(1)
