@@ -60,6 +60,114 @@ pub enum Items {
     Described,
 }
 
+impl PyBufferView {
+    fn empty() -> PyBufferView {
+        PyBufferView {
+            buf: std::ptr::null_mut(),
+            obj: std::ptr::null_mut(),
+            len: 0,
+            itemsize: 0,
+            readonly: 0,
+            ndim: 0,
+            format: std::ptr::null_mut(),
+            shape: std::ptr::null_mut(),
+            strides: std::ptr::null_mut(),
+            suboffsets: std::ptr::null_mut(),
+            internal: std::ptr::null_mut(),
+        }
+    }
+
+    /// Exports `obj` into this (empty) view and checks it. Not a buffer:
+    /// `TypeError`; not contiguous, or read-only where `access` is
+    /// `Write`: `ValueError` naming `role`, and the view is released again.
+    /// The view must not move until it is released.
+    fn acquire(
+        &mut self,
+        obj: &Bound<'_, PyAny>,
+        access: Access,
+        items: Items,
+        role: &str,
+    ) -> PyResult<()> {
+        let flags = match items {
+            Items::Bytes => PYBUF_STRIDES,
+            Items::Described => PYBUF_STRIDES | PYBUF_FORMAT,
+        };
+        // SAFETY: `obj` is a live object (GIL held); `self` is writable.
+        if unsafe { PyObject_GetBuffer(obj.as_ptr(), self, flags) } != 0 {
+            let cause = PyErr::take(obj.py());
+            let err = PyTypeError::new_err(format!(
+                "{role}: a {} does not support the buffer protocol with strides \
+                 (use a numpy array, bytearray, memoryview, ...)",
+                type_name(obj)
+            ));
+            err.set_cause(obj.py(), cause);
+            return Err(err);
+        }
+        let problem = if !self.is_contiguous() {
+            Some(format!(
+                "{role}: the buffer is not contiguous; pass a contiguous copy \
+                 (numpy.ascontiguousarray) or a contiguous view"
+            ))
+        } else if access == Access::Write && self.readonly != 0 {
+            Some(format!(
+                "{role}: the buffer is read-only and cannot receive data"
+            ))
+        } else {
+            None
+        };
+        match problem {
+            Some(message) => {
+                // SAFETY: filled by the successful export above, released once.
+                unsafe { PyBuffer_Release(self) };
+                Err(PyValueError::new_err(message))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// C or Fortran order without gaps (PEP 3118 contiguity).
+    fn is_contiguous(&self) -> bool {
+        if self.strides.is_null() || self.ndim == 0 || self.len == 0 {
+            return true;
+        }
+        // SAFETY: with PyBUF_STRIDES, shape and strides hold `ndim` entries.
+        let (shape, strides) = unsafe {
+            (
+                std::slice::from_raw_parts(self.shape, self.ndim as usize),
+                std::slice::from_raw_parts(self.strides, self.ndim as usize),
+            )
+        };
+        let dense = |dims: &mut dyn Iterator<Item = usize>| {
+            let mut expect = self.itemsize;
+            for d in dims {
+                if shape[d] != 1 && strides[d] != expect {
+                    return false;
+                }
+                expect *= shape[d];
+            }
+            true
+        };
+        dense(&mut (0..shape.len()).rev()) || dense(&mut (0..shape.len()))
+    }
+}
+
+/// Runs `f` on the memory of `obj` (address and size in bytes), exported
+/// for the duration of the call only (a blocking operation: no allocation).
+/// Errors as `Buffer::get`.
+pub fn with_bytes<R>(
+    obj: &Bound<'_, PyAny>,
+    access: Access,
+    role: &str,
+    f: impl FnOnce(*mut c_void, i64) -> R,
+) -> PyResult<R> {
+    let mut view = PyBufferView::empty();
+    view.acquire(obj, access, Items::Bytes, role)?;
+    let result = f(view.buf, view.len as i64);
+    // SAFETY: acquired above, released once, with the GIL held.
+    unsafe { PyBuffer_Release(&mut view) };
+    Ok(result)
+}
+
 /// A held, contiguous export of a Python object.
 pub struct Buffer {
     // Boxed: some exporters point `shape` into the view itself.
@@ -90,47 +198,9 @@ impl Buffer {
         items: Items,
         role: &str,
     ) -> PyResult<Buffer> {
-        let flags = match items {
-            Items::Bytes => PYBUF_STRIDES,
-            Items::Described => PYBUF_STRIDES | PYBUF_FORMAT,
-        };
-        let mut view = Box::new(PyBufferView {
-            buf: std::ptr::null_mut(),
-            obj: std::ptr::null_mut(),
-            len: 0,
-            itemsize: 0,
-            readonly: 0,
-            ndim: 0,
-            format: std::ptr::null_mut(),
-            shape: std::ptr::null_mut(),
-            strides: std::ptr::null_mut(),
-            suboffsets: std::ptr::null_mut(),
-            internal: std::ptr::null_mut(),
-        });
-        // SAFETY: `obj` is a live object (GIL held); `view` is writable.
-        if unsafe { PyObject_GetBuffer(obj.as_ptr(), &mut *view, flags) } != 0 {
-            let cause = PyErr::take(obj.py());
-            let err = PyTypeError::new_err(format!(
-                "{role}: a {} does not support the buffer protocol with strides \
-                 (use a numpy array, bytearray, memoryview, ...)",
-                type_name(obj)
-            ));
-            err.set_cause(obj.py(), cause);
-            return Err(err);
-        }
-        let buffer = Buffer { view };
-        if !buffer.is_contiguous() {
-            return Err(PyValueError::new_err(format!(
-                "{role}: the buffer is not contiguous; pass a contiguous copy \
-                 (numpy.ascontiguousarray) or a contiguous view"
-            )));
-        }
-        if access == Access::Write && buffer.view.readonly != 0 {
-            return Err(PyValueError::new_err(format!(
-                "{role}: the buffer is read-only and cannot receive data"
-            )));
-        }
-        Ok(buffer)
+        let mut view = Box::new(PyBufferView::empty());
+        view.acquire(obj, access, items, role)?;
+        Ok(Buffer { view })
     }
 
     pub fn ptr(&self) -> *mut c_void {
@@ -156,32 +226,6 @@ impl Buffer {
         unsafe { CStr::from_ptr(self.view.format) }
             .to_str()
             .unwrap_or("?")
-    }
-
-    /// C or Fortran order without gaps (PEP 3118 contiguity).
-    fn is_contiguous(&self) -> bool {
-        let v = &*self.view;
-        if v.strides.is_null() || v.ndim == 0 || v.len == 0 {
-            return true;
-        }
-        // SAFETY: with PyBUF_STRIDES, shape and strides hold `ndim` entries.
-        let (shape, strides) = unsafe {
-            (
-                std::slice::from_raw_parts(v.shape, v.ndim as usize),
-                std::slice::from_raw_parts(v.strides, v.ndim as usize),
-            )
-        };
-        let dense = |dims: &mut dyn Iterator<Item = usize>| {
-            let mut expect = v.itemsize;
-            for d in dims {
-                if shape[d] != 1 && strides[d] != expect {
-                    return false;
-                }
-                expect *= shape[d];
-            }
-            true
-        };
-        dense(&mut (0..shape.len()).rev()) || dense(&mut (0..shape.len()))
     }
 
     /// The Tether datatype of the elements, for reductions: from the format

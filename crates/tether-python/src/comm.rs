@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 
 use tether_capi::*;
 
-use crate::buffer::{Access, Buffer};
+use crate::buffer::{with_bytes, Access, Buffer};
 use crate::error::{check, error};
 use crate::orphans;
 use crate::request::Request;
@@ -40,13 +40,6 @@ pub struct Region {
 unsafe impl Send for Region {}
 
 impl Region {
-    pub fn of(buffer: &Buffer) -> Region {
-        Region {
-            ptr: buffer.ptr(),
-            len: buffer.len() as i64,
-        }
-    }
-
     // Methods, not fields, inside closures: a closure then captures the
     // whole (Send) Region rather than its raw-pointer field.
     pub fn ptr(self) -> *mut c_void {
@@ -113,10 +106,11 @@ impl Comm {
     #[pyo3(signature = (buf, dest, tag = 0))]
     fn Send(&self, py: Python<'_>, buf: &Bound<'_, PyAny>, dest: i32, tag: i32) -> PyResult<()> {
         orphans::reap();
-        let buffer = Buffer::get(buf, Access::Read, "Send")?;
-        let r = Region::of(&buffer);
         let comm = self.handle;
-        let code = py.detach(move || tether_send(r.ptr(), r.len(), TETHER_BYTE, dest, tag, comm));
+        let code = with_bytes(buf, Access::Read, "Send", |ptr, len| {
+            let r = Region { ptr, len };
+            py.detach(move || tether_send(r.ptr(), r.len(), TETHER_BYTE, dest, tag, comm))
+        })?;
         check(py, code)
     }
 
@@ -132,22 +126,23 @@ impl Comm {
         tag: i32,
     ) -> PyResult<Status> {
         orphans::reap();
-        let buffer = Buffer::get(buf, Access::Write, "Recv")?;
-        let r = Region::of(&buffer);
         let comm = self.handle;
-        let (code, status) = py.detach(move || {
-            let mut status = tether_status::default();
-            let code = tether_recv(
-                r.ptr(),
-                r.len(),
-                TETHER_BYTE,
-                source,
-                tag,
-                comm,
-                &mut status,
-            );
-            (code, status)
-        });
+        let (code, status) = with_bytes(buf, Access::Write, "Recv", |ptr, len| {
+            let r = Region { ptr, len };
+            py.detach(move || {
+                let mut status = tether_status::default();
+                let code = tether_recv(
+                    r.ptr(),
+                    r.len(),
+                    TETHER_BYTE,
+                    source,
+                    tag,
+                    comm,
+                    &mut status,
+                );
+                (code, status)
+            })
+        })?;
         if code != TETHER_SUCCESS {
             return Err(error(py, code, Some(Status::new(status))));
         }
