@@ -3,8 +3,9 @@
 #   make [build]                 cargo build, then lay out build/{bin,lib}
 #   make install PREFIX=DIR      bin, lib, include, pkg-config and CMake files
 #   make test                    format, lint, cargo tests, multi-process tests
+#   make python                  pip-install the Python package into $(PYTHON)
 #   make deps                    what a fresh Debian machine needs
-#   make header | check-format | lint | loom | demo | clean
+#   make header | check-format | lint | loom | demo | demo-python | clean
 #
 # Variables: PREFIX (/usr/local), DESTDIR (staging root for packagers),
 # CARGO, PYTHON, CARGO_TARGET_DIR (honoured as cargo honours it).
@@ -59,8 +60,8 @@ HEADERS := include/tether.h include/tether_mpi.h
 APT_PACKAGES := build-essential ca-certificates pkg-config cmake mpich libmpich-dev \
                 python3 python3-pytest iproute2
 
-.PHONY: all build header install check-format lint loom test demo clean \
-        deps deps-system deps-rust deps-pytest
+.PHONY: all build header install check-format lint loom test demo demo-python clean python \
+        deps deps-system deps-rust deps-pytest deps-python
 
 all: build
 
@@ -72,6 +73,12 @@ build:
 	sync $(CARGO_OUT)/tether $(BUILD_BIN)/tether 0755
 	sync $(CARGO_OUT)/libtether_capi.so $(BUILD_LIB)/libtether.so 0755
 	sync $(CARGO_OUT)/libtether_capi.a $(BUILD_LIB)/libtether.a 0644
+
+# The `tether` Python package (pyproject.toml: maturin builds
+# crates/tether-python into python/tether), installed into $(PYTHON);
+# cargo rebuilds only what changed.
+python:
+	PIP_ROOT_USER_ACTION=ignore $(PYTHON) -m pip install --quiet --no-build-isolation --no-deps .
 
 header:
 	TETHER_UPDATE_HEADER=1 $(CARGO) test -p tether-capi --test header
@@ -114,7 +121,11 @@ test:
 	$(CARGO) test --workspace
 	$(MAKE) --no-print-directory loom
 	$(MAKE) --no-print-directory build
+	$(MAKE) --no-print-directory python
 	$(PYTHON) -m pytest -q tests
+
+demo-python: build python
+	bash examples/python_coupling_demo.sh
 
 demo: build
 	@test -f examples/coupled_demo.sh || { echo "make demo: examples/coupled_demo.sh does not exist yet" >&2; exit 1; }
@@ -130,6 +141,7 @@ deps:
 	@$(MAKE) --no-print-directory -s deps-system
 	$(MAKE) --no-print-directory -s deps-rust
 	$(MAKE) --no-print-directory -s deps-pytest
+	$(MAKE) --no-print-directory -s deps-python
 
 # Debian packages; as root they are installed (rustup too when there is no
 # cargo and Debian has it), otherwise the command to run is printed.
@@ -182,3 +194,14 @@ deps-pytest:
 	@$(PYTHON) -m pytest --version >/dev/null 2>&1 && exit 0
 	echo "make deps: $(PYTHON) has no pytest; installing it with pip"
 	$(PYTHON) -m pip install --quiet pytest
+
+# What the Python package needs to build (maturin) and its tests need
+# (numpy, mypy for the stub check), for $(PYTHON).
+PYTHON_PACKAGES := maturin numpy mypy
+
+deps-python:
+	@missing=()
+	for p in $(PYTHON_PACKAGES); do $(PYTHON) -c "import $$p" 2>/dev/null || missing+=("$$p"); done
+	(( $${#missing[@]} )) || exit 0
+	echo "make deps: $(PYTHON) lacks $${missing[*]}; installing with pip"
+	PIP_ROOT_USER_ACTION=ignore $(PYTHON) -m pip install --quiet "$${missing[@]}"

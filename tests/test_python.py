@@ -1,0 +1,93 @@
+"""The Python package through `tether run`: Python-Python scenarios of
+tests/python/p2p_suite.py, Python with C, process failure, and the type
+stubs against the module."""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, clean_env, tether_run
+
+SUITE = ROOT / "tests" / "python" / "p2p_suite.py"
+SCENARIOS = ["pairs", "objects", "wildcards", "truncation", "random_order", "dropped_buffers", "rejected", "identity"]
+
+
+@pytest.fixture(scope="session")
+def python_package(built):
+    """Installs the package into this interpreter once per session (`make python`)."""
+    subprocess.run(["make", "-s", "python", f"PYTHON={sys.executable}"], cwd=ROOT, check=True)
+
+
+def universe(*cmd, alpha=2, beta=2):
+    return ["--name", "alpha", "-n", str(alpha), *cmd, ":", "--name", "beta", "-n", str(beta), *cmd]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_python_scenario(python_package, scenario):
+    proc = tether_run(universe(sys.executable, str(SUITE), scenario))
+    assert proc.stdout.count(f"ok {scenario}") == 4
+
+
+def test_uncaught_exception_ends_the_run(python_package):
+    proc = tether_run(universe(sys.executable, str(SUITE), "fail"), timeout=60, check=False)
+    assert proc.returncode != 0
+    assert "deliberate failure in rank 1" in proc.stdout + proc.stderr
+    assert "ok fail" not in proc.stdout
+
+
+def test_runner_aborts_on_exception_without_init_hooks(python_package, tmp_path):
+    script = tmp_path / "raiser.py"
+    script.write_text(
+        "import sys, numpy as np, tether\n"
+        "tether.init(abort_on_exception=False)\n"
+        "if tether.UNIVERSE.rank == 0:\n"
+        "    raise ValueError('runner must abort')\n"
+        "tether.UNIVERSE.Recv(np.zeros(1), 0)\n"
+    )
+    cmd = [sys.executable, "-m", "tether", str(script)]
+    proc = tether_run(universe(*cmd, alpha=1, beta=1), timeout=60, check=False)
+    assert proc.returncode != 0
+    assert "runner must abort" in proc.stdout + proc.stderr
+
+
+def test_python_and_c_exchange(python_package, program):
+    peer = program("py_peer")
+    script = ROOT / "tests" / "python" / "c_peer.py"
+    proc = tether_run(["--name", "csim", "-n", "2", peer, ":", "--name", "pymodel", "-n", "2", sys.executable, str(script)])
+    assert proc.stdout.count("ok c-python") == 4
+
+
+def test_stubs_match_the_module(python_package):
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "tether"], capture_output=True, text=True, env=clean_env()
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+COLL_SUITE = ROOT / "tests" / "python" / "coll_suite.py"
+
+
+@pytest.mark.parametrize("scenario", ["buffers", "nonblocking", "objects", "communicators", "errors"])
+def test_python_collectives(python_package, scenario):
+    proc = tether_run(universe(sys.executable, str(COLL_SUITE), scenario, alpha=2, beta=3), timeout=180)
+    assert proc.stdout.count(f"ok {scenario}") == 5
+
+
+def test_python_coupling_example(python_package):
+    proc = subprocess.run(
+        ["bash", str(ROOT / "examples" / "python_coupling_demo.sh"), "3"],
+        capture_output=True, text=True, timeout=120, env=clean_env(PYTHON=sys.executable),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[ml:0] step 2: field mean" in proc.stdout
+    assert "[sim:0] step 2: sent 2048 cells, correction norm" in proc.stdout
+
+
+def test_python_benchmark_quick_run_completes(python_package):
+    proc = subprocess.run(
+        [sys.executable, "benches/python/compare.py", "--quick", "--no-mpi"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "| 8 B |" in proc.stdout and "| 16 MiB |" in proc.stdout, proc.stdout
