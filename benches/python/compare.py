@@ -19,6 +19,7 @@ give medians (min-max) and the Python cost over C: microseconds added per
 message (latency) and the ratio of bandwidths.
 
   python3 benches/python/compare.py            # full run, markdown on stdout
+  python3 benches/python/compare.py --in-kernel  # Tether waits keep polling
   python3 benches/python/compare.py --quick    # seconds, for a smoke test
 
 Builds with `make -s build` and `make -s python` (the package is installed
@@ -54,13 +55,17 @@ def have_mpi4py():
     return probe.returncode == 0 and shutil.which("mpiexec") is not None
 
 
+TETHER_ENV = {}
+"""Settings for every Tether run (C and Python alike): --in-kernel."""
+
+
 def commands(launcher, progs, impl, bench_args, timeout):
     py = [sys.executable, str(HERE / "pingpong.py")]
     if impl in ("C", "Python"):
         prog = [str(progs["tether"])] if impl == "C" else py
         side = [*prog, *bench_args]
         return [str(launcher), "run", "--timeout", str(timeout), "--name", "a", "-n", "1", *side,
-                ":", "--name", "b", "-n", "1", *side], {}
+                ":", "--name", "b", "-n", "1", *side], TETHER_ENV
     prog = [str(progs["mpi"])] if impl == "MPICH C" else [*py, "--mpi4py"]
     return ["mpiexec", *p2p.MPI_LAUNCH, *prog, *bench_args], p2p.MPI_TCP_ENV
 
@@ -100,8 +105,13 @@ def main():
     ap.add_argument("--no-mpi", action="store_true", help="leave MPICH and mpi4py out")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--no-quiet-gate", action="store_true", help="do not wait for a quiet machine before each run")
+    ap.add_argument("--in-kernel", action="store_true",
+                    help="run Tether (C and Python) with TETHER_IN_KERNEL=1: waits keep polling, so a busy "
+                         "machine's wake-ups do not hide what the calls cost")
     args = ap.parse_args()
     reps = args.reps or (1 if args.quick else 5)
+    if args.in_kernel:
+        TETHER_ENV["TETHER_IN_KERNEL"] = "1"
     subprocess.run(["make", "-s", "python", f"PYTHON={sys.executable}"], cwd=ROOT, check=True)
     build_args = argparse.Namespace(tether_bin=None, tether_lib=None, no_make=False, no_mpi=args.no_mpi,
                                     build_dir=str(ROOT / "build" / "bench"))
@@ -144,7 +154,8 @@ def main():
             "| C | Python | Python - C |", "|---|---|---|",
             f"| {cell(c_self, '{:.3f}')} | {cell(py_self, '{:.3f}')} | "
             + (f"{statistics.median(py_self) - statistics.median(c_self):+.3f} |" if c_self and py_self else "- |"),
-            "", "Ping-pong, half round trip:", ""]
+            "", "Ping-pong, half round trip" + (" (Tether with TETHER_IN_KERNEL=1)" if args.in_kernel else "")
+            + ":", ""]
     out += ["| size | C (us) | Python (us) | Python - C (us) |" + (" MPICH C (us) | mpi4py (us) | mpi4py - MPICH (us) |" if len(impls) > 2 else ""),
             "|---|---|---|---|" + ("---|---|---|" if len(impls) > 2 else "")]
     for size in LAT_SIZES:
