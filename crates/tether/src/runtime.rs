@@ -296,17 +296,22 @@ impl Runtime {
         let source = comm_ref
             .and_then(|cm| cm.rank_of(c.source))
             .map_or(ANY_SOURCE, |r| r as i32);
-        let who = if c.source == u32::MAX {
-            "any source".to_string()
-        } else {
-            self.universe.describe(c.source)
+        // Named only when an error needs it: a success formats nothing.
+        let who = || {
+            if c.source == u32::MAX {
+                "any source".to_string()
+            } else {
+                self.universe.describe(c.source)
+            }
         };
         let error = c.error.map(|e| match e {
             CompletionError::Truncated => err(
                 ErrorClass::Truncate,
                 format!(
-                    "message of {} bytes from {who} (tag {}) is longer than the receive buffer",
-                    c.bytes, c.tag
+                    "message of {} bytes from {} (tag {}) is longer than the receive buffer",
+                    c.bytes,
+                    who(),
+                    c.tag
                 ),
             ),
             CompletionError::Cancelled => err(ErrorClass::Cancelled, "the receive was cancelled"),
@@ -314,7 +319,7 @@ impl Runtime {
                 self.unreachable.get(&c.source).cloned().unwrap_or_else(|| {
                     err(
                         ErrorClass::PeerLost,
-                        format!("{who} is no longer reachable"),
+                        format!("{} is no longer reachable", who()),
                     )
                 })
             }

@@ -2,6 +2,8 @@
 //! whenever the runtime makes progress. Free of I/O: it posts requests on
 //! the engine and the runtime moves their frames.
 
+use std::sync::Arc;
+
 use tether_proto::{Completion, CompletionError, Engine, Region, ReqId};
 
 use super::schedule::{Buf, Local, Schedule, Span, Transfer};
@@ -13,7 +15,7 @@ use crate::op::{self, Op};
 /// that tells this operation from the others on the same communicator.
 #[derive(Debug, Clone)]
 pub struct Channel {
-    pub members: Vec<u32>,
+    pub members: Arc<[u32]>,
     pub context: u32,
     pub tag: i32,
 }
@@ -76,6 +78,11 @@ impl Running {
             in_flight: false,
             pending: Vec::new(),
         }
+    }
+
+    /// Where this collective sends and receives.
+    pub fn channel(&self) -> &Channel {
+        &self.channel
     }
 
     /// Moves the collective as far as completed transfers allow. Returns

@@ -46,12 +46,7 @@ impl Arg {
     fn bytes(&self, name: &str) -> Result<(Datatype, usize)> {
         let datatype = datatype::lookup(self.datatype)?;
         let len = byte_len(self.count, datatype)?;
-        if self.ptr.is_null() && len > 0 {
-            return Err(err(
-                ErrorClass::Arg,
-                format!("{name} is NULL but holds {len} bytes"),
-            ));
-        }
+        nonnull(self.ptr, len, name)?;
         Ok((datatype, len))
     }
 }
@@ -106,7 +101,6 @@ pub(super) struct Active {
     req: ReqId,
     what: &'static str,
     comm: i32,
-    members: std::sync::Arc<[u32]>,
     running: Running,
 }
 
@@ -189,18 +183,16 @@ impl Runtime {
     ) -> Result<ReqId> {
         let c = self.comms.get_mut(comm)?;
         let channel = Channel {
-            members: c.members.to_vec(),
+            members: c.members.clone(),
             context: c.collective_context(),
             tag: c.next_collective_tag(),
         };
-        let members = c.members.clone();
         let req = self.engine.start_generalized();
         self.request_comm.insert(req, comm);
         self.collectives.push(Active {
             req,
             what,
             comm,
-            members,
             running: Running::new(schedule, channel, buffers, reduction),
         });
         self.advance_collectives();
@@ -243,10 +235,11 @@ impl Runtime {
     }
 
     fn collective_error(&self, active: &Active, failure: &Failure) -> (CompletionError, Error) {
+        let members = &active.running.channel().members;
         let who = |rank: u32| {
             format!(
                 "rank {rank} ({})",
-                self.universe.describe(active.members[rank as usize])
+                self.universe.describe(members[rank as usize])
             )
         };
         let prefix = format!("{} on communicator {}", active.what, active.comm);
@@ -255,7 +248,7 @@ impl Runtime {
                 rank,
                 error: CompletionError::PeerLost,
             } => {
-                let peer = active.members[*rank as usize];
+                let peer = members[*rank as usize];
                 let why = self
                     .unreachable
                     .get(&peer)
@@ -290,6 +283,44 @@ impl Runtime {
                 ),
             ),
         }
+    }
+
+    /// A non-root rank's part of a gather: it sends its block to the root,
+    /// along the schedule `build(me, root, block, input)` makes.
+    fn send_to_root(
+        &mut self,
+        comm: i32,
+        what: &'static str,
+        me: Shape,
+        root: u32,
+        send: Arg,
+        build: fn(Shape, u32, usize, Span) -> Schedule,
+    ) -> Result<ReqId> {
+        if send.in_place() {
+            return Err(in_place_only_at_root("sendbuf"));
+        }
+        let (_, block) = send.bytes("sendbuf")?;
+        let schedule = build(me, root, block, Span::whole(Buf::Send, block));
+        self.start(comm, what, schedule, send_only(send.ptr, block), None)
+    }
+
+    /// A non-root rank's part of a scatter: it receives its block from the
+    /// root, along the schedule `build(me, root, block, output)` makes.
+    fn recv_from_root(
+        &mut self,
+        comm: i32,
+        what: &'static str,
+        me: Shape,
+        root: u32,
+        recv: Arg,
+        build: fn(Shape, u32, usize, Option<Span>) -> Schedule,
+    ) -> Result<ReqId> {
+        if recv.in_place() {
+            return Err(in_place_only_at_root("recvbuf"));
+        }
+        let (_, block) = recv.bytes("recvbuf")?;
+        let schedule = build(me, root, block, Some(Span::whole(Buf::Recv, block)));
+        self.start(comm, what, schedule, recv_only(recv.ptr, block), None)
     }
 
     /// Starts a barrier.
@@ -444,12 +475,7 @@ impl Runtime {
         let me = self.shape(comm)?;
         let root = self.root(root, me)?;
         if me.rank != root {
-            if send.in_place() {
-                return Err(in_place_only_at_root("sendbuf"));
-            }
-            let (_, block) = send.bytes("sendbuf")?;
-            let schedule = tree::gather(me, root, block, Span::whole(Buf::Send, block));
-            return self.start(comm, "gather", schedule, send_only(send.ptr, block), None);
+            return self.send_to_root(comm, "gather", me, root, send, tree::gather);
         }
         let (_, block) = recv.bytes("recvbuf")?;
         let len = total(block, me.size)?;
@@ -488,12 +514,8 @@ impl Runtime {
         let me = self.shape(comm)?;
         let root = self.root(root, me)?;
         if me.rank != root {
-            if send.in_place() {
-                return Err(in_place_only_at_root("sendbuf"));
-            }
-            let (_, block) = send.bytes("sendbuf")?;
-            let schedule = pairwise::gatherv(me, root, &[], Span::whole(Buf::Send, block));
-            return self.start(comm, "gatherv", schedule, send_only(send.ptr, block), None);
+            let build = |me, root, _, input| pairwise::gatherv(me, root, &[], input);
+            return self.send_to_root(comm, "gatherv", me, root, send, build);
         }
         let blocks = layout.blocks(me.size, datatype::lookup(recvtype)?, "gatherv")?;
         let len = extent(&blocks);
@@ -521,12 +543,7 @@ impl Runtime {
         let me = self.shape(comm)?;
         let root = self.root(root, me)?;
         if me.rank != root {
-            if recv.in_place() {
-                return Err(in_place_only_at_root("recvbuf"));
-            }
-            let (_, block) = recv.bytes("recvbuf")?;
-            let schedule = tree::scatter(me, root, block, Some(Span::whole(Buf::Recv, block)));
-            return self.start(comm, "scatter", schedule, recv_only(recv.ptr, block), None);
+            return self.recv_from_root(comm, "scatter", me, root, recv, tree::scatter);
         }
         let (_, block) = send.bytes("sendbuf")?;
         let len = total(block, me.size)?;
@@ -566,12 +583,8 @@ impl Runtime {
         let me = self.shape(comm)?;
         let root = self.root(root, me)?;
         if me.rank != root {
-            if recv.in_place() {
-                return Err(in_place_only_at_root("recvbuf"));
-            }
-            let (_, block) = recv.bytes("recvbuf")?;
-            let schedule = pairwise::scatterv(me, root, &[], Some(Span::whole(Buf::Recv, block)));
-            return self.start(comm, "scatterv", schedule, recv_only(recv.ptr, block), None);
+            let build = |me, root, _, output| pairwise::scatterv(me, root, &[], output);
+            return self.recv_from_root(comm, "scatterv", me, root, recv, build);
         }
         let blocks = layout.blocks(me.size, datatype::lookup(sendtype)?, "scatterv")?;
         let len = extent(&blocks);

@@ -97,7 +97,7 @@ impl Runtime {
         };
         let schedule = ring::allreduce(shape, len, 8, Span::whole(Buf::Recv, len));
         let channel = Channel {
-            members: members.clone(),
+            members: agreement.members.clone(),
             context: agreement.collective_context(),
             tag: 0,
         };
