@@ -108,7 +108,7 @@ def test_compare_quick_run_writes_the_report(built, tmp_path):
     out.write_text("# Kept title\n\nkept text\n\n<!-- BEGIN benches/compare (generated; edits here are "
                    "overwritten) -->\nold\n<!-- END benches/compare -->\n\nkept tail\n")
     proc = subprocess.run(
-        [sys.executable, "benches/compare", "--quick", "--no-make", "--no-plots", "--out", str(out),
+        [sys.executable, "benches/compare", "--quick", "--no-make", "--no-plots", "--quiet-wait", "0", "--out", str(out),
          "--json-dir", str(tmp_path / "json")],
         cwd=ROOT, capture_output=True, text=True, timeout=900, env=clean_env(),
     )
