@@ -293,19 +293,24 @@ fn progress(line: &str) {
     eprintln!("tether bench: {line}");
 }
 
+/// Why multi_rail has no Tether figures in a build without rails.
+const NO_RAILS: &str =
+    "this build has no rails (TETHER_RAILS is not a setting yet); multi_rail runs once rails exist";
+
+/// One baseline of this invocation: ready to run or why it has no figures,
+/// and its samples so far.
+struct Entry {
+    baseline: Baseline,
+    state: Result<Ready, Unavailable>,
+    samples: Samples,
+}
+
 fn execute(args: &BenchArgs) -> Result<Report, String> {
     let shape = shape(args)?;
     let sizes = chosen_sizes(args)?;
     let transports = configure(args)?;
     let machine = Machine::describe();
     let scratch = Scratch::new()?;
-    let plan = Plan {
-        mode: args.mode,
-        sizes: sizes.clone(),
-        iters: args.iters,
-        warmup: args.warmup,
-        window: args.window,
-    };
     let ctx = Context {
         mode: args.mode,
         plan: sizes
@@ -318,88 +323,40 @@ fn execute(args: &BenchArgs) -> Result<Report, String> {
         limit: args.timeout.after,
         scratch: &scratch,
     };
-    let runnable = args.mode != Mode::MultiRail || has_rails();
-    let mut prepared: Vec<(Baseline, Result<Ready, Unavailable>)> = args
-        .baselines
-        .for_mode(args.mode)
-        .into_iter()
-        .map(|b| {
-            (
-                b,
-                if runnable {
-                    baselines::prepare(b, &ctx)
-                } else {
-                    Err(Unavailable::Skipped("multi_rail did not run".into()))
-                },
-            )
-        })
-        .collect();
-    let mut tether = Samples::new();
-    let mut baseline_samples: Vec<Samples> = vec![Samples::new(); prepared.len()];
-    for rep in 1..=args.reps {
-        if !runnable {
-            break;
-        }
-        progress(&format!(
-            "{} repetition {rep}/{}: tether",
-            args.mode.name(),
-            args.reps
-        ));
-        record(
-            &mut tether,
-            &launch::run_tether(&plan, shape, args.timeout, &scratch)?,
-        );
-        for ((baseline, ready), samples) in prepared.iter_mut().zip(&mut baseline_samples) {
-            let Ok(runner) = ready else { continue };
-            progress(&format!(
-                "{} repetition {rep}/{}: {}",
-                args.mode.name(),
-                args.reps,
-                baseline.name()
-            ));
-            match runner.run(&ctx) {
-                Ok(points) => record(samples, &points),
-                Err(e) => *ready = Err(Unavailable::Failed(e)),
-            }
-            if let Some(signal) = run::take_signal() {
-                return Err(format!("stopped by signal {signal}"));
-            }
-        }
-    }
-    let tether_series = if runnable {
-        series(
-            "tether",
-            format!(
-                "Tether, TETHER_TRANSPORTS={transports}, {} program(s) of {} process(es)",
-                shape.programs, shape.procs
-            ),
-            Ok(tether),
-        )
-    } else {
-        series(
-            "tether",
-            "Tether over TETHER_RAILS rails".into(),
-            Err(Unavailable::Skipped(
-                "this build has no rails (TETHER_RAILS is not a setting yet); multi_rail runs once rails exist".into(),
-            )),
-        )
+    let plan = Plan {
+        mode: args.mode,
+        sizes,
+        iters: args.iters,
+        warmup: args.warmup,
+        window: args.window,
     };
-    let mut all = vec![tether_series];
-    for ((baseline, ready), samples) in prepared.into_iter().zip(baseline_samples) {
-        let outcome = ready.map(|_| samples);
-        all.push(series(
-            baseline.name(),
-            baseline.describe(args.mode, ctx.tcp),
-            outcome,
-        ));
-    }
+    let (tether, entries) = if args.mode == Mode::MultiRail && !has_rails() {
+        let entries = entries(args, |_| {
+            Err(Unavailable::Skipped("multi_rail did not run".into()))
+        });
+        (Err(Unavailable::Skipped(NO_RAILS.into())), entries)
+    } else {
+        let mut entries = entries(args, |b| baselines::prepare(b, &ctx));
+        let tether = repeat(args, &plan, &ctx, &mut entries)?;
+        (Ok(tether), entries)
+    };
+    let description = format!(
+        "Tether, TETHER_TRANSPORTS={transports}, {} program(s) of {} process(es)",
+        shape.programs, shape.procs
+    );
+    let mut all = vec![series("tether", description, tether)];
+    all.extend(entries.into_iter().map(|e| {
+        let description = e.baseline.describe(args.mode, ctx.tcp);
+        series(e.baseline.name(), description, e.state.map(|_| e.samples))
+    }));
+    let metric = args.mode.metric();
     let mut report = Report {
         schema: 1,
         version: tether::VERSION,
         mode: args.mode,
-        metric: args.mode.metric(),
-        unit: args.mode.metric().unit(),
-        higher_is_better: args.mode.metric().higher_is_better(),
+        metric,
+        unit: metric.unit(),
+        higher_is_better: metric.higher_is_better(),
         transports,
         programs: shape.programs,
         procs_per_program: shape.procs,
@@ -413,4 +370,58 @@ fn execute(args: &BenchArgs) -> Result<Report, String> {
     };
     report.add_ratios();
     Ok(report)
+}
+
+/// The selected baselines of the mode, each in the state `prepare` gives.
+fn entries(
+    args: &BenchArgs,
+    prepare: impl Fn(Baseline) -> Result<Ready, Unavailable>,
+) -> Vec<Entry> {
+    args.baselines
+        .for_mode(args.mode)
+        .into_iter()
+        .map(|baseline| Entry {
+            baseline,
+            state: prepare(baseline),
+            samples: Samples::new(),
+        })
+        .collect()
+}
+
+/// Runs the repetitions: Tether once for every size, then each ready
+/// baseline once (a baseline that fails is not run again). Returns
+/// Tether's samples.
+///
+/// Errors: a Tether run fails, or a signal asks the harness to stop.
+fn repeat(
+    args: &BenchArgs,
+    plan: &Plan,
+    ctx: &Context,
+    entries: &mut [Entry],
+) -> Result<Samples, String> {
+    let mut tether = Samples::new();
+    for rep in 1..=args.reps {
+        let step = |what: &str| {
+            progress(&format!(
+                "{} repetition {rep}/{}: {what}",
+                args.mode.name(),
+                args.reps
+            ))
+        };
+        step("tether");
+        let points = launch::run_tether(plan, ctx.shape, args.timeout, ctx.scratch)?;
+        record(&mut tether, &points);
+        for entry in entries.iter_mut() {
+            let Ok(ready) = &entry.state else { continue };
+            step(entry.baseline.name());
+            match ready.run(ctx) {
+                Ok(points) => record(&mut entry.samples, &points),
+                Err(e) => entry.state = Err(Unavailable::Failed(e)),
+            }
+            if let Some(signal) = run::take_signal() {
+                return Err(format!("stopped by signal {signal}"));
+            }
+        }
+    }
+    Ok(tether)
 }
