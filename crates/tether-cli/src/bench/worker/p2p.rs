@@ -7,7 +7,7 @@ use std::time::Instant;
 use tether::comm::COMM_UNIVERSE;
 use tether::{ReqId, Runtime};
 
-use super::{check, complete, complete_all, elapsed_us, fill, mark, Counts};
+use super::{check, complete, complete_all, elapsed_us, fill, mark, stamp, Counts};
 
 const TAG_DATA: i32 = 100;
 const TAG_ACK: i32 = 101;
@@ -70,6 +70,7 @@ pub fn latency(rt: &mut Runtime, size: u64, counts: Counts) -> Result<f64, Strin
     let pair = pair(rt)?;
     let mut sbuf = vec![0u8; size as usize];
     let mut rbuf = vec![0u8; size as usize];
+    fill(&mut sbuf, mark(0));
     let total = counts.warmup + counts.iters;
     let mut start = Instant::now();
     for it in 0..total {
@@ -77,7 +78,7 @@ pub fn latency(rt: &mut Runtime, size: u64, counts: Counts) -> Result<f64, Strin
             start = Instant::now();
         }
         if pair.sender {
-            fill(&mut sbuf, mark(it));
+            stamp(&mut sbuf, it);
             send(rt, &sbuf, pair.peer, TAG_DATA)?;
             recv(rt, &mut rbuf, pair.peer, TAG_DATA)?;
         } else {
@@ -132,13 +133,14 @@ fn windows(
     let mut sbuf = vec![0u8; size as usize];
     let mut rbuf = vec![0u8; size as usize];
     let mut reqs = Vec::with_capacity(2 * window as usize);
+    fill(&mut sbuf, mark(0));
     let total = counts.warmup + counts.iters;
     let mut start = Instant::now();
     for it in 0..total {
         if it == counts.warmup {
             start = Instant::now();
         }
-        fill(&mut sbuf, mark(it));
+        stamp(&mut sbuf, it);
         if both_ways {
             for _ in 0..window {
                 reqs.push(irecv(rt, &mut rbuf, pair.peer, TAG_DATA)?);
