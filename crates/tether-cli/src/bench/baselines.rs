@@ -113,7 +113,10 @@ impl Baseline {
     /// Whether the baseline has a measurement for `mode`.
     pub fn applies(self, mode: Mode) -> bool {
         match self {
-            Baseline::RawTcp => matches!(mode, Mode::Latency | Mode::Bw | Mode::MultiRail),
+            Baseline::RawTcp => matches!(
+                mode,
+                Mode::Latency | Mode::Bw | Mode::Bibw | Mode::MultiRail
+            ),
             Baseline::RawShm | Baseline::Zmq => mode == Mode::Latency,
             Baseline::Memcpy => matches!(mode, Mode::Bw | Mode::Bibw | Mode::MultiRail),
             Baseline::File => matches!(mode, Mode::Bw | Mode::MultiRail),
@@ -128,6 +131,7 @@ impl Baseline {
     pub fn describe(self, mode: Mode, tcp: bool) -> String {
         match (self, mode) {
             (Baseline::RawTcp, Mode::Latency) => "raw TCP ping-pong on 127.0.0.1 between two processes, TCP_NODELAY, both sides busy-poll non-blocking read/write".into(),
+            (Baseline::RawTcp, Mode::Bibw) => "raw TCP on 127.0.0.1 between two processes, TCP_NODELAY: windows both ways at once, both sides busy-poll non-blocking read/write".into(),
             (Baseline::RawTcp, _) => "raw TCP stream on 127.0.0.1 between two processes, blocking sockets: a window of messages, then a 4-byte ack".into(),
             (Baseline::RawShm, _) => "raw shared-memory ping-pong between two processes: copy into a shared mapping, raise a flag the peer busy-polls, copy out".into(),
             (Baseline::Memcpy, _) => "memcpy between two buffers of one process, the same bytes per window".into(),
@@ -190,6 +194,9 @@ impl Ready {
             Ready::Builtin(Baseline::RawTcp) if ctx.mode == Mode::Latency => {
                 raw_tcp::latency(plan, deadline)
             }
+            Ready::Builtin(Baseline::RawTcp) if ctx.mode == Mode::Bibw => {
+                raw_tcp::bidirectional(plan, ctx.window, deadline)
+            }
             Ready::Builtin(Baseline::RawTcp) => raw_tcp::stream(plan, ctx.window, ctx.limit),
             Ready::Builtin(Baseline::RawShm) => raw_shm::latency(plan, deadline),
             Ready::Builtin(Baseline::Memcpy) => Ok(memcpy::bandwidth(plan, ctx.window)),
@@ -214,7 +221,10 @@ mod tests {
             named.for_mode(Mode::Bibw),
             vec![Baseline::Mpich, Baseline::RawTcp]
         );
-        assert_eq!(Selection::All.for_mode(Mode::Bibw), vec![Baseline::Memcpy]);
+        assert_eq!(
+            Selection::All.for_mode(Mode::Bibw),
+            vec![Baseline::RawTcp, Baseline::Memcpy]
+        );
         let e = parse_selection("raw_tcp,mpi").unwrap_err();
         assert!(e.contains("\"mpi\"") && e.contains("raw_shm"), "{e}");
     }
