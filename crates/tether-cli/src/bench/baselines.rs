@@ -6,10 +6,12 @@
 mod external;
 mod file;
 mod fork;
+mod mapping;
 mod memcpy;
 mod mpich;
 mod raw_shm;
 mod raw_tcp;
+mod raw_tcp_pairs;
 mod zmq;
 
 use std::time::{Duration, Instant};
@@ -115,7 +117,7 @@ impl Baseline {
         match self {
             Baseline::RawTcp => matches!(
                 mode,
-                Mode::Latency | Mode::Bw | Mode::Bibw | Mode::MultiRail
+                Mode::Latency | Mode::Bw | Mode::Bibw | Mode::MbwMr | Mode::MultiRail
             ),
             Baseline::RawShm | Baseline::Zmq => mode == Mode::Latency,
             Baseline::Memcpy => matches!(mode, Mode::Bw | Mode::Bibw | Mode::MultiRail),
@@ -131,6 +133,7 @@ impl Baseline {
     pub fn describe(self, mode: Mode, tcp: bool) -> String {
         match (self, mode) {
             (Baseline::RawTcp, Mode::Latency) => "raw TCP ping-pong on 127.0.0.1 between two processes, TCP_NODELAY, both sides busy-poll non-blocking read/write".into(),
+            (Baseline::RawTcp, Mode::MbwMr) => "raw TCP message rate: one connection on 127.0.0.1 per pair between a sender and a receiver process, blocking streams of windows and a 4-byte ack, started together".into(),
             (Baseline::RawTcp, Mode::Bibw) => "raw TCP on 127.0.0.1 between two processes, TCP_NODELAY: windows both ways at once, both sides busy-poll non-blocking read/write".into(),
             (Baseline::RawTcp, _) => "raw TCP stream on 127.0.0.1 between two processes, blocking sockets: a window of messages, then a 4-byte ack".into(),
             (Baseline::RawShm, _) => "raw shared-memory ping-pong between two processes: copy into a shared mapping, raise a flag the peer busy-polls, copy out".into(),
@@ -193,6 +196,9 @@ impl Ready {
         match self {
             Ready::Builtin(Baseline::RawTcp) if ctx.mode == Mode::Latency => {
                 raw_tcp::latency(plan, deadline)
+            }
+            Ready::Builtin(Baseline::RawTcp) if ctx.mode == Mode::MbwMr => {
+                raw_tcp_pairs::message_rate(plan, ctx.window, ctx.shape.procs, ctx.limit)
             }
             Ready::Builtin(Baseline::RawTcp) if ctx.mode == Mode::Bibw => {
                 raw_tcp::bidirectional(plan, ctx.window, deadline)

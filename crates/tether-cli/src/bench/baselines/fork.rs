@@ -29,20 +29,7 @@ pub fn with_child<T>(
         return Err(format!("fork failed: {}", std::io::Error::last_os_error()));
     }
     if pid == 0 {
-        let code = match child() {
-            Ok(()) => 0,
-            Err(why) => {
-                // SAFETY: writes a static string to stderr.
-                unsafe {
-                    libc::write(2, why.as_ptr().cast(), why.len());
-                    libc::write(2, b"\n".as_ptr().cast(), 1);
-                }
-                1
-            }
-        };
-        // SAFETY: ends the forked child without running the parent's
-        // destructors or atexit handlers.
-        unsafe { libc::_exit(code) };
+        finish_child(child());
     }
     let result = parent();
     if result.is_err() {
@@ -60,6 +47,88 @@ pub fn with_child<T>(
             "the baseline's second process failed (wait status {status})"
         ))
     }
+}
+
+/// Runs `child(i)` in `n` forked processes, `i` in `0..n`, and waits for
+/// them all; one that fails gets the others killed.
+///
+/// Errors: a fork fails, or a child exits non-zero or is killed.
+pub fn all_children(n: usize, child: impl Fn(usize) -> ChildResult) -> Result<(), String> {
+    let mut pids = Vec::with_capacity(n);
+    let kill_all = |pids: &[libc::pid_t]| {
+        for pid in pids {
+            // SAFETY: our own children, not yet reaped.
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+    };
+    for i in 0..n {
+        // SAFETY: as in `with_child`.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            let e = std::io::Error::last_os_error();
+            kill_all(&pids);
+            reap(&pids);
+            return Err(format!("fork failed: {e}"));
+        }
+        if pid == 0 {
+            finish_child(child(i));
+        }
+        pids.push(pid);
+    }
+    let mut failed = None;
+    let mut running = pids.clone();
+    while !running.is_empty() {
+        running.retain(|pid| {
+            let mut status = 0;
+            // SAFETY: polls one of our own children.
+            match unsafe { libc::waitpid(*pid, &mut status, libc::WNOHANG) } {
+                0 => true,
+                r if r < 0 => false,
+                _ => {
+                    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+                    if !ok && failed.is_none() {
+                        failed = Some(status);
+                        kill_all(&pids);
+                    }
+                    false
+                }
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    match failed {
+        None => Ok(()),
+        Some(status) => Err(format!(
+            "a process of the baseline failed (wait status {status})"
+        )),
+    }
+}
+
+/// Waits for every pid in `pids`.
+fn reap(pids: &[libc::pid_t]) {
+    for pid in pids {
+        let mut status = 0;
+        // SAFETY: reaps our own child.
+        unsafe { libc::waitpid(*pid, &mut status, 0) };
+    }
+}
+
+/// Ends a forked child with the outcome of its work.
+fn finish_child(result: ChildResult) -> ! {
+    let code = match result {
+        Ok(()) => 0,
+        Err(why) => {
+            // SAFETY: writes a static string to stderr.
+            unsafe {
+                libc::write(2, why.as_ptr().cast(), why.len());
+                libc::write(2, b"\n".as_ptr().cast(), 1);
+            }
+            1
+        }
+    };
+    // SAFETY: ends the forked child without running the parent's
+    // destructors or atexit handlers.
+    unsafe { libc::_exit(code) }
 }
 
 /// Spins on `ready` until it returns true or `deadline` passes (the clock is

@@ -8,63 +8,13 @@ use std::time::Instant;
 
 use super::super::worker::{Counts, Point};
 use super::fork::{spin_until, with_child, ChildResult};
+use super::mapping::Mapping;
 
 /// Offsets in the mapping: the two flags on their own cache lines, then
 /// the ping and pong payload areas.
 const PING_FLAG: usize = 0;
 const PONG_FLAG: usize = 128;
 const PAYLOAD: usize = 256;
-
-/// A shared anonymous mapping, unmapped on drop.
-struct Mapping {
-    base: *mut u8,
-    len: usize,
-}
-
-impl Mapping {
-    fn new(len: usize) -> Result<Mapping, String> {
-        // SAFETY: a fresh anonymous mapping; checked for failure.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(format!(
-                "raw shm: mmap of {len} bytes failed: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        Ok(Mapping {
-            base: base.cast(),
-            len,
-        })
-    }
-
-    fn flag(&self, offset: usize) -> &AtomicU64 {
-        // SAFETY: offsets are 8-aligned and inside the mapping, which lives
-        // as long as `self`; the memory is only accessed atomically here.
-        unsafe { &*self.base.add(offset).cast::<AtomicU64>() }
-    }
-
-    /// The payload area of one direction (`0` ping, `1` pong).
-    fn area(&self, direction: usize, largest: usize) -> *mut u8 {
-        // SAFETY: inside the mapping, sized in `latency`.
-        unsafe { self.base.add(PAYLOAD + direction * largest) }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: unmaps what `new` mapped.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
-}
 
 /// One hop: copy `msg` into `area` and raise `flag` to `seq`.
 fn post(msg: &[u8], area: *mut u8, flag: &AtomicU64, seq: u64) {
@@ -97,8 +47,8 @@ pub fn latency(plan: &[(u64, Counts)], deadline: Instant) -> Result<Vec<Point>, 
         .unwrap_or(0)
         .max(8);
     let mapping = Mapping::new(PAYLOAD + 2 * largest)?;
-    let (ping, pong) = (mapping.flag(PING_FLAG), mapping.flag(PONG_FLAG));
-    let (ping_area, pong_area) = (mapping.area(0, largest), mapping.area(1, largest));
+    let (ping, pong) = (mapping.atomic(PING_FLAG), mapping.atomic(PONG_FLAG));
+    let (ping_area, pong_area) = (mapping.at(PAYLOAD), mapping.at(PAYLOAD + largest));
     let mut buf = vec![0u8; largest];
     with_child(
         || {
