@@ -15,22 +15,32 @@
 //! every [`TCP_POLL_EVERY`] calls otherwise (to accept connections and
 //! see pidfd events), so a busy-polling wait on shared memory does not
 //! pay a system call per round. Sleeping happens in the one epoll that
-//! watches the sockets, the shared-memory doorbell and the peers' pidfds.
+//! watches the sockets, the shared-memory doorbell, the peers' pidfds and
+//! the file inbox's inotify descriptor (capped by the file transport's
+//! polling schedule where there are no events).
+//!
+//! `file` reaches every peer (that shares `TETHER_FILE_DIR`); `hybrid`
+//! reaches a peer as `shm` or, failing that, `tcp` would, and additionally
+//! sends rendezvous payloads above `TETHER_HYBRID_THRESHOLD` through files
+//! (`file/mod.rs`). The file transport is created on first use.
 
+pub mod file;
 pub mod shm;
 pub mod tcp;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tether_proto::{Engine, Transmit};
+use tether_proto::{Engine, FrameKind, Transmit};
 use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::host;
 use crate::settings::Settings;
 use crate::universe::{addr_key, PeerAddress, Universe};
+use file::{FileConfig, FilePayload, FileTransport, NotifyMode};
 use shm::{AttachError, ShmConfig, ShmTransport};
 use tcp::{TcpConfig, TcpTransport};
 
@@ -63,6 +73,7 @@ pub struct Bound {
 enum Route {
     Tcp,
     Shm,
+    File,
     Pending {
         queue: VecDeque<Transmit>,
         deadline: Instant,
@@ -81,7 +92,43 @@ pub struct Transports {
     rendezvous: Arc<Rendezvous>,
     connect_timeout: Duration,
     polls: u32,
+    /// Created on first use (see [`Transports::file`]).
+    file: Option<FileTransport>,
+    file_settings: FileSettings,
+    /// Peers reached through `hybrid`: their large payloads go by file.
+    hybrid: HashSet<u32>,
+    hybrid_threshold: u64,
     pub events_out: Vec<LinkEvent>,
+}
+
+/// What the file transport needs besides the universe, read at start-up.
+struct FileSettings {
+    root: PathBuf,
+    run_id: Option<String>,
+    fsync: bool,
+    notify: NotifyMode,
+    poll_min: Duration,
+    poll_max: Duration,
+    peer_timeout: Duration,
+}
+
+impl FileSettings {
+    fn new(settings: &Settings, rendezvous: &Rendezvous) -> FileSettings {
+        let root = match (settings.text("FILE_DIR"), rendezvous) {
+            (Some(dir), _) => PathBuf::from(dir),
+            (None, Rendezvous::Dir(store)) => store.path().join("files"),
+            (None, Rendezvous::Tcp(_)) => std::env::temp_dir().join("tether-files"),
+        };
+        FileSettings {
+            root,
+            run_id: settings.text("RUN_ID").map(str::to_string),
+            fsync: settings.flag("FILE_FSYNC"),
+            notify: NotifyMode::parse(settings.get("FILE_NOTIFY").unwrap_or("auto")),
+            poll_min: Duration::from_micros(settings.number("FILE_POLL_US")),
+            poll_max: Duration::from_micros(settings.number("FILE_POLL_MAX_US")),
+            peer_timeout: Duration::from_secs(settings.number("FILE_PEER_TIMEOUT")),
+        }
+    }
 }
 
 impl Transports {
@@ -111,6 +158,7 @@ impl Transports {
             pid: std::process::id(),
             start: shm.as_ref().map(shm::Prepared::start_time),
             shm: shm.as_ref().map(shm::Prepared::segment_fd),
+            nonce: Some(host::random_u64()),
         };
         Ok(Bound {
             tcp,
@@ -150,7 +198,8 @@ impl Transports {
                 })
                 .ok()
         });
-        Transports {
+        let file_settings = FileSettings::new(settings, &rendezvous);
+        let mut transports = Transports {
             tcp,
             shm,
             shm_problem,
@@ -161,13 +210,80 @@ impl Transports {
             rendezvous,
             connect_timeout,
             polls: 0,
+            file: None,
+            file_settings,
+            hybrid: HashSet::new(),
+            hybrid_threshold: settings.number("HYBRID_THRESHOLD"),
             events_out: Vec::new(),
+        };
+        transports.start_file_inbox();
+        transports
+    }
+
+    /// When `file` is a transport of this run, peers may write to this
+    /// process before it writes to them: its inbox and heartbeat start now.
+    fn start_file_inbox(&mut self) {
+        if self.order.iter().any(|t| t == "file") {
+            if let Err(e) = self.file() {
+                tracing::warn!("the file transport cannot receive: {e}");
+            }
         }
+    }
+
+    /// The file transport, created on first use.
+    fn file(&mut self) -> Result<&mut FileTransport> {
+        if self.file.is_none() {
+            let config = FileConfig {
+                root: self.file_settings.root.clone(),
+                run_name: self.run_name()?,
+                fsync: self.file_settings.fsync,
+                notify: self.file_settings.notify,
+                poll_min: self.file_settings.poll_min,
+                poll_max: self.file_settings.poll_max,
+                peer_timeout: self.file_settings.peer_timeout,
+                connect_timeout: self.connect_timeout,
+                frames: self.order.iter().any(|t| t == "file"),
+            };
+            let transport = FileTransport::new(config, self.universe.clone(), self.tcp.registry())?;
+            self.file = Some(transport);
+        }
+        Ok(self.file.as_mut().expect("created above"))
+    }
+
+    /// The run's name, the same in every process: `TETHER_RUN_ID` when it
+    /// is set (by `tether run`), else derived from universe rank 0's
+    /// random start-up nonce, which every process can read.
+    fn run_name(&self) -> Result<String> {
+        if let Some(id) = &self.file_settings.run_id {
+            if file::is_safe_run_name(id) {
+                return Ok(id.clone());
+            }
+            return Ok(format!("{:016x}", file::format::run_id(id)));
+        }
+        let first = &self.universe.programs[0].name;
+        let key = addr_key(first, 0);
+        let nonce = match self.rendezvous.get(&key) {
+            Ok(Some(text)) => PeerAddress::decode(&text).and_then(|a| a.nonce),
+            Ok(None) => None,
+            Err(e) => return Err(err(ErrorClass::File, format!("cannot name the run: {e}"))),
+        };
+        let nonce = nonce.ok_or_else(|| {
+            err(
+                ErrorClass::File,
+                format!(
+                    "cannot name the run: the rendezvous entry {key} of universe rank 0 has no start-up nonce (a process of an older Tether?); set TETHER_RUN_ID"
+                ),
+            )
+        })?;
+        Ok(format!("{:016x}{:016x}", nonce, self.universe.id))
     }
 
     /// Changes the transport order for peers not reached yet.
     pub fn set_order(&mut self, order: Vec<String>) {
         self.order = order;
+        if self.file.is_none() {
+            self.start_file_inbox();
+        }
     }
 
     pub fn set_timeouts(&mut self, connect: Duration, handshake: Duration) {
@@ -177,10 +293,27 @@ impl Transports {
 
     /// Sends an engine frame to its peer over the peer's transport,
     /// choosing it first if needed.
-    pub fn send(&mut self, t: Transmit, engine: &mut Engine) {
+    pub fn send(&mut self, mut t: Transmit, engine: &mut Engine) {
         let peer = t.peer;
         if !self.routes.contains_key(&peer) {
-            self.resolve(peer, engine);
+            self.resolve(peer, engine, false);
+        }
+        let settled = matches!(self.routes.get(&peer), Some(Route::Tcp | Route::Shm));
+        if settled
+            && t.header.kind == FrameKind::Data
+            && t.payload.len() as u64 > self.hybrid_threshold
+            && self.hybrid.contains(&peer)
+        {
+            t = match self.file() {
+                Ok(file) => match file.send_payload(t, engine) {
+                    Some(header_only) => header_only,
+                    None => {
+                        self.collect_file_events();
+                        return;
+                    }
+                },
+                Err(e) => return self.fail(peer, e, engine),
+            };
         }
         match self.routes.get_mut(&peer) {
             Some(Route::Tcp) => self.tcp.send(t, engine),
@@ -189,8 +322,18 @@ impl Transports {
                 .as_mut()
                 .expect("a shm route has shm")
                 .send(t, engine),
+            Some(Route::File) => match self.file() {
+                Ok(file) => file.send(t, engine),
+                Err(e) => self.fail(peer, e, engine),
+            },
             Some(Route::Pending { queue, .. }) => queue.push_back(t),
             None => {}
+        }
+    }
+
+    fn collect_file_events(&mut self) {
+        if let Some(file) = self.file.as_mut() {
+            self.events_out.append(&mut file.events_out);
         }
     }
 
@@ -200,20 +343,35 @@ impl Transports {
         match self.routes.get(&peer) {
             Some(Route::Tcp) => self.tcp.start_connect(peer),
             Some(_) => {}
-            None => self.resolve(peer, engine),
+            None => self.resolve(peer, engine, false),
         }
     }
 
-    fn resolve(&mut self, peer: u32, engine: &mut Engine) {
+    /// Chooses the route of `peer` by the transport order; `no_shm` when
+    /// shared memory turned out not to reach it.
+    fn resolve(&mut self, peer: u32, engine: &mut Engine, no_shm: bool) {
         let mut reasons = Vec::new();
         for name in self.order.clone() {
             match name.as_str() {
                 "tcp" => return self.route(peer, Route::Tcp, engine),
-                "shm" => match self.try_shm(peer) {
-                    Ok(()) => return self.route(peer, Route::Shm, engine),
-                    Err(Some(problem)) => reasons.push(format!("shm: {problem}")),
-                    Err(None) => return,
-                },
+                "file" => return self.route(peer, Route::File, engine),
+                "shm" | "hybrid" => {
+                    if name == "hybrid" {
+                        self.hybrid.insert(peer);
+                    }
+                    if no_shm {
+                        reasons.push("shm: it does not reach it".to_string());
+                    } else {
+                        match self.try_shm(peer) {
+                            Ok(()) => return self.route(peer, Route::Shm, engine),
+                            Err(Some(problem)) => reasons.push(format!("shm: {problem}")),
+                            Err(None) => return,
+                        }
+                    }
+                    if name == "hybrid" {
+                        return self.route(peer, Route::Tcp, engine);
+                    }
+                }
                 other => reasons.push(format!("{other}: not built in")),
             }
         }
@@ -277,6 +435,7 @@ impl Transports {
     /// Settles the route of `peer`, sending what waited for it in order.
     fn route(&mut self, peer: u32, route: Route, engine: &mut Engine) {
         let tcp = matches!(route, Route::Tcp);
+        let file = matches!(route, Route::File);
         let queued = match self.routes.insert(peer, route) {
             Some(Route::Pending { queue, .. }) => queue,
             _ => VecDeque::new(),
@@ -284,6 +443,9 @@ impl Transports {
         if tcp {
             tracing::info!("reaching {} over tcp", self.universe.describe(peer));
             self.tcp.start_connect(peer);
+        }
+        if file {
+            tracing::info!("reaching {} through files", self.universe.describe(peer));
         }
         for t in queued {
             self.send(t, engine);
@@ -331,10 +493,7 @@ impl Transports {
                         Some(Route::Pending { queue, .. }) => queue,
                         _ => VecDeque::new(),
                     };
-                    let order = self.order.clone();
-                    self.order.retain(|t| t != "shm");
-                    self.resolve(peer, engine);
-                    self.order = order;
+                    self.resolve(peer, engine, true);
                     for t in queue {
                         self.send(t, engine);
                     }
@@ -356,10 +515,17 @@ impl Transports {
         if let Some(shm) = self.shm.as_mut() {
             moved |= shm.poll(engine, self.tcp.registry());
         }
+        if let Some(file) = self.file.as_mut() {
+            moved |= file.poll(engine);
+        }
         let mut timeout = timeout;
         if self.has_pending() {
             self.retry_pending(engine);
             timeout = timeout.map(|t| t.min(PENDING_RETRY));
+        }
+        if let Some(by) = self.file.as_ref().and_then(FileTransport::wake_by) {
+            let left = by.saturating_duration_since(Instant::now());
+            timeout = Some(timeout.map_or(left, |t| t.min(left)));
         }
         let wants_sleep = timeout != Some(Duration::ZERO) && !moved;
         self.polls = self.polls.wrapping_add(1);
@@ -375,7 +541,13 @@ impl Transports {
                 Some(Duration::ZERO)
             };
             moved |= self.tcp.poll(wait, engine);
-            let ready = std::mem::take(&mut self.tcp.foreign);
+            let mut ready = std::mem::take(&mut self.tcp.foreign);
+            if ready.contains(&file::TOKEN) {
+                ready.retain(|t| *t != file::TOKEN);
+                if let Some(file) = self.file.as_mut() {
+                    moved |= file.poll(engine);
+                }
+            }
             if let Some(shm) = self.shm.as_mut() {
                 if sleeping {
                     shm.awake();
@@ -388,17 +560,44 @@ impl Transports {
                 }
             }
         }
+        let mut payloads = std::mem::take(&mut self.tcp.file_payloads);
+        if let Some(shm) = self.shm.as_mut() {
+            payloads.append(&mut shm.file_payloads);
+        }
+        if !payloads.is_empty() {
+            self.read_file_payloads(payloads, engine);
+            moved = true;
+        }
         self.events_out.append(&mut self.tcp.events_out);
         if let Some(shm) = self.shm.as_mut() {
             self.events_out.append(&mut shm.events_out);
         }
+        self.collect_file_events();
         moved
+    }
+
+    /// Hands payloads announced on a socket to the file transport.
+    fn read_file_payloads(&mut self, payloads: Vec<FilePayload>, engine: &mut Engine) {
+        match self.file() {
+            Ok(file) => {
+                for payload in payloads {
+                    file.add_payload(payload);
+                }
+                file.poll(engine);
+            }
+            Err(e) => {
+                for payload in payloads {
+                    self.fail(payload.peer(), e.clone(), engine);
+                }
+            }
+        }
     }
 
     /// Whether any frame is still queued (for finalize).
     pub fn has_output(&self) -> bool {
         self.tcp.has_output()
             || self.shm.as_ref().is_some_and(ShmTransport::has_output)
+            || self.file.as_ref().is_some_and(FileTransport::has_output)
             || self
                 .routes
                 .values()
@@ -411,6 +610,9 @@ impl Transports {
         if let Some(shm) = self.shm.as_mut() {
             shm.say_goodbye(engine);
         }
+        if let Some(file) = self.file.as_mut() {
+            file.say_goodbye(engine);
+        }
     }
 
     /// Whether every link has both said and heard goodbye.
@@ -420,6 +622,10 @@ impl Transports {
                 .shm
                 .as_ref()
                 .is_none_or(ShmTransport::all_goodbyes_heard)
+            && self
+                .file
+                .as_ref()
+                .is_none_or(FileTransport::all_goodbyes_heard)
     }
 
     /// Sends an abort on every link, best effort.
@@ -427,6 +633,9 @@ impl Transports {
         self.tcp.broadcast_abort(code, engine);
         if let Some(shm) = self.shm.as_mut() {
             shm.broadcast_abort(code, engine);
+        }
+        if let Some(file) = self.file.as_mut() {
+            file.broadcast_abort(code, engine);
         }
     }
 }
@@ -439,6 +648,11 @@ pub fn availability() -> Vec<(&'static str, std::result::Result<String, String>)
         (
             "tcp",
             Ok("usable: non-blocking sockets on epoll, on loopback or TETHER_TCP_INTERFACE".into()),
+        ),
+        ("file", file::availability()),
+        (
+            "hybrid",
+            Ok("usable: shm or tcp for control and small messages, files in TETHER_FILE_DIR for payloads above TETHER_HYBRID_THRESHOLD".into()),
         ),
     ]
 }

@@ -27,6 +27,7 @@ use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::settings::MAX_EAGER_LIMIT;
+use crate::transport::file::FilePayload;
 use crate::transport::shm::TOKEN_BASE;
 use crate::transport::LinkEvent;
 use crate::universe::{addr_key, PeerAddress, Universe};
@@ -100,6 +101,8 @@ pub struct TcpTransport {
     config: TcpConfig,
     done: Vec<ReqId>,
     pub events_out: Vec<LinkEvent>,
+    /// Hybrid payloads announced on a connection, for the file transport.
+    pub file_payloads: Vec<FilePayload>,
     /// Ready tokens of other transports registered in this epoll
     /// (at or above `TOKEN_BASE`), for the caller to handle.
     pub foreign: Vec<Token>,
@@ -158,6 +161,7 @@ impl TcpTransport {
             config,
             done: Vec::new(),
             events_out: Vec::new(),
+            file_payloads: Vec::new(),
             foreign: Vec::new(),
         }
     }
@@ -508,6 +512,7 @@ impl TcpTransport {
                     self.events_out.push(LinkEvent::Abort { peer, code });
                 }
             }
+            Incoming::FilePayload(payload) => self.file_payloads.push(payload),
             Incoming::Control(header, payload) => match (header.kind, entry.stage) {
                 (FrameKind::Hello, Stage::AwaitHello) => self.on_hello(token, &payload, engine),
                 (FrameKind::HelloAck, Stage::AwaitAck) => self.on_ack(token, &payload, engine),
