@@ -78,6 +78,10 @@ struct Attempt {
     next_try: Instant,
     backoff: Duration,
     problem: String,
+    /// The peer's published address refused or could not be routed to:
+    /// the peer exists but TCP does not reach it (`TETHER_ERR_TRANSPORT`
+    /// rather than `TETHER_ERR_TIMEOUT`).
+    unreachable: bool,
 }
 
 /// Where to listen and how long to wait.
@@ -220,6 +224,7 @@ impl TcpTransport {
                 next_try: now,
                 backoff: Duration::from_millis(1),
                 problem: "its address never appeared in the rendezvous".into(),
+                unreachable: false,
             });
         }
         self.try_connect(peer);
@@ -256,6 +261,7 @@ impl TcpTransport {
             Ok(s) => s,
             Err(e) => {
                 attempt.problem = format!("connect to {address}: {e}");
+                attempt.unreachable = true;
                 return;
             }
         };
@@ -397,8 +403,13 @@ impl TcpTransport {
             let link = &self.links[&peer];
             let attempt = link.attempt.as_ref().expect("filtered");
             if now >= attempt.deadline {
+                let (class, what) = if attempt.unreachable {
+                    (ErrorClass::Transport, "could not be reached over tcp")
+                } else {
+                    (ErrorClass::Timeout, "did not accept a connection")
+                };
                 let message = format!(
-                    "peer {} did not accept a connection within {} s (TETHER_CONNECT_TIMEOUT): {}",
+                    "peer {} {what} within {} s (TETHER_CONNECT_TIMEOUT): {}",
                     self.universe.describe(peer),
                     self.config.connect_timeout.as_secs(),
                     attempt.problem
@@ -406,7 +417,7 @@ impl TcpTransport {
                 if let Some(token) = link.connecting {
                     self.close(token, Some(peer));
                 }
-                self.lose(peer, err(ErrorClass::Timeout, message), engine);
+                self.lose(peer, err(class, message), engine);
             } else {
                 self.try_connect(peer);
             }
@@ -668,13 +679,24 @@ impl TcpTransport {
             return;
         };
         let remote = entry.conn.remote;
+        let entry_peer = entry.peer;
         let established_peer = entry
             .peer
             .filter(|p| self.links.get(p).and_then(|l| l.established) == Some(token));
         let Some(peer) = established_peer else {
+            let unreachable = matches!(&error, ConnError::Io(e) if matches!(
+                e.kind(),
+                io::ErrorKind::ConnectionRefused
+                    | io::ErrorKind::HostUnreachable
+                    | io::ErrorKind::NetworkUnreachable
+            ));
             match &error {
                 ConnError::Wire(w) => {
                     tracing::error!("protocol error from {remote}: {w}; connection closed")
+                }
+                // Retried until the connect deadline, then reported.
+                ConnError::Io(e) if unreachable => {
+                    tracing::debug!("connect to {remote}: {e}")
                 }
                 ConnError::Io(e) => {
                     tracing::warn!("connection with {remote} failed during the handshake: {e}")
@@ -688,9 +710,21 @@ impl TcpTransport {
                     tracing::warn!("connection from {remote} closed in the middle of its handshake")
                 }
             }
-            if entry.peer.is_some() {
-                let problem = format!("connection to {remote} ended during the handshake");
+            if let Some(peer_of_attempt) = entry_peer {
+                let problem = match &error {
+                    ConnError::Io(e) if unreachable => format!("connect to {remote}: {e}"),
+                    _ => format!("connection to {remote} ended during the handshake"),
+                };
                 self.retry_later(token, problem);
+                if unreachable {
+                    if let Some(attempt) = self
+                        .links
+                        .get_mut(&peer_of_attempt)
+                        .and_then(|l| l.attempt.as_mut())
+                    {
+                        attempt.unreachable = true;
+                    }
+                }
             } else {
                 self.close(token, None);
             }
