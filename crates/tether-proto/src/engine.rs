@@ -174,7 +174,13 @@ pub struct Engine {
     unexpected: UnexpectedQueue<Unexpected>,
     outbox: VecDeque<Transmit>,
     lost: HashSet<u32>,
+    /// Eager limits of peers whose transport wants its own (indexed by
+    /// universe rank; [`NO_PEER_LIMIT`] where the general one applies).
+    peer_eager_limits: Vec<u64>,
 }
+
+/// Marks a peer without an eager limit of its own.
+const NO_PEER_LIMIT: u64 = u64::MAX;
 
 impl Engine {
     pub fn new(config: EngineConfig) -> Engine {
@@ -185,6 +191,26 @@ impl Engine {
             unexpected: UnexpectedQueue::default(),
             outbox: VecDeque::new(),
             lost: HashSet::new(),
+            peer_eager_limits: Vec::new(),
+        }
+    }
+
+    /// Gives sends to `peer` started from now on their own eager limit
+    /// (a transport whose costs differ: one file per eager message
+    /// against three for a rendezvous). The general limit no longer
+    /// applies to that peer.
+    pub fn set_peer_eager_limit(&mut self, peer: u32, limit: u64) {
+        let index = peer as usize;
+        if self.peer_eager_limits.len() <= index {
+            self.peer_eager_limits.resize(index + 1, NO_PEER_LIMIT);
+        }
+        self.peer_eager_limits[index] = limit.min(NO_PEER_LIMIT - 1);
+    }
+
+    fn eager_limit(&self, peer: u32) -> u64 {
+        match self.peer_eager_limits.get(peer as usize) {
+            Some(&limit) if limit != NO_PEER_LIMIT => limit,
+            _ => self.config.eager_limit,
         }
     }
 
@@ -229,7 +255,7 @@ impl Engine {
         header.tag = tag;
         header.msg_size = size;
         header.sender_req = req.to_wire();
-        if size <= self.config.eager_limit {
+        if size <= self.eager_limit(dest) {
             header.kind = FrameKind::Eager;
             self.outbox.push_back(Transmit {
                 peer: dest,

@@ -127,6 +127,16 @@ pub static TABLE: &[Setting] = &[
         meaning: "directory the file and hybrid transports exchange files in, shared by every process of the run; unset: `files` inside a directory rendezvous, else $TMPDIR/tether-files (one host only)",
     },
     Setting {
+        key: "FILE_EAGER_LIMIT",
+        default: "4194304",
+        kind: Kind::Number {
+            min: 0,
+            max: MAX_EAGER_LIMIT,
+        },
+        hint: false,
+        meaning: "messages up to this many bytes to a peer reached through files go as one file; larger ones by rendezvous, three files (replaces TETHER_EAGER_LIMIT for those peers; see docs/PERFORMANCE.md)",
+    },
+    Setting {
         key: "FILE_FSYNC",
         default: "0",
         kind: Kind::Flag,

@@ -424,3 +424,29 @@ fn granted_region_names_the_part_of_the_buffer_a_cts_grants() {
     let granted = w.engines[1].granted_region(recv).expect("matched");
     assert_eq!((granted.ptr, granted.len), (dst.as_mut_ptr(), 500));
 }
+
+#[test]
+fn a_peer_eager_limit_overrides_the_general_one_for_that_peer_only() {
+    let mut e = Engine::new(EngineConfig {
+        me: 0,
+        eager_limit: EAGER,
+    });
+    let data = vec![7u8; 1000];
+    let region = Region::from_const(data.as_ptr(), data.len());
+    e.set_peer_eager_limit(2, 4096);
+    e.isend(1, 0, 0, region);
+    e.isend(2, 0, 0, region);
+    e.set_eager_limit(2000);
+    e.isend(3, 0, 0, region);
+    let kinds: Vec<(u32, FrameKind)> = std::iter::from_fn(|| e.poll_transmit())
+        .map(|t| (t.peer, t.header.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (1, FrameKind::Rts),
+            (2, FrameKind::Eager),
+            (3, FrameKind::Eager)
+        ]
+    );
+}

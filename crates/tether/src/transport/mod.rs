@@ -98,6 +98,8 @@ pub struct Transports {
     /// Peers reached through `hybrid`: their large payloads go by file.
     hybrid: HashSet<u32>,
     hybrid_threshold: u64,
+    /// Eager limit of the peers reached through `file`.
+    file_eager_limit: u64,
     pub events_out: Vec<LinkEvent>,
 }
 
@@ -214,6 +216,7 @@ impl Transports {
             file_settings,
             hybrid: HashSet::new(),
             hybrid_threshold: settings.number("HYBRID_THRESHOLD"),
+            file_eager_limit: settings.number("FILE_EAGER_LIMIT"),
             events_out: Vec::new(),
         };
         transports.start_file_inbox();
@@ -446,6 +449,7 @@ impl Transports {
         }
         if file {
             tracing::info!("reaching {} through files", self.universe.describe(peer));
+            engine.set_peer_eager_limit(peer, self.file_eager_limit);
         }
         for t in queued {
             self.send(t, engine);
