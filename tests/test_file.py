@@ -224,3 +224,13 @@ def test_a_killed_peer_is_lost_by_its_heartbeat(built, program, tmp_path):
             p.wait()
     assert survivor.returncode == 0, err
     assert "lost ok" in out and "solo:1 is gone" in out and "heartbeat" in out, out
+
+
+def test_an_unusable_directory_fails_naming_it(built, program, tmp_path):
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the directory should be")
+    env = clean_env(TETHER_TRANSPORTS="file", TETHER_FILE_DIR=str(blocked))
+    proc = tether_run(["--name", "solo", "-n", "2", program("file_peer")], env=env, check=False)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "error TETHER_ERR_FILE:" in proc.stdout and str(blocked) in proc.stdout, proc.stdout
+    assert "cannot create the inbox" in proc.stdout, proc.stdout
