@@ -124,7 +124,7 @@ pub static TABLE: &[Setting] = &[
         default: "",
         kind: Kind::Text,
         hint: false,
-        meaning: "directory the file and hybrid transports exchange files in, shared by every process of the run; unset: `files` inside a directory rendezvous, else $TMPDIR/tether-files (one host only)",
+        meaning: "directory the file and hybrid transports exchange files in, shared by every process of the run; unset: `files` inside a directory rendezvous, else $TMPDIR/tether-files-<uid> (one host only)",
     },
     Setting {
         key: "FILE_EAGER_LIMIT",

@@ -119,7 +119,11 @@ impl FileSettings {
         let root = match (settings.text("FILE_DIR"), rendezvous) {
             (Some(dir), _) => PathBuf::from(dir),
             (None, Rendezvous::Dir(store)) => store.path().join("files"),
-            (None, Rendezvous::Tcp(_)) => std::env::temp_dir().join("tether-files"),
+            (None, Rendezvous::Tcp(_)) => {
+                // SAFETY: getuid cannot fail.
+                let uid = unsafe { libc::getuid() };
+                std::env::temp_dir().join(format!("tether-files-{uid}"))
+            }
         };
         FileSettings {
             root,
