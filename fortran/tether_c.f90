@@ -77,6 +77,8 @@ module tether_c
   integer, parameter :: TETHER_2INTEGER = 26
   integer, parameter :: TETHER_2REAL = 27
   integer, parameter :: TETHER_2DOUBLE_PRECISION = 28
+  ! Fortran's name for TETHER_CHAR (MPI_CHARACTER); not in tether.h.
+  integer, parameter :: TETHER_CHARACTER = TETHER_CHAR
 
   ! Reduction operations.
   integer, parameter :: TETHER_SUM = 1
