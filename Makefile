@@ -6,7 +6,8 @@
 #   make test                    format, lint, cargo tests, multi-process tests
 #   make python                  pip-install the Python package into $(PYTHON)
 #   make deps                    what a fresh Debian machine needs
-#   make header | check-format | lint | loom | demo | demo-python | clean
+#   make demo                    the heat coupling example (Fortran + MPI), both versions
+#   make header | check-format | lint | loom | demo-c | demo-python | clean
 #
 # Variables: PREFIX (/usr/local), DESTDIR (staging root for packagers),
 # CARGO, PYTHON, CARGO_TARGET_DIR (honoured as cargo honours it), FC and
@@ -76,7 +77,7 @@ HEADERS := include/tether.h include/tether_mpi.h
 APT_PACKAGES := build-essential ca-certificates pkg-config cmake mpich libmpich-dev \
                 python3 python3-pytest iproute2 gfortran
 
-.PHONY: all build fortran header install check-format lint loom test demo demo-python clean python \
+.PHONY: all build fortran header install check-format lint loom test demo demo-c demo-python clean python \
         deps deps-system deps-rust deps-pytest deps-python
 
 all: build
@@ -177,8 +178,12 @@ test:
 demo-python: build python
 	bash examples/python_coupling_demo.sh
 
+# The README's demo: examples/heat3d, file-coupled and Tether versions.
 demo: build
-	@test -f examples/coupled_demo.sh || { echo "make demo: examples/coupled_demo.sh does not exist yet" >&2; exit 1; }
+	bash examples/heat3d/run.sh
+
+# The smaller C example: a 1-D heat solver and a sensor.
+demo-c: build
 	bash examples/coupled_demo.sh
 
 clean:
