@@ -9,7 +9,10 @@
 # versions compute the same temperatures; wallclock is the original
 # behaviour. Each version runs in DIR/<version>/ (default
 # build/examples/heat3d), leaving its code2_history.txt and
-# code3_history.txt there. Needs `make build` first; mpich and gfortran.
+# code3_history.txt there, its output in DIR/<version>.log. Printed: the
+# time per coupling step of every code of both versions, the probe
+# temperatures per step (not with --quiet) and, in steps mode, how far
+# the two versions are apart. Needs `make build` first; mpich, gfortran.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -67,23 +70,29 @@ run() {
         --name code3 "${mpiexec[@]}" -n 2 ./code3)
 }
 
-echo "== file-coupled version: s1.out and s2.out in $out/file =="
+echo "== file-coupled version: s1.out and s2.out, in $out/file =="
 run file > "$out/file.log" 2>&1 || { cat "$out/file.log"; exit 1; }
 grep 'coupling steps' "$out/file.log"
-echo "== Tether version: isend/irecv/waitall between the programs =="
-if ((quiet)); then
-    run tether > "$out/tether.log" 2>&1 || { cat "$out/tether.log"; exit 1; }
-    grep 'coupling steps' "$out/tether.log"
-else
-    run tether 2>&1 | tee "$out/tether.log" | grep -v '^\[code1\] step'
-fi
-if [[ $mode == steps ]]; then
-    for h in code2_history.txt code3_history.txt; do
-        python3 - "$out/file/$h" "$out/tether/$h" <<'PY'
+echo "== Tether version: isend/irecv/waitall between the programs, in $out/tether =="
+run tether > "$out/tether.log" 2>&1 || { cat "$out/tether.log"; exit 1; }
+grep 'coupling steps' "$out/tether.log"
+
+# The probe temperatures of the Tether run (each code's lines are in the
+# logs), and in deterministic mode how far the file run is from them.
+python3 - "$out" "$mode" "$quiet" <<'PY'
 import sys
-rows = [[list(map(float, l.split())) for l in open(f) if not l.startswith("#")] for f in sys.argv[1:]]
-diff = max(abs(a - b) for ra, rb in zip(*rows) for a, b in zip(ra, rb))
-print(f"== {sys.argv[1].rsplit('/', 1)[1]}: {len(rows[0])} steps, file and Tether versions differ by at most {diff:.1e} ==")
+from pathlib import Path
+out, mode, quiet = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+def rows(version, name):
+    return [list(map(float, l.split())) for l in (out / version / name).read_text().splitlines() if not l.startswith("#")]
+code2, code3 = rows("tether", "code2_history.txt"), rows("tether", "code3_history.txt")
+if not quiet:
+    print("== probe temperatures (Tether version) ==")
+    print(f"{'step':>4} {'time':>6} {'source':>9} | code2: {'T(source)':>11} {'T(top ctr)':>11} | code3: {'T(middle)':>11} {'T(quarter)':>11}")
+    for a, b in zip(code2, code3):
+        print(f"{int(a[0]):4d} {a[1]:6.3f} {a[2]:9.4f} |        {a[3]:11.4e} {a[4]:11.4e} |        {b[2]:11.4e} {b[3]:11.4e}")
+if mode == "steps":
+    diff = max(abs(x - y) for name in ("code2_history.txt", "code3_history.txt")
+               for ra, rb in zip(rows("file", name), rows("tether", name)) for x, y in zip(ra, rb))
+    print(f"== {len(code2)} steps: file and Tether versions differ by at most {diff:.1e} (code2 and code3 probes) ==")
 PY
-    done
-fi
