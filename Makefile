@@ -39,8 +39,9 @@ VERSION := $(call workspace_field,version)
 RUST_VERSION := $(call workspace_field,rust-version)
 CARGO_OUT := $(or $(CARGO_TARGET_DIR),target)/release
 
-# The layout tests and users link against: -Ibuild/include is not needed
-# (include/ is the source of the headers), -Lbuild/lib -ltether is.
+# The layout tests and users link against: C needs -Iinclude (the source of
+# the headers) and -Lbuild/lib -ltether; Fortran -Ibuild/include (the .mod
+# files) and -Lbuild/lib -ltether_fortran -ltether.
 BUILD_BIN := build/bin
 BUILD_LIB := build/lib
 
