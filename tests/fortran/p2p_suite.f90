@@ -23,7 +23,13 @@ program p2p_suite
   end type payload
 
   integer :: ierr, me, n, next, prev
+  logical :: joined
 
+  call tether_initialized(joined, ierr)
+  call check(ierr, 'tether_initialized before init')
+  call expect(.not. joined, 'not initialized before tether_init')
+  call tether_universe_rank(me, ierr)
+  call expect_code(ierr, TETHER_ERR_NOT_INITIALIZED, 'tether_universe_rank before tether_init')
   call tether_init(ierr)
   call check(ierr, 'tether_init')
   call tether_universe_rank(me, ierr)
@@ -201,6 +207,23 @@ contains
       call check(ierr, 'test')
     end do
     call expect(req == TETHER_REQUEST_NULL .and. status(TETHER_TAG) == 51, 'test to complete the receive')
+
+    call tether_irecv(in, 5, TETHER_INTEGER, prev, 52, TETHER_COMM_UNIVERSE, reqs(1), ierr)
+    call tether_isend(out, 5, TETHER_INTEGER, next, 52, TETHER_COMM_UNIVERSE, reqs(2), ierr)
+    call check(ierr, 'isend and irecv for testall')
+    flag = .false.
+    do while (.not. flag)
+      call tether_testall(2, reqs, flag, TETHER_STATUSES_IGNORE, ierr)
+      call check(ierr, 'testall')
+    end do
+    call expect(all(reqs == TETHER_REQUEST_NULL), 'testall to complete both requests')
+
+    call tether_irecv(in, 5, TETHER_INTEGER, prev, 999, TETHER_COMM_UNIVERSE, req, ierr)
+    call check(ierr, 'irecv to cancel')
+    call tether_cancel(req, ierr)
+    call check(ierr, 'cancel')
+    call tether_wait(req, status, ierr)
+    call expect(status(TETHER_ERROR) == TETHER_ERR_CANCELLED, 'a cancelled receive''s status')
   end subroutine probe_test_waitany
 
   ! A message longer than the posted buffer: TETHER_ERR_TRUNCATE in ierr
@@ -248,6 +271,11 @@ contains
     call tether_error_string(TETHER_ERR_TRUNCATE, msg, e)
     call check(e, 'error_string')
     call expect(index(msg, 'TRUNCATE') > 0, 'TRUNCATE in the name of TETHER_ERR_TRUNCATE')
+    call tether_hint('NO_SUCH_HINT', '1', ierr)
+    call expect_code(ierr, TETHER_ERR_UNKNOWN_HINT, 'an unknown hint')
+    call tether_hint_get('EAGER_LIMIT', msg, ierr)
+    call check(ierr, 'hint_get')
+    call expect(verify(trim(msg), '0123456789') == 0 .and. len_trim(msg) > 0, 'a number for EAGER_LIMIT')
     call tether_type_size(TETHER_DOUBLE_PRECISION, size, ierr)
     call check(ierr, 'type_size')
     call expect(size == 8, 'an 8-byte double precision')
