@@ -103,7 +103,7 @@ fortran: $(FORTRAN_LIBS)
 $(FORTRAN_OBJECTS) &: $(FORTRAN_SOURCES)
 	@mkdir -p build/fortran build/include
 	for src in $(FORTRAN_SOURCES); do
-	  $(FC) $(FFLAGS) -std=f2018 -Wall -Werror -fPIC -Jbuild/include -c "$$src" -o "build/fortran/$$(basename "$$src" .f90).o"
+	  $(FC) $(FFLAGS) -std=f2018 -Wall -fPIC -Jbuild/include -c "$$src" -o "build/fortran/$$(basename "$$src" .f90).o"
 	done
 
 $(BUILD_LIB)/libtether_fortran.a: $(FORTRAN_OBJECTS)

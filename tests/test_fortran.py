@@ -46,6 +46,24 @@ def fortran(built, tmp_path_factory):
     return compile_program
 
 
+def test_module_and_example_compile_without_warnings(tmp_path):
+    """The build does not stop on a warning (another gfortran may warn about
+    more); this test does, for the module and the heat example."""
+    sources = [ROOT / "fortran" / f"{name}.f90" for name in
+               ("tether_c", "tether_support", "tether_setup", "tether_p2p", "tether_collectives", "tether")]
+    subprocess.run(["gfortran", "-std=f2018", "-Wall", "-Wextra", "-Werror", "-J", str(tmp_path), "-c", *sources],
+                   cwd=tmp_path, check=True)
+    heat = ROOT / "examples" / "heat3d"
+    if shutil.which("mpifort"):
+        subprocess.run(["mpifort", "-std=f2018", "-Wall", "-Werror", "-O2", "-I", str(tmp_path), "-J", str(tmp_path),
+                        "-c", heat / "solver.f90", heat / "report.f90", heat / "file" / "mailbox.f90",
+                        heat / "tether" / "peers.f90"], cwd=tmp_path, check=True)
+        for version in ("file", "tether"):
+            for code in ("code1", "code2", "code3"):
+                subprocess.run(["mpifort", "-std=f2018", "-Wall", "-Werror", "-O2", "-I", str(tmp_path), "-c",
+                                heat / version / f"{code}.f90", "-o", f"{version}_{code}.o"], cwd=tmp_path, check=True)
+
+
 def header_constants():
     text = (INCLUDE / "tether.h").read_text()
     return {name: int(value) for name, value in re.findall(r"^#define (TETHER_\w+) (-?\d+)$", text, re.M)}
