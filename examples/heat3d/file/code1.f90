@@ -2,8 +2,8 @@
 ! Interval, Val) and every Interval publishes (time, Source) with
 ! Source = Val*sin(time*coef) in s1.out for Code-2.
 !
-!   code1            time is the wall clock (the original)
-!   code1 steps      time is step * Interval (deterministic)
+!   code1 [wallclock] time is the wall clock (the original)
+!   code1 steps       time is step * Interval (deterministic)
 program code1
   use, intrinsic :: iso_fortran_env, only: real64
   use mailbox, only: post
@@ -15,6 +15,7 @@ program code1
   type(stopwatch) :: w
 
   call get_command_argument(1, mode)
+  if (mode /= '' .and. mode /= 'steps' .and. mode /= 'wallclock') error stop 'usage: code1 [steps|wallclock]'
   open (11, file='s1.dat', status='old', action='read')
   read (11, *) ITERmax
   read (11, *) Period

@@ -3,8 +3,8 @@
 ! Source = Val*sin(time*coef) to rank 0 of Code-2. The file version
 ! (../file/code1.f90) with s1.out replaced by tether_isend/tether_waitall.
 !
-!   code1            time is the wall clock (the original)
-!   code1 steps      time is step * Interval (deterministic)
+!   code1 [wallclock] time is the wall clock (the original)
+!   code1 steps       time is step * Interval (deterministic)
 program code1
   use, intrinsic :: iso_fortran_env, only: real64
   use tether
@@ -17,6 +17,7 @@ program code1
   type(stopwatch) :: w
 
   call get_command_argument(1, mode)
+  if (mode /= '' .and. mode /= 'steps' .and. mode /= 'wallclock') error stop 'usage: code1 [steps|wallclock]'
   call tether_init(ierr)
   call check(ierr, 'tether_init')
   code2 = universe_rank_of('code2', 0)
