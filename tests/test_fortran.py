@@ -7,7 +7,8 @@ build` into build/include and build/lib:
   3-D arrays of every intrinsic type, truncation and bad arguments reaching
   ierr, under every transport set-up;
 - every collective, blocking and non-blocking (coll_suite.f90);
-- a Fortran program and a C program exchanging in both directions.
+- a Fortran program and a C program exchanging in both directions, and
+  reducing together (TETHER_DOUBLE_PRECISION meeting TETHER_DOUBLE).
 """
 
 import re

@@ -1,7 +1,9 @@
 /* The C half of the mixed-language test (tests/fortran/mixed.f90): ccode
  * rank i receives fcode rank i's 2x3x4 Fortran array (a(i,j,k) at
  * (i-1) + 2(j-1) + 6(k-1)), checks it element by element, and answers with
- * its sum and the array doubled. */
+ * its sum and the array doubled; then both programs allreduce, C's
+ * TETHER_DOUBLE and TETHER_INT meeting Fortran's TETHER_DOUBLE_PRECISION
+ * and TETHER_INTEGER. */
 #include "common.h"
 
 int main(void) {
@@ -32,6 +34,12 @@ int main(void) {
     }
     CHECK(tether_send(&total, 1, TETHER_DOUBLE, peer, 2, comm));
     CHECK(tether_send(a, 24, TETHER_DOUBLE, peer, 3, comm));
+    double mine[2] = {total, 1}, sums[2];
+    CHECK(tether_allreduce(mine, sums, 2, TETHER_DOUBLE, TETHER_SUM, comm));
+    int ints[2] = {r, 1}, counts[2];
+    CHECK(tether_allreduce(ints, counts, 2, TETHER_INT, TETHER_SUM, comm));
+    EXPECT(sums[0] == 2.0 * (6516 + 30516) && sums[1] == p && counts[0] == p * (p - 1) / 2 && counts[1] == p,
+           "sums over both programs, got %g %g %d %d", sums[0], sums[1], counts[0], counts[1]);
     CHECK(tether_comm_free(&comm));
     CHECK(tether_finalize());
     printf("C checked the Fortran array of fcode:%d\n", peer);
