@@ -2,7 +2,8 @@
 build` into build/include and build/lib:
 
 - its constants are tether.h's, and its status array has tether_status's
-  layout (checked here against the header and a C compiler);
+  layout (checked here against the header and a C compiler); it and the
+  heat example compile without a warning;
 - point to point (tests/fortran/p2p_suite.f90) with scalars and 1-D and
   3-D arrays of every intrinsic type, truncation and bad arguments reaching
   ierr, under every transport set-up;
