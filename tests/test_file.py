@@ -18,6 +18,7 @@ import shutil
 import signal
 import struct
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -148,29 +149,43 @@ def message_file(run_name, sender, receiver, seq, payload, tag=0, kind=4):
 
 def test_a_file_written_by_the_documented_format_is_delivered(built, program, tmp_path):
     # Universe rank 0 ("fake") exists only as files this test writes by
-    # hand: its rendezvous entries, its heartbeat, a message and a goodbye.
-    # The real process (rank 1) receives the message and finalizes. So the
-    # format in docs/PROTOCOL.md is what the library reads, and the bad
-    # variants in the next test are refused for what they break.
-    run = "crafted"
+    # hand: its rendezvous entries (with its start-up nonce), its heartbeat,
+    # a message, a message whose payload is corrupted, and a goodbye. The
+    # real process (rank 1) receives the good message, refuses the bad one,
+    # and finalizes once the goodbye takes the refused file's place. So the
+    # format in docs/PROTOCOL.md is what the library reads.
+    run, nonce = "crafted", 0x1234_5678_9ABC_DEF0
+    run_id = f"{run}/{nonce:016x}"
     rdv, root = tmp_path / "rdv", tmp_path / "files"
     rdv.mkdir()
     (rdv / "size%fake").write_text("1")
-    (rdv / "addr%fake%0").write_text("tcp=127.0.0.1:1 host=elsewhere pid=1")
-    run_dir = root / f"run-{run}"
-    (run_dir / "to-1").mkdir(parents=True)
-    (run_dir / "alive-0").write_text("1\n")
-    (run_dir / "to-1" / "0-0.msg").write_bytes(message_file(run, 0, 1, 0, b"hello from a file", tag=7))
-    (run_dir / "to-1" / "0-1.msg").write_bytes(message_file(run, 0, 1, 1, b"", kind=8))
+    (rdv / "addr%fake%0").write_text(f"tcp=127.0.0.1:1 host=elsewhere pid=1 nonce={nonce:016x}")
+    inbox = root / f"run-{run}" / "to-1"
+    inbox.mkdir(parents=True)
+    (root / f"run-{run}" / "alive-0").write_text("1\n")
+    (inbox / "0-0.msg").write_bytes(message_file(run_id, 0, 1, 0, b"hello from a file", tag=7))
+    bad = message_file(run_id, 0, 1, 1, b"corrupted payload", tag=8)
+    (inbox / "0-1.msg").write_bytes(bad[:-1] + b"?")
     env = clean_env(TETHER_TRANSPORTS="file", TETHER_FILE_DIR=str(root), TETHER_RUN_ID=run,
                     TETHER_RENDEZVOUS=str(rdv), TETHER_PROGRAMS="fake,real", TETHER_PROGRAM="real")
-    proc = subprocess.run([program("file_peer"), "receive"], env=env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "received 17 bytes tag 7: hello from a file" in proc.stdout, proc.stdout + proc.stderr
-    assert "refused" not in proc.stderr, proc.stderr
-    # It consumed both files and said goodbye to rank 0 with a file.
-    assert sorted(p.name for p in (run_dir / "to-0").iterdir()) == ["1-0.msg"]
-    assert not (run_dir / "to-1").exists()
+    proc = subprocess.Popen([program("file_peer"), "receive"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (inbox / "0-1.msg.rejected-0").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (inbox / "0-1.msg").write_bytes(message_file(run_id, 0, 1, 1, b"", kind=8))
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out + err
+    assert "received 17 bytes tag 7: hello from a file" in out, out + err
+    refused = [l for l in err.splitlines() if "TETHER_ERR_FILE" in l]
+    assert len(refused) == 1 and "to-1/0-1.msg" in refused[0] and "payload checksum mismatch" in refused[0], err
+    # It consumed the good files and said goodbye to rank 0 with a file.
+    assert sorted(p.name for p in inbox.iterdir()) == ["0-1.msg.rejected-0"]
+    assert sorted(p.name for p in (root / f"run-{run}" / "to-0").iterdir()) == ["1-0.msg"]
 
 
 def test_bad_files_are_never_delivered_and_the_run_completes(built, program, tmp_path):
@@ -178,8 +193,10 @@ def test_bad_files_are_never_delivered_and_the_run_completes(built, program, tmp
     root = tmp_path / "files"
     inbox = root / f"run-{run}" / "to-1"
     inbox.mkdir(parents=True)
-    good = message_file(run, 0, 1, 0, b"x" * 100)
-    (inbox / "0-0.msg").write_bytes(good[:-1] + b"y")                       # payload corrupted
+    # An earlier run under the same TETHER_RUN_ID left a message behind:
+    # its run id (the name salted with that run's rank 0 nonce) differs.
+    good = message_file(f"{run}/{0:016x}", 0, 1, 0, b"x" * 100)
+    (inbox / "0-0.msg").write_bytes(good)                                   # an earlier run's
     (inbox / "0-1.msg").write_bytes(good[:70])                              # truncated
     (inbox / "0-2.msg").write_bytes(message_file("older-run", 0, 1, 2, b"old"))  # another run's
     (inbox / "0-3.msg").write_bytes(b"\0" * 200)                             # garbage
@@ -191,7 +208,7 @@ def test_bad_files_are_never_delivered_and_the_run_completes(built, program, tmp
     proc = tether_run(["--name", "solo", "-n", "2", program("file_peer"), "24"], env=env)
     assert proc.stdout.count("exchanged 24 ok") == 2, proc.stdout
     err = proc.stderr
-    for name, problem in [("0-0.msg", "payload checksum mismatch"), ("0-1.msg", "truncated"),
+    for name, problem in [("0-0.msg", "belongs to another run"), ("0-1.msg", "truncated"),
                           ("0-2.msg", "belongs to another run"), ("0-3.msg", "bad magic")]:
         line = next((l for l in err.splitlines() if f"to-1/{name}" in l and "TETHER_ERR_FILE" in l), None)
         assert line and problem in line, (name, err)

@@ -86,7 +86,7 @@ pub static TABLE: &[Setting] = &[
         default: "",
         kind: Kind::Text,
         hint: false,
-        meaning: "identifies one run; processes of another run are refused (set by `tether run`)",
+        meaning: "names one run (set by `tether run`, which keeps a value you set): the file transport's run directory is run-<this>; unset: derived from universe rank 0's start-up nonce",
     },
     Setting {
         key: "TRANSPORTS",
@@ -140,7 +140,7 @@ pub static TABLE: &[Setting] = &[
         key: "FILE_FSYNC",
         default: "0",
         kind: Kind::Flag,
-        hint: true,
+        hint: false,
         meaning: "1: every file is flushed to stable storage (fsync) before it is published; 0: the file system's own ordering is trusted",
     },
     Setting {
@@ -187,7 +187,7 @@ pub static TABLE: &[Setting] = &[
             min: 0,
             max: u64::MAX,
         },
-        hint: true,
+        hint: false,
         meaning: "with the hybrid transport, rendezvous payloads larger than this many bytes go through files, the rest through the socket transport (see docs/PERFORMANCE.md for how the default was chosen)",
     },
     Setting {

@@ -100,13 +100,19 @@ pub struct Transports {
     hybrid_threshold: u64,
     /// Eager limit of the peers reached through `file`.
     file_eager_limit: u64,
+    hybrid_inline_warned: bool,
     pub events_out: Vec<LinkEvent>,
 }
 
 /// What the file transport needs besides the universe, read at start-up.
 struct FileSettings {
     root: PathBuf,
-    run_id: Option<String>,
+    /// Whether `root` is the per-user default, which must be private.
+    private_root: bool,
+    /// The run's directory name and the run id its files carry, read at
+    /// start-up (universe rank 0's rendezvous entry is removed when it
+    /// finalizes), or why they cannot be known.
+    run: std::result::Result<(String, u64), Error>,
     fsync: bool,
     notify: NotifyMode,
     poll_min: Duration,
@@ -115,19 +121,23 @@ struct FileSettings {
 }
 
 impl FileSettings {
-    fn new(settings: &Settings, rendezvous: &Rendezvous) -> FileSettings {
-        let root = match (settings.text("FILE_DIR"), rendezvous) {
-            (Some(dir), _) => PathBuf::from(dir),
-            (None, Rendezvous::Dir(store)) => store.path().join("files"),
+    fn new(settings: &Settings, rendezvous: &Rendezvous, universe: &Universe) -> FileSettings {
+        let (root, private_root) = match (settings.text("FILE_DIR"), rendezvous) {
+            (Some(dir), _) => (PathBuf::from(dir), false),
+            (None, Rendezvous::Dir(store)) => (store.path().join("files"), false),
             (None, Rendezvous::Tcp(_)) => {
                 // SAFETY: getuid cannot fail.
                 let uid = unsafe { libc::getuid() };
-                std::env::temp_dir().join(format!("tether-files-{uid}"))
+                (
+                    std::env::temp_dir().join(format!("tether-files-{uid}")),
+                    true,
+                )
             }
         };
         FileSettings {
             root,
-            run_id: settings.text("RUN_ID").map(str::to_string),
+            private_root,
+            run: run_identity(settings.text("RUN_ID"), rendezvous, universe),
             fsync: settings.flag("FILE_FSYNC"),
             notify: NotifyMode::parse(settings.get("FILE_NOTIFY").unwrap_or("auto")),
             poll_min: Duration::from_micros(settings.number("FILE_POLL_US")),
@@ -204,7 +214,7 @@ impl Transports {
                 })
                 .ok()
         });
-        let file_settings = FileSettings::new(settings, &rendezvous);
+        let file_settings = FileSettings::new(settings, &rendezvous, &universe);
         let mut transports = Transports {
             tcp,
             shm,
@@ -221,6 +231,7 @@ impl Transports {
             hybrid: HashSet::new(),
             hybrid_threshold: settings.number("HYBRID_THRESHOLD"),
             file_eager_limit: settings.number("FILE_EAGER_LIMIT"),
+            hybrid_inline_warned: false,
             events_out: Vec::new(),
         };
         transports.start_file_inbox();
@@ -231,7 +242,11 @@ impl Transports {
     /// process before it writes to them: its inbox and heartbeat start now.
     fn start_file_inbox(&mut self) {
         if self.order.iter().any(|t| t == "file") {
-            if let Err(e) = self.file() {
+            let registry = self.tcp.registry().try_clone();
+            let started = registry
+                .map_err(|e| err(ErrorClass::File, format!("epoll: {e}")))
+                .and_then(|registry| self.file()?.receive_frames(&registry));
+            if let Err(e) = started {
                 tracing::warn!("the file transport cannot receive: {e}");
             }
         }
@@ -240,9 +255,14 @@ impl Transports {
     /// The file transport, created on first use.
     fn file(&mut self) -> Result<&mut FileTransport> {
         if self.file.is_none() {
+            let (run_name, run_id) = self.file_settings.run.clone()?;
+            if self.file_settings.private_root {
+                file::ensure_private_dir(&self.file_settings.root)?;
+            }
             let config = FileConfig {
                 root: self.file_settings.root.clone(),
-                run_name: self.run_name()?,
+                run_name,
+                run_id,
                 fsync: self.file_settings.fsync,
                 notify: self.file_settings.notify,
                 poll_min: self.file_settings.poll_min,
@@ -257,40 +277,10 @@ impl Transports {
         Ok(self.file.as_mut().expect("created above"))
     }
 
-    /// The run's name, the same in every process: `TETHER_RUN_ID` when it
-    /// is set (by `tether run`), else derived from universe rank 0's
-    /// random start-up nonce, which every process can read.
-    fn run_name(&self) -> Result<String> {
-        if let Some(id) = &self.file_settings.run_id {
-            if file::is_safe_run_name(id) {
-                return Ok(id.clone());
-            }
-            return Ok(format!("{:016x}", file::format::run_id(id)));
-        }
-        let first = &self.universe.programs[0].name;
-        let key = addr_key(first, 0);
-        let nonce = match self.rendezvous.get(&key) {
-            Ok(Some(text)) => PeerAddress::decode(&text).and_then(|a| a.nonce),
-            Ok(None) => None,
-            Err(e) => return Err(err(ErrorClass::File, format!("cannot name the run: {e}"))),
-        };
-        let nonce = nonce.ok_or_else(|| {
-            err(
-                ErrorClass::File,
-                format!(
-                    "cannot name the run: the rendezvous entry {key} of universe rank 0 has no start-up nonce (a process of an older Tether?); set TETHER_RUN_ID"
-                ),
-            )
-        })?;
-        Ok(format!("{:016x}{:016x}", nonce, self.universe.id))
-    }
-
     /// Changes the transport order for peers not reached yet.
     pub fn set_order(&mut self, order: Vec<String>) {
         self.order = order;
-        if self.file.is_none() {
-            self.start_file_inbox();
-        }
+        self.start_file_inbox();
     }
 
     pub fn set_timeouts(&mut self, connect: Duration, handshake: Duration) {
@@ -312,14 +302,16 @@ impl Transports {
             && self.hybrid.contains(&peer)
         {
             t = match self.file() {
-                Ok(file) => match file.send_payload(t, engine) {
-                    Some(header_only) => header_only,
-                    None => {
-                        self.collect_file_events();
-                        return;
+                Ok(file) => file.send_payload(t, engine),
+                Err(e) => {
+                    if !self.hybrid_inline_warned {
+                        self.hybrid_inline_warned = true;
+                        tracing::warn!(
+                            "hybrid: large payloads go on the socket, no file transport: {e}"
+                        );
                     }
-                },
-                Err(e) => return self.fail(peer, e, engine),
+                    t
+                }
             };
         }
         match self.routes.get_mut(&peer) {
@@ -462,6 +454,9 @@ impl Transports {
 
     fn fail(&mut self, peer: u32, error: Error, engine: &mut Engine) {
         self.routes.remove(&peer);
+        if let Some(file) = self.file.as_mut() {
+            file.forget_payloads(peer);
+        }
         engine.peer_lost(peer);
         self.events_out.push(LinkEvent::Lost { peer, error });
     }
@@ -553,6 +548,7 @@ impl Transports {
             if ready.contains(&file::TOKEN) {
                 ready.retain(|t| *t != file::TOKEN);
                 if let Some(file) = self.file.as_mut() {
+                    file.notify();
                     moved |= file.poll(engine);
                 }
             }
@@ -646,6 +642,44 @@ impl Transports {
             file.broadcast_abort(code, engine);
         }
     }
+}
+
+/// The run's directory name and run id, the same in every process of the
+/// run and different in every run. The name is `TETHER_RUN_ID` when set
+/// (by `tether run` or the user), else universe rank 0's random start-up
+/// nonce and the universe id; the id hashes the name with that nonce, so
+/// even a rerun under the same `TETHER_RUN_ID` refuses the files an
+/// earlier run left behind.
+fn run_identity(
+    run_id: Option<&str>,
+    rendezvous: &Rendezvous,
+    universe: &Universe,
+) -> std::result::Result<(String, u64), Error> {
+    let key = addr_key(&universe.programs[0].name, 0);
+    let nonce = match rendezvous.get(&key) {
+        Ok(Some(text)) => PeerAddress::decode(&text).and_then(|a| a.nonce),
+        Ok(None) => None,
+        Err(e) => {
+            let message = format!("cannot name the run: reading {key}: {e}");
+            return Err(err(ErrorClass::File, message));
+        }
+    };
+    let name = match (run_id, nonce) {
+        (Some(id), _) if file::is_safe_run_name(id) => id.to_string(),
+        (Some(id), _) => format!("{:016x}", file::format::run_id(id)),
+        (None, Some(nonce)) => format!("{nonce:016x}{:016x}", universe.id),
+        (None, None) => {
+            let message = format!(
+                "cannot name the run: universe rank 0's rendezvous entry {key} has no start-up nonce (missing, or written by an older Tether); set TETHER_RUN_ID"
+            );
+            return Err(err(ErrorClass::File, message));
+        }
+    };
+    let salted = match nonce {
+        Some(nonce) => format!("{name}/{nonce:016x}"),
+        None => name.clone(),
+    };
+    Ok((name, file::format::run_id(&salted)))
 }
 
 /// Whether each transport this build has can be used in this process, and

@@ -35,6 +35,7 @@ impl Heartbeat {
         ));
         beat(&temp, &path, 0)?;
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        // The first beat was written above; the thread writes the next ones.
         let thread = {
             let stop = stop.clone();
             let path = path.clone();
@@ -43,16 +44,27 @@ impl Heartbeat {
                 .spawn(move || {
                     let (lock, signal) = &*stop;
                     let mut count = 1u64;
-                    let mut stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
-                    while !*stopped {
+                    loop {
+                        let stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
+                        let (stopped, _) = signal
+                            .wait_timeout_while(stopped, HEARTBEAT_PERIOD, |s| !*s)
+                            .unwrap_or_else(|e| e.into_inner());
+                        if *stopped {
+                            break;
+                        }
+                        drop(stopped);
+                        // Written without the lock held: a hung file system
+                        // delays this beat, not the process's finalize.
                         if let Err(e) = beat(&temp, &path, count) {
                             tracing::warn!("cannot write heartbeat {}: {e}", path.display());
                         }
                         count += 1;
-                        stopped = signal
-                            .wait_timeout(stopped, HEARTBEAT_PERIOD)
-                            .unwrap_or_else(|e| e.into_inner())
-                            .0;
+                        if *lock.lock().unwrap_or_else(|e| e.into_inner()) {
+                            // Stopped while writing: this beat outlived the
+                            // owner's removal of the file.
+                            let _ = std::fs::remove_file(&path);
+                            break;
+                        }
                     }
                 })?
         };
@@ -73,9 +85,9 @@ impl Drop for Heartbeat {
     fn drop(&mut self) {
         *self.stop.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
         self.stop.1.notify_all();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        // Not joined: a beat stuck in a hung file system must not hang
+        // finalize; the thread ends at its next wake-up.
+        drop(self.thread.take());
         let _ = std::fs::remove_file(&self.path);
     }
 }

@@ -40,15 +40,15 @@ use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use tether_proto::wire::FLAG_PAYLOAD_IN_FILE;
 use tether_proto::{
-    Engine, FrameHeader, FrameKind, PayloadSink, Region, SinkToken, Transmit, TransmitPayload,
-    WireError,
+    Engine, FrameHeader, FrameKind, PayloadSink, Region, ReqId, SinkToken, Transmit,
+    TransmitPayload, WireError,
 };
 
 use crate::error::{err, Error, ErrorClass};
 use crate::settings::MAX_EAGER_LIMIT;
 use crate::transport::LinkEvent;
 use crate::universe::Universe;
-use format::{encode_prefix, run_id, Envelope};
+use format::{encode_prefix, Envelope};
 use heartbeat::{Heartbeat, Liveness, Verdict, HEARTBEAT_PERIOD};
 use io::Found;
 pub use names::is_safe_run_name;
@@ -67,8 +67,10 @@ const STALE_TEMPORARY: Duration = Duration::from_secs(60);
 pub struct FileConfig {
     /// `TETHER_FILE_DIR`: the directory shared by every process of the run.
     pub root: PathBuf,
-    /// The run's name: unique per run, the same in every process.
+    /// The run's directory name, the same in every process.
     pub run_name: String,
+    /// The run id every file carries: unique per run.
+    pub run_id: u64,
     pub fsync: bool,
     pub notify: NotifyMode,
     pub poll_min: Duration,
@@ -134,17 +136,9 @@ struct Peer {
     /// Written files whose final name is still taken, in order.
     unplaced: VecDeque<(PathBuf, PathBuf)>,
     liveness: Liveness,
-    /// A refused file stands where the next message should be.
-    refused: Option<Refused>,
     bye_sent: bool,
     bye_received: bool,
     dead: bool,
-}
-
-struct Refused {
-    seq: u64,
-    since: Instant,
-    error: Error,
 }
 
 struct Waiting {
@@ -156,6 +150,35 @@ struct Waiting {
 struct Receiving {
     watcher: Watcher,
     _heartbeat: Heartbeat,
+}
+
+impl Receiving {
+    /// Watches the inbox (its inotify descriptor in the runtime's epoll)
+    /// and starts the heartbeat.
+    fn start(
+        layout: &Layout,
+        config: &FileConfig,
+        registry: &Registry,
+    ) -> Result<Receiving, Error> {
+        let inbox = layout.inbox(layout.me);
+        let watcher = Watcher::new(&inbox, config.notify, config.poll_min, config.poll_max);
+        if let Some(fd) = watcher.fd() {
+            registry
+                .register(&mut SourceFd(&fd), TOKEN, Interest::READABLE)
+                .map_err(|e| file_error(format!("cannot watch {}: {e}", inbox.display())))?;
+        }
+        let path = layout.heartbeat(layout.me);
+        let heartbeat = Heartbeat::start(path.clone()).map_err(|e| {
+            file_error(format!(
+                "cannot write the heartbeat {}: {e}",
+                path.display()
+            ))
+        })?;
+        Ok(Receiving {
+            watcher,
+            _heartbeat: heartbeat,
+        })
+    }
 }
 
 pub struct FileTransport {
@@ -197,22 +220,7 @@ impl FileTransport {
         })?;
         warn_about_other_runs(&config.root, &layout.run_dir);
         let receiving = if config.frames {
-            let watcher = Watcher::new(&inbox, config.notify, config.poll_min, config.poll_max);
-            if let Some(fd) = watcher.fd() {
-                registry
-                    .register(&mut SourceFd(&fd), TOKEN, Interest::READABLE)
-                    .map_err(|e| file_error(format!("cannot watch {}: {e}", inbox.display())))?;
-            }
-            let heartbeat = Heartbeat::start(layout.heartbeat(me)).map_err(|e| {
-                file_error(format!(
-                    "cannot write the heartbeat {}: {e}",
-                    layout.heartbeat(me).display()
-                ))
-            })?;
-            Some(Receiving {
-                watcher,
-                _heartbeat: heartbeat,
-            })
+            Some(Receiving::start(&layout, &config, registry)?)
         } else {
             None
         };
@@ -226,7 +234,7 @@ impl FileTransport {
             }
         );
         Ok(FileTransport {
-            run: run_id(&config.run_name),
+            run: config.run_id,
             layout,
             config,
             universe,
@@ -245,13 +253,22 @@ impl FileTransport {
         self.layout.me
     }
 
+    /// Starts receiving whole frames by file, if not yet (`file` was
+    /// added to the transports after hybrid created this transport).
+    pub fn receive_frames(&mut self, registry: &Registry) -> Result<(), Error> {
+        if self.receiving.is_none() {
+            self.config.frames = true;
+            self.receiving = Some(Receiving::start(&self.layout, &self.config, registry)?);
+        }
+        Ok(())
+    }
+
     fn peer(&mut self, peer: u32) -> &mut Peer {
         self.peers.entry(peer).or_insert_with(|| Peer {
             send_seq: 0,
             recv_seq: 0,
             unplaced: VecDeque::new(),
             liveness: Liveness::new(Instant::now()),
-            refused: None,
             bye_sent: false,
             bye_received: false,
             dead: false,
@@ -294,9 +311,11 @@ impl FileTransport {
     }
 
     /// Writes the payload of a hybrid `Data` frame to its file and returns
-    /// the frame to send on the socket instead (payload-less, flagged), or
-    /// `None` if the file could not be written (the peer is then lost).
-    pub fn send_payload(&mut self, t: Transmit, engine: &mut Engine) -> Option<Transmit> {
+    /// the frame to send on the socket instead (payload-less, flagged). If
+    /// the file cannot be written, returns the frame as it came, with a
+    /// warning: its payload then goes on the socket, so the receiver still
+    /// gets it (its user buffer is still borrowed; nothing was reported).
+    pub fn send_payload(&mut self, t: Transmit, engine: &mut Engine) -> Transmit {
         let peer = t.peer;
         let receiver_req = t.header.receiver_req;
         let target = self.layout.outgoing_payload(peer, receiver_req);
@@ -314,13 +333,12 @@ impl FileTransport {
                 }
             });
         if let Err(e) = written {
-            let message = format!(
-                "cannot write the payload for {} to {}: {e}",
+            tracing::warn!(
+                "cannot write the payload for {} to {} ({e}): it goes on the socket instead",
                 self.universe.describe(peer),
                 target.display()
             );
-            self.lose(peer, file_error(message), engine);
-            return None;
+            return t;
         }
         if let Some(req) = t.completes {
             engine.transmit_done(req);
@@ -328,13 +346,13 @@ impl FileTransport {
         let mut header = t.header;
         header.flags |= FLAG_PAYLOAD_IN_FILE;
         header.payload_len = 0;
-        Some(Transmit {
+        Transmit {
             peer,
             header,
             payload: TransmitPayload::None,
             completes: None,
             copy_if_blocked: false,
-        })
+        }
     }
 
     /// Writes a file for `to` under a temporary name; returns that name.
@@ -409,6 +427,13 @@ impl FileTransport {
             payload,
             since: Instant::now(),
         });
+    }
+
+    /// epoll reported the inbox's inotify descriptor.
+    pub fn notify(&mut self) {
+        if let Some(r) = self.receiving.as_mut() {
+            r.watcher.notify();
+        }
     }
 
     /// Places waiting files, reads the inbox when due, reads announced
@@ -533,17 +558,29 @@ impl FileTransport {
     fn refuse_stray(&mut self, path: &Path, what: String) -> bool {
         let error = file_error(format!("refused {}: {what}", path.display()));
         match io::reject(path) {
-            Ok(aside) => tracing::error!("{error}; moved to {}", aside.display()),
-            Err(e) => tracing::error!("{error}; cannot move it aside: {e}"),
+            Ok(aside) => {
+                tracing::error!("{error}; moved to {}", aside.display());
+                true
+            }
+            Err(e) => {
+                if self.warned.insert(path.to_path_buf()) {
+                    tracing::error!("{error}; cannot move it aside: {e}");
+                }
+                false
+            }
         }
-        true
     }
 
     /// Consumes the next file of `from` if it is there and sound. Returns
     /// whether one was consumed.
     fn consume(&mut self, from: u32, engine: &mut Engine) -> bool {
-        let seq = self.peer(from).recv_seq;
-        if self.peer(from).dead {
+        // A peer gets an entry (liveness checks, a goodbye owed) only once
+        // a sound file of this run came from it: a stray name is no peer.
+        let (seq, dead) = self
+            .peers
+            .get(&from)
+            .map_or((0, false), |p| (p.recv_seq, p.dead));
+        if dead {
             return false;
         }
         let path = self.layout.incoming_message(from, seq);
@@ -561,7 +598,7 @@ impl FileTransport {
             }
             Ok(Found::Good(opened)) => opened,
             Err(e) => {
-                self.stray(path.clone(), &format!("cannot read it: {e}"));
+                self.refuse(from, seq, &path, format!("cannot read it: {e}"));
                 return false;
             }
         };
@@ -585,6 +622,9 @@ impl FileTransport {
         } else {
             self.deliver_frame(from, &frame, &opened, &path, engine)
         };
+        // Closed before it is removed: on NFS, removing an open file leaves
+        // a `.nfs*` file behind.
+        drop(opened);
         if !delivered {
             return false;
         }
@@ -593,7 +633,6 @@ impl FileTransport {
         }
         let state = self.peer(from);
         state.recv_seq += 1;
-        state.refused = None;
         if let Some(r) = self.receiving.as_mut() {
             r.watcher.activity(Instant::now());
         }
@@ -632,7 +671,7 @@ impl FileTransport {
                         false
                     }
                     Err(e) => {
-                        self.stray(path.to_path_buf(), &format!("cannot read it: {e}"));
+                        self.refuse(from, frame.seq, path, format!("cannot read it: {e}"));
                         false
                     }
                 }
@@ -665,7 +704,7 @@ impl FileTransport {
                 return false;
             }
             Err(e) => {
-                self.stray(path.to_path_buf(), &format!("cannot read it: {e}"));
+                self.refuse(from, frame.seq, path, format!("cannot read it: {e}"));
                 return false;
             }
         }
@@ -700,7 +739,9 @@ impl FileTransport {
     }
 
     /// A file at the place of `from`'s next message failed its checks: it
-    /// is moved aside and reported; the real message may still come.
+    /// is moved aside and reported, and the real message, which can never
+    /// have replaced it, is published under the freed name. Whether the
+    /// sender is still there is for its heartbeat to tell.
     fn refuse(&mut self, from: u32, seq: u64, path: &Path, what: String) {
         let who = self.universe.describe(from);
         let error = file_error(format!(
@@ -709,15 +750,11 @@ impl FileTransport {
         ));
         match io::reject(path) {
             Ok(aside) => tracing::error!("{error}; moved to {}", aside.display()),
-            Err(e) => tracing::error!("{error}; cannot move it aside: {e}"),
-        }
-        let state = self.peer(from);
-        if state.refused.as_ref().is_none_or(|r| r.seq != seq) {
-            state.refused = Some(Refused {
-                seq,
-                since: Instant::now(),
-                error,
-            });
+            Err(e) => {
+                if self.warned.insert(path.to_path_buf()) {
+                    tracing::error!("{error}; cannot move it aside ({e}): message {seq} from {who} waits until it is removed");
+                }
+            }
         }
     }
 
@@ -739,6 +776,14 @@ impl FileTransport {
                 region,
                 ..
             } = &w.payload;
+            // The receive may have failed meanwhile (its peer lost) and its
+            // buffer gone back to the program: never write into it then.
+            let receive = ReqId::from_wire(header.receiver_req);
+            if engine.granted_region(receive) != Some(*region) {
+                let _ =
+                    std::fs::remove_file(self.layout.incoming_payload(*peer, header.receiver_req));
+                continue;
+            }
             let path = self.layout.incoming_payload(*peer, header.receiver_req);
             let expected = Envelope {
                 run: self.run,
@@ -773,7 +818,9 @@ impl FileTransport {
                         // SAFETY: the granted region is valid and reserved
                         // for this data until its receive completes.
                         let dst = unsafe { std::slice::from_raw_parts_mut(region.ptr, region.len) };
-                        match opened.read_payload(dst) {
+                        let read = opened.read_payload(dst);
+                        drop(opened);
+                        match read {
                             Ok(Ok(())) => {
                                 let _ = std::fs::remove_file(&path);
                                 engine.payload_done(w.payload.token, None);
@@ -835,11 +882,7 @@ impl FileTransport {
                         for_.as_secs()
                     ),
                 )),
-                Verdict::Alive => state
-                    .refused
-                    .as_ref()
-                    .filter(|r| now.duration_since(r.since) >= silence)
-                    .map(|r| r.error.clone()),
+                Verdict::Alive => None,
             };
             if let Some(error) = error {
                 self.lose(peer, error, engine);
@@ -857,7 +900,13 @@ impl FileTransport {
             state.dead = true;
         }
         engine.peer_lost(peer);
+        self.forget_payloads(peer);
         self.events_out.push(LinkEvent::Lost { peer, error });
+    }
+
+    /// Drops the announced payloads of a lost peer (their receives failed).
+    pub fn forget_payloads(&mut self, peer: u32) {
+        self.payloads.retain(|w| w.payload.peer != peer);
     }
 
     /// Whether written files still wait for their names.
@@ -968,6 +1017,33 @@ fn warn_about_other_runs(root: &Path, ours: &Path) {
             others.join(", ")
         );
     }
+}
+
+/// Creates `dir` for this user alone (mode 0700) if it is missing, and
+/// refuses it unless it is a real directory owned by this user that no one
+/// else can write to: the default directory lies in a shared `/tmp`.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let refuse = |why: String| file_error(format!("{}: {why}; set TETHER_FILE_DIR", dir.display()));
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(refuse(format!("cannot create it: {e}"))),
+    }
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| refuse(e.to_string()))?;
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    if !meta.file_type().is_dir() {
+        return Err(refuse("not a directory (a symbolic link?)".into()));
+    }
+    if meta.uid() != uid || meta.mode() & 0o022 != 0 {
+        return Err(refuse(format!(
+            "owned by uid {} with mode {:o}, not by this user (uid {uid}) alone",
+            meta.uid(),
+            meta.mode() & 0o777
+        )));
+    }
+    Ok(())
 }
 
 /// Whether the file transport can be used here (for `tether info`).

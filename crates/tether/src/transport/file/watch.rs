@@ -58,6 +58,8 @@ pub struct Watcher {
     interval: Duration,
     next_look: Instant,
     buffer: Vec<u8>,
+    /// epoll reported the inotify descriptor readable.
+    notified: bool,
 }
 
 /// The name of the network file system `dir` is on, if it is on one.
@@ -115,6 +117,7 @@ impl Watcher {
             interval: poll_min,
             next_look: Instant::now(),
             buffer: vec![0; 4096],
+            notified: false,
         }
     }
 
@@ -127,16 +130,24 @@ impl Watcher {
         self.inotify.is_some()
     }
 
-    /// Whether the inbox should be looked into now (drains pending
-    /// events).
+    /// epoll reported the inotify descriptor readable.
+    pub fn notify(&mut self) {
+        self.notified = true;
+    }
+
+    /// Whether the inbox should be looked into now. The inotify descriptor
+    /// is read (drained) only after epoll reported it, so that a wait that
+    /// busy-polls other transports pays no system call for it.
     pub fn due(&mut self, now: Instant) -> bool {
         let mut due = now >= self.next_look;
-        if let Some(inotify) = self.inotify.as_mut() {
-            while let Ok(mut events) = inotify.read_events(&mut self.buffer) {
-                if events.next().is_none() {
-                    break;
+        if std::mem::take(&mut self.notified) {
+            if let Some(inotify) = self.inotify.as_mut() {
+                while let Ok(mut events) = inotify.read_events(&mut self.buffer) {
+                    if events.next().is_none() {
+                        break;
+                    }
+                    due = true;
                 }
-                due = true;
             }
         }
         due

@@ -261,7 +261,7 @@ impl TcpTransport {
             Ok(s) => s,
             Err(e) => {
                 attempt.problem = format!("connect to {address}: {e}");
-                attempt.unreachable = true;
+                attempt.unreachable = refuses(&e);
                 return;
             }
         };
@@ -279,6 +279,7 @@ impl TcpTransport {
         let _ = conn.stream.set_nodelay(true);
         conn.enqueue_control(FrameKind::Hello, 0, self.hello.clone());
         attempt.problem = format!("connected to {address}, but the handshake was not answered (is the peer calling into tether?)");
+        attempt.unreachable = false;
         link.connecting = Some(token);
         self.entries.insert(
             token,
@@ -684,12 +685,7 @@ impl TcpTransport {
             .peer
             .filter(|p| self.links.get(p).and_then(|l| l.established) == Some(token));
         let Some(peer) = established_peer else {
-            let unreachable = matches!(&error, ConnError::Io(e) if matches!(
-                e.kind(),
-                io::ErrorKind::ConnectionRefused
-                    | io::ErrorKind::HostUnreachable
-                    | io::ErrorKind::NetworkUnreachable
-            ));
+            let unreachable = matches!(&error, ConnError::Io(e) if refuses(e));
             match &error {
                 ConnError::Wire(w) => {
                     tracing::error!("protocol error from {remote}: {w}; connection closed")
@@ -716,14 +712,12 @@ impl TcpTransport {
                     _ => format!("connection to {remote} ended during the handshake"),
                 };
                 self.retry_later(token, problem);
-                if unreachable {
-                    if let Some(attempt) = self
-                        .links
-                        .get_mut(&peer_of_attempt)
-                        .and_then(|l| l.attempt.as_mut())
-                    {
-                        attempt.unreachable = true;
-                    }
+                if let Some(attempt) = self
+                    .links
+                    .get_mut(&peer_of_attempt)
+                    .and_then(|l| l.attempt.as_mut())
+                {
+                    attempt.unreachable = unreachable;
                 }
             } else {
                 self.close(token, None);
@@ -840,4 +834,15 @@ impl TcpTransport {
             self.flush(token, engine);
         }
     }
+}
+
+/// Whether a connect error says that the address cannot be reached (no
+/// listener, no route), as opposed to a local or passing problem.
+fn refuses(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable
+    )
 }
