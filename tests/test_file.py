@@ -200,6 +200,7 @@ def test_bad_files_are_never_delivered_and_the_run_completes(built, program, tmp
     (inbox / "0-1.msg").write_bytes(good[:70])                              # truncated
     (inbox / "0-2.msg").write_bytes(message_file("older-run", 0, 1, 2, b"old"))  # another run's
     (inbox / "0-3.msg").write_bytes(b"\0" * 200)                             # garbage
+    (inbox / "0-4.msg").mkdir()                                             # unreadable
     (inbox / ".tmp-0-4242-0").write_bytes(good[:50])                        # writer killed mid-file
     os.utime(inbox / ".tmp-0-4242-0", (1, 1))
     (inbox / "notes.txt").write_text("not a message")
@@ -209,7 +210,8 @@ def test_bad_files_are_never_delivered_and_the_run_completes(built, program, tmp
     assert proc.stdout.count("exchanged 24 ok") == 2, proc.stdout
     err = proc.stderr
     for name, problem in [("0-0.msg", "belongs to another run"), ("0-1.msg", "truncated"),
-                          ("0-2.msg", "belongs to another run"), ("0-3.msg", "bad magic")]:
+                          ("0-2.msg", "belongs to another run"), ("0-3.msg", "bad magic"),
+                          ("0-4.msg", "cannot read it")]:
         line = next((l for l in err.splitlines() if f"to-1/{name}" in l and "TETHER_ERR_FILE" in l), None)
         assert line and problem in line, (name, err)
     assert ".tmp-0-4242-0: a temporary file left by a writer" in err, err
@@ -217,7 +219,7 @@ def test_bad_files_are_never_delivered_and_the_run_completes(built, program, tmp
     assert "1 directory of other runs" in err and "run-older" in err, err
     left = sorted(p.name for p in inbox.iterdir())
     assert left == [".tmp-0-4242-0", "0-0.msg.rejected-0", "0-1.msg.rejected-0", "0-2.msg.rejected-0",
-                    "0-3.msg.rejected-0", "notes.txt"], left
+                    "0-3.msg.rejected-0", "0-4.msg.rejected-0", "notes.txt"], left
 
 
 def test_a_killed_peer_is_lost_by_its_heartbeat(built, program, tmp_path):
@@ -251,3 +253,14 @@ def test_an_unusable_directory_fails_naming_it(built, program, tmp_path):
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "error TETHER_ERR_FILE:" in proc.stdout and str(blocked) in proc.stdout, proc.stdout
     assert "cannot create the inbox" in proc.stdout, proc.stdout
+
+
+def test_hybrid_without_a_usable_directory_sends_payloads_on_the_socket(built, program, tmp_path):
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the directory should be")
+    env = clean_env(TETHER_TRANSPORTS="hybrid", TETHER_HYBRID_THRESHOLD="65536", TETHER_FILE_DIR=str(blocked))
+    args = ["--name", "a", "-n", "1", "env", "TETHER_HOST_ID=host-a", program("file_peer"), ":",
+            "--name", "b", "-n", "1", "env", "TETHER_HOST_ID=host-b", program("file_peer")]
+    proc = tether_run(args, env=env)
+    assert proc.stdout.count("exchanged 12 ok") == 2, proc.stdout
+    assert "large payloads go on the socket" in proc.stderr and str(blocked) in proc.stderr, proc.stderr
