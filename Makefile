@@ -7,6 +7,8 @@
 #   make python                  pip-install the Python package into $(PYTHON)
 #   make deps                    what a fresh Debian machine needs
 #   make demo                    the heat coupling example (Fortran + MPI), both versions
+#   make bench                   benches/compare: tether bench against its baselines,
+#                                into docs/PERFORMANCE.md and docs/perf_*.png
 #   make header | check-format | lint | loom | demo-c | demo-python | clean
 #
 # Variables: PREFIX (/usr/local), DESTDIR (staging root for packagers),
@@ -77,9 +79,11 @@ HEADERS := include/tether.h include/tether_mpi.h
 # Debian packages for building, the MPI tests and the install tests.
 APT_PACKAGES := build-essential ca-certificates pkg-config cmake mpich libmpich-dev \
                 python3 python3-pytest iproute2 gfortran
+# ZeroMQ for the `tether bench` baseline (MPICH is in APT_PACKAGES).
+APT_BENCH_PACKAGES := libzmq3-dev
 
 .PHONY: all build fortran header install check-format lint loom test demo demo-c demo-python clean python \
-        deps deps-system deps-rust deps-pytest deps-python
+        bench deps deps-system deps-rust deps-pytest deps-python deps-bench
 
 all: build
 
@@ -176,6 +180,9 @@ test:
 	$(MAKE) --no-print-directory python
 	$(PYTHON) -m pytest -q tests
 
+bench: build
+	$(PYTHON) benches/compare --no-make
+
 demo-python: build python
 	bash examples/python_coupling_demo.sh
 
@@ -198,12 +205,13 @@ deps:
 	$(MAKE) --no-print-directory -s deps-rust
 	$(MAKE) --no-print-directory -s deps-pytest
 	$(MAKE) --no-print-directory -s deps-python
+	$(MAKE) --no-print-directory -s deps-bench
 
 # Debian packages; as root they are installed (rustup too when there is no
 # cargo and Debian has it), otherwise the command to run is printed.
 deps-system:
 	@missing=()
-	for p in $(APT_PACKAGES); do
+	for p in $(APT_PACKAGES) $(APT_BENCH_PACKAGES); do
 	  [[ "$$(dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null)" == "install ok installed" ]] || missing+=("$$p")
 	done
 	want_rustup=0
@@ -258,6 +266,17 @@ PYTHON_PACKAGES := maturin numpy mypy
 deps-python:
 	@missing=()
 	for p in $(PYTHON_PACKAGES); do $(PYTHON) -c "import $$p" 2>/dev/null || missing+=("$$p"); done
+	(( $${#missing[@]} )) || exit 0
+	echo "make deps: $(PYTHON) lacks $${missing[*]}; installing with pip"
+	PIP_ROOT_USER_ACTION=ignore $(PYTHON) -m pip install --quiet "$${missing[@]}"
+
+# matplotlib, for the plots of benches/compare (without it the report is
+# written without plots).
+BENCH_PYTHON_PACKAGES := matplotlib
+
+deps-bench:
+	@missing=()
+	for p in $(BENCH_PYTHON_PACKAGES); do $(PYTHON) -c "import $$p" 2>/dev/null || missing+=("$$p"); done
 	(( $${#missing[@]} )) || exit 0
 	echo "make deps: $(PYTHON) lacks $${missing[*]}; installing with pip"
 	PIP_ROOT_USER_ACTION=ignore $(PYTHON) -m pip install --quiet "$${missing[@]}"

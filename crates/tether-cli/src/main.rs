@@ -1,6 +1,7 @@
 //! The `tether` command. Each subcommand lives in its own module, which
 //! owns its arguments (`XArgs`) and its `main`; this file only dispatches.
 
+mod bench;
 mod info;
 mod rendezvous;
 mod run;
@@ -13,7 +14,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "tether",
     version,
-    about = "Launch and inspect Tether coupled runs."
+    about = "Launch, inspect and benchmark Tether coupled runs."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -24,6 +25,10 @@ struct Cli {
 enum Command {
     Run(run::RunArgs),
     Info(info::InfoArgs),
+    Bench(bench::BenchArgs),
+    /// One process of a `tether bench` run (started by the harness).
+    #[command(hide = true)]
+    BenchWorker(bench::worker::WorkerArgs),
     Rendezvous(rendezvous::RendezvousArgs),
 }
 
@@ -31,6 +36,8 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Run(args) => run::main(args),
         Command::Info(args) => info::main(args),
+        Command::Bench(args) => bench::main(args),
+        Command::BenchWorker(args) => bench::worker::main(args),
         Command::Rendezvous(args) => rendezvous::main(args),
     }
 }

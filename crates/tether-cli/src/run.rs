@@ -4,7 +4,7 @@
 mod children;
 mod environment;
 mod relay;
-mod segments;
+pub(crate) mod segments;
 mod signals;
 mod supervise;
 
@@ -18,7 +18,7 @@ use tether_rendezvous::{Server, ServerHandle};
 use children::Children;
 use environment::RunEnvironment;
 use segments::Segment;
-use supervise::Timeout;
+pub(crate) use supervise::Timeout;
 
 /// Exit code when a child's command cannot be started, as in a shell.
 const START_FAILED: u8 = 127;
@@ -71,11 +71,12 @@ pub fn main(args: RunArgs) -> ExitCode {
 }
 
 /// Starts the rendezvous (unless one is given) and every child, and
-/// supervises them; returns the run's exit code.
+/// supervises them; returns the run's exit code. `tether bench` launches
+/// its workers through it too.
 ///
 /// Errors: the signal handlers or the rendezvous server cannot be set up
 /// (nothing was started then).
-fn execute(
+pub(crate) fn execute(
     segments: &[Segment],
     rendezvous: Option<String>,
     timeout: Option<Timeout>,
@@ -128,7 +129,7 @@ fn start_all(
     Ok(())
 }
 
-fn parse_timeout(text: &str) -> Result<Timeout, String> {
+pub(crate) fn parse_timeout(text: &str) -> Result<Timeout, String> {
     let seconds: f64 = text
         .parse()
         .map_err(|_| format!("{text:?} is not a number of seconds"))?;
@@ -138,6 +139,12 @@ fn parse_timeout(text: &str) -> Result<Timeout, String> {
             "{text:?}: the timeout must be a positive number of seconds"
         )),
     }
+}
+
+/// A SIGINT, SIGTERM or SIGHUP received since the last call (after
+/// [`execute`] installed the handlers) and not yet passed on to children.
+pub(crate) fn take_signal() -> Option<i32> {
+    signals::take_pending()
 }
 
 /// Prints `error` with the usage of `tether run` and exits with 2.
