@@ -621,6 +621,28 @@ impl Engine {
         })
     }
 
+    /// Where the payload of an `Eager` frame `header` from `peer` would be
+    /// written if it were handed to [`Engine::on_header`] now: the posted
+    /// receive it would match (its first `payload_len` bytes at most), or
+    /// `None` when it would wait in the unexpected queue. Nothing changes;
+    /// a transport that must verify a payload before it delivers it (the
+    /// file transport) reads it straight into this region, verifies it,
+    /// and only then calls `on_header`, which matches the same receive
+    /// (nothing else ran in between). The region's bytes are undefined
+    /// until its receive completes, as MPI allows.
+    pub fn eager_destination(&self, peer: u32, header: &FrameHeader) -> Option<Region> {
+        if header.kind != FrameKind::Eager {
+            return None;
+        }
+        let envelope = Envelope {
+            source: peer,
+            context: header.context,
+            tag: header.tag,
+        };
+        let req = self.posted.peek_match(&envelope)?;
+        Some(self.recv_region(req).prefix(header.payload_len as usize))
+    }
+
     /// Where the rendezvous data of receive `req` will land: the part of
     /// its buffer that its `Cts` granted. For transports that let the
     /// sender write there directly (cross-memory attach, RDMA); `None`

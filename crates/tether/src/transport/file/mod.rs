@@ -687,6 +687,58 @@ impl FileTransport {
         }
     }
 
+    /// An eager message whose receive is posted and large enough: read
+    /// straight into the receive buffer and checked there, then handed to
+    /// the engine, which matches that same receive. `None`: not the case.
+    fn deliver_eager_in_place(
+        &mut self,
+        from: u32,
+        frame: &FrameHeader,
+        opened: &io::Opened,
+        path: &Path,
+        engine: &mut Engine,
+    ) -> Option<bool> {
+        let region = engine
+            .eager_destination(from, frame)
+            .filter(|r| r.len as u64 == frame.payload_len && r.len > 0)?;
+        // SAFETY: a posted receive's buffer is reserved for it until it
+        // completes; its bytes are undefined until then.
+        let dst = unsafe { std::slice::from_raw_parts_mut(region.ptr, region.len) };
+        match opened.read_payload(dst) {
+            Ok(Ok(())) => {}
+            Ok(Err(problem)) => {
+                self.refuse(from, frame.seq, path, problem.to_string());
+                return Some(false);
+            }
+            Err(e) => {
+                self.refuse(from, frame.seq, path, format!("cannot read it: {e}"));
+                return Some(false);
+            }
+        }
+        match engine.on_header(from, frame) {
+            Ok(PayloadSink::Region {
+                region: matched,
+                token,
+                ..
+            }) => {
+                if matched.ptr != region.ptr {
+                    // SAFETY: both are reserved receive buffers of at least
+                    // `matched.len` bytes (never the case: one thread).
+                    unsafe {
+                        matched
+                            .ptr
+                            .copy_from(region.ptr, matched.len.min(region.len))
+                    };
+                }
+                engine.payload_done(token, None);
+            }
+            Ok(PayloadSink::Owned { token, .. }) => engine.payload_done(token, Some(dst.to_vec())),
+            Ok(PayloadSink::None) => {}
+            Err(e) => self.broke_protocol(from, path, e, engine),
+        }
+        Some(true)
+    }
+
     /// Any other frame: read and checked whole, then handed to the engine.
     fn deliver_frame(
         &mut self,
@@ -696,6 +748,9 @@ impl FileTransport {
         path: &Path,
         engine: &mut Engine,
     ) -> bool {
+        if let Some(delivered) = self.deliver_eager_in_place(from, frame, opened, path, engine) {
+            return delivered;
+        }
         let mut payload = vec![0u8; frame.payload_len as usize];
         match opened.read_payload(&mut payload) {
             Ok(Ok(())) => {}
