@@ -182,13 +182,13 @@ pub static TABLE: &[Setting] = &[
     },
     Setting {
         key: "HYBRID_THRESHOLD",
-        default: "4194304",
+        default: "1073741824",
         kind: Kind::Number {
             min: 0,
             max: u64::MAX,
         },
         hint: false,
-        meaning: "with the hybrid transport, rendezvous payloads larger than this many bytes go through files, the rest through the socket transport (see docs/PERFORMANCE.md for how the default was chosen)",
+        meaning: "with the hybrid transport, rendezvous payloads larger than this many bytes go through files, the rest through the socket transport; the default (1 GiB) is this development machine's measurement, where loopback TCP outruns files at every size: between machines whose network is slower than their shared file system, measure the crossover with benches/compare_file.py --thresholds (docs/PERFORMANCE.md)",
     },
     Setting {
         key: "TCP_INTERFACE",
