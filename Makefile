@@ -1,16 +1,19 @@
 # Tether: build, install and test driver (GNU make).
 #
-#   make [build]                 cargo build, then lay out build/{bin,lib}
+#   make [build]                 cargo build, then lay out build/{bin,lib}; the Fortran
+#                                module into build/include and build/lib when gfortran is there
 #   make install PREFIX=DIR      bin, lib, include, pkg-config and CMake files
 #   make test                    format, lint, cargo tests, multi-process tests
 #   make python                  pip-install the Python package into $(PYTHON)
 #   make deps                    what a fresh Debian machine needs
+#   make demo                    the heat coupling example (Fortran + MPI), both versions
 #   make bench                   benches/compare: tether bench against its baselines,
 #                                into docs/PERFORMANCE.md and docs/perf_*.png
-#   make header | check-format | lint | loom | demo | demo-python | clean
+#   make header | check-format | lint | loom | demo-c | demo-python | clean
 #
 # Variables: PREFIX (/usr/local), DESTDIR (staging root for packagers),
-# CARGO, PYTHON, CARGO_TARGET_DIR (honoured as cargo honours it).
+# CARGO, PYTHON, CARGO_TARGET_DIR (honoured as cargo honours it), FC and
+# FFLAGS (the Fortran compiler, gfortran, and its flags).
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -21,6 +24,11 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 CARGO ?= cargo
 PYTHON ?= python3
+# make predefines FC as f77; only a user's own choice replaces gfortran.
+ifeq ($(origin FC),default)
+FC := gfortran
+endif
+FFLAGS ?= -O2
 
 # rustup puts cargo in $CARGO_HOME/bin, which a fresh shell may not have
 # on its PATH yet; it is only a fallback after the user's own PATH.
@@ -33,10 +41,20 @@ VERSION := $(call workspace_field,version)
 RUST_VERSION := $(call workspace_field,rust-version)
 CARGO_OUT := $(or $(CARGO_TARGET_DIR),target)/release
 
-# The layout tests and users link against: -Ibuild/include is not needed
-# (include/ is the source of the headers), -Lbuild/lib -ltether is.
+# The layout tests and users link against: C needs -Iinclude (the source of
+# the headers) and -Lbuild/lib -ltether; Fortran -Ibuild/include (the .mod
+# files) and -Lbuild/lib -ltether_fortran -ltether.
 BUILD_BIN := build/bin
 BUILD_LIB := build/lib
+
+# The Fortran module (fortran/, in dependency order): its .mod files go to
+# build/include, its objects into libtether_fortran.{a,so}, which sit on
+# top of libtether.
+FORTRAN_SOURCES := $(addprefix fortran/,tether_c.f90 tether_support.f90 tether_setup.f90 \
+                   tether_p2p.f90 tether_collectives.f90 tether.f90)
+FORTRAN_MODULES := $(patsubst fortran/%.f90,build/include/%.mod,$(FORTRAN_SOURCES))
+FORTRAN_OBJECTS := $(patsubst fortran/%.f90,build/fortran/%.o,$(FORTRAN_SOURCES))
+FORTRAN_LIBS := $(BUILD_LIB)/libtether_fortran.a $(BUILD_LIB)/libtether_fortran.so
 
 # Native libraries that libtether.a needs (rustc --print native-static-libs,
 # less the -lc every link has); the pkg-config file's Libs.private.
@@ -44,7 +62,7 @@ LIBS_PRIVATE := -lgcc_s -lutil -lrt -lpthread -lm -ldl
 
 # Install layout. The CMake package config finds the prefix from its own
 # location (PREFIX/lib/cmake/Tether), so bindir, libdir and includedir are
-# fixed below PREFIX.
+# fixed below PREFIX. The Fortran sources go to include/tether-fortran.
 BINDIR := $(DESTDIR)$(PREFIX)/bin
 LIBDIR := $(DESTDIR)$(PREFIX)/lib
 INCLUDEDIR := $(DESTDIR)$(PREFIX)/include
@@ -52,19 +70,19 @@ PKGCONFIGDIR := $(LIBDIR)/pkgconfig
 CMAKEDIR := $(LIBDIR)/cmake/Tether
 
 # Installed package descriptions, generated from the templates in
-# pkgconfig/ and cmake/. The Fortran module adds tether-fortran.pc here and
-# the component `fortran` (tether::fortran) to cmake/TetherConfig.cmake.in.
+# pkgconfig/ and cmake/ (TetherConfig.cmake has the component `fortran`,
+# tether::fortran; tether-fortran.pc is installed with the module).
 PKGCONFIG_FILES := tether.pc
 CMAKE_FILES := TetherConfig.cmake TetherConfigVersion.cmake
 HEADERS := include/tether.h include/tether_mpi.h
 
 # Debian packages for building, the MPI tests and the install tests.
 APT_PACKAGES := build-essential ca-certificates pkg-config cmake mpich libmpich-dev \
-                python3 python3-pytest iproute2
+                python3 python3-pytest iproute2 gfortran
 # ZeroMQ for the `tether bench` baseline (MPICH is in APT_PACKAGES).
 APT_BENCH_PACKAGES := libzmq3-dev
 
-.PHONY: all build header install check-format lint loom test demo demo-python clean python \
+.PHONY: all build fortran header install check-format lint loom test demo demo-c demo-python clean python \
         bench deps deps-system deps-rust deps-pytest deps-python deps-bench
 
 all: build
@@ -77,6 +95,30 @@ build:
 	sync $(CARGO_OUT)/tether $(BUILD_BIN)/tether 0755
 	sync $(CARGO_OUT)/libtether_capi.so $(BUILD_LIB)/libtether.so 0755
 	sync $(CARGO_OUT)/libtether_capi.a $(BUILD_LIB)/libtether.a 0644
+	if command -v $(FC) >/dev/null; then
+	  $(MAKE) --no-print-directory -s fortran
+	else
+	  echo "make build: $(FC) not found, so the Fortran module is not built (make deps installs gfortran)" >&2
+	fi
+
+fortran: $(FORTRAN_LIBS)
+
+# Each source is compiled after the modules it uses (FORTRAN_SOURCES' order).
+$(FORTRAN_OBJECTS) &: $(FORTRAN_SOURCES)
+	@mkdir -p build/fortran build/include
+	for src in $(FORTRAN_SOURCES); do
+	  $(FC) $(FFLAGS) -std=f2018 -Wall -fPIC -Jbuild/include -c "$$src" -o "build/fortran/$$(basename "$$src" .f90).o"
+	done
+
+$(BUILD_LIB)/libtether_fortran.a: $(FORTRAN_OBJECTS)
+	@rm -f $@
+	ar rcs $@ $^
+
+# $ORIGIN: libtether_fortran.so finds libtether.so beside it, in build/lib
+# as in an installed prefix.
+$(BUILD_LIB)/libtether_fortran.so: $(FORTRAN_OBJECTS) $(BUILD_LIB)/libtether.so
+	@$(FC) -shared -o $@ $(FORTRAN_OBJECTS) -Wl,-soname,libtether_fortran.so \
+	  -L$(BUILD_LIB) -ltether '-Wl,-rpath,$$ORIGIN'
 
 # The `tether` Python package (pyproject.toml: maturin builds
 # crates/tether-python into python/tether), installed into $(PYTHON);
@@ -101,6 +143,16 @@ install: build
 	  chmod 0644 "$$2"
 	}
 	for f in $(PKGCONFIG_FILES); do fill pkgconfig/$$f.in $(PKGCONFIGDIR)/$$f; done
+	if [[ -f $(BUILD_LIB)/libtether_fortran.so ]]; then
+	  install -d $(INCLUDEDIR)/tether-fortran
+	  install -m 0755 $(BUILD_LIB)/libtether_fortran.so $(LIBDIR)/
+	  install -m 0644 $(BUILD_LIB)/libtether_fortran.a $(LIBDIR)/
+	  install -m 0644 $(FORTRAN_MODULES) $(INCLUDEDIR)/
+	  install -m 0644 $(FORTRAN_SOURCES) $(INCLUDEDIR)/tether-fortran/
+	  fill pkgconfig/tether-fortran.pc.in $(PKGCONFIGDIR)/tether-fortran.pc
+	else
+	  echo "make install: no Fortran module was built ($(FC) missing), so none is installed" >&2
+	fi
 	for f in $(CMAKE_FILES); do fill cmake/$$f.in $(CMAKEDIR)/$$f; done
 	echo "Tether $(VERSION) installed into $(DESTDIR)$(PREFIX)"
 
@@ -134,8 +186,12 @@ bench: build
 demo-python: build python
 	bash examples/python_coupling_demo.sh
 
+# The README's demo: examples/heat3d, file-coupled and Tether versions.
 demo: build
-	@test -f examples/coupled_demo.sh || { echo "make demo: examples/coupled_demo.sh does not exist yet" >&2; exit 1; }
+	bash examples/heat3d/run.sh
+
+# The smaller C example: a 1-D heat solver and a sensor.
+demo-c: build
 	bash examples/coupled_demo.sh
 
 clean:

@@ -5,7 +5,10 @@ and run under the installed `tether run`:
 - `cc prog.c $(pkg-config --cflags --libs tether)`, running without
   LD_LIBRARY_PATH (the rpath in `Libs`);
 - libtether.a with `pkg-config --static --libs` (`Libs.private`);
-- CMake `find_package(Tether REQUIRED)` and `tether::tether`.
+- CMake `find_package(Tether REQUIRED)` and `tether::tether`;
+- the Fortran module (tests/install/fortran/exchange.f90): the gfortran
+  command docs/fortran.md gives, `pkg-config --cflags --libs
+  tether-fortran`, and CMake's component `fortran` (`tether::fortran`).
 """
 
 import shutil
@@ -28,6 +31,17 @@ INSTALLED = [
     "lib/cmake/Tether/TetherConfig.cmake",
     "lib/cmake/Tether/TetherConfigVersion.cmake",
 ]
+
+INSTALLED_FORTRAN = [
+    "lib/libtether_fortran.so",
+    "lib/libtether_fortran.a",
+    "include/tether.mod",
+    "include/tether-fortran/tether.f90",
+    "lib/pkgconfig/tether-fortran.pc",
+]
+
+needs_gfortran = pytest.mark.skipif(shutil.which("gfortran") is None,
+                                    reason="gfortran is missing (Debian: apt-get install gfortran, or make deps)")
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +138,39 @@ def test_cmake_find_package(prefix, project):
     shell("cmake -S . -B build -DCMAKE_BUILD_TYPE=Release", project, env)
     shell("cmake --build build", project, env)
     run_pair(prefix, project / "build" / "exchange", sizes=(2, 3))
+
+
+@needs_gfortran
+def test_install_lays_out_the_fortran_module(prefix):
+    missing = [path for path in INSTALLED_FORTRAN if not (prefix / path).is_file()]
+    assert not missing, f"not installed: {missing}"
+    sources = sorted(p.name for p in (prefix / "include" / "tether-fortran").iterdir())
+    assert sources == sorted(p.name for p in (ROOT / "fortran").glob("*.f90"))
+
+
+@needs_gfortran
+def test_fortran_documented_command(prefix, project):
+    env = user_env(prefix)
+    shell(f"gfortran exchange.f90 -o exchange -I{prefix}/include -L{prefix}/lib -ltether_fortran -ltether "
+          f"-Wl,-rpath,{prefix}/lib", project / "fortran", env)
+    exe = project / "fortran" / "exchange"
+    assert "libtether_fortran.so" in needed_libraries(exe)
+    run_pair(prefix, exe, sizes=(2, 1))
+
+
+@needs_gfortran
+def test_fortran_pkg_config_build(prefix, project):
+    env = user_env(prefix)
+    shell("gfortran exchange.f90 -o exchange $(pkg-config --cflags --libs tether-fortran)", project / "fortran", env)
+    run_pair(prefix, project / "fortran" / "exchange")
+
+
+@needs_gfortran
+def test_fortran_cmake_component(prefix, project):
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed (Debian: apt-get install cmake, or make deps)")
+    env = user_env(prefix)
+    source = project / "fortran"
+    shell("cmake -S . -B build -DCMAKE_BUILD_TYPE=Release", source, env)
+    shell("cmake --build build", source, env)
+    run_pair(prefix, source / "build" / "exchange", sizes=(1, 3))

@@ -75,9 +75,9 @@ def test_bad_setting_value_and_unknown_setting(built, program, tmp_path):
     assert "unknown setting TETHER_EAGRE_LIMIT" in proc.stderr, proc.stderr
 
 
-def test_peer_that_never_accepts_times_out_naming_it(built, program, tmp_path):
+def test_peer_whose_address_refuses_fails_naming_it(built, program, tmp_path):
     # beta:0 publishes a size and an address nobody listens on: a send to it
-    # must end in TETHER_ERR_TIMEOUT naming beta:0, not hang.
+    # must end in TETHER_ERR_TRANSPORT naming beta:0 and the address, not hang.
     rdv = tmp_path / "rdv"
     rdv.mkdir()
     (rdv / "size%beta").write_text("1")
@@ -86,7 +86,8 @@ def test_peer_that_never_accepts_times_out_naming_it(built, program, tmp_path):
                     TETHER_CONNECT_TIMEOUT=2, TETHER_RANK=0, TETHER_SIZE=1)
     proc = subprocess.run([program("p2p_suite"), "pairs"], env=env, capture_output=True, text=True, timeout=30)
     assert proc.returncode != 0
-    assert "TETHER_ERR_TIMEOUT" in proc.stderr and "beta:0" in proc.stderr, proc.stderr
+    assert "TETHER_ERR_TRANSPORT" in proc.stderr and "beta:0" in proc.stderr, proc.stderr
+    assert "could not be reached over tcp" in proc.stderr and "127.0.0.1:1" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("transports", ["tcp", "shm"])

@@ -29,7 +29,8 @@ const START_FAILED: u8 = 127;
     override_usage = "tether run [--timeout S] [--rendezvous SPEC] \
                       --name NAME [-n N] CMD [ARGS...] [: --name NAME [-n N] CMD [ARGS...]]...",
     after_help = "Each program gets TETHER_RENDEZVOUS, TETHER_PROGRAMS, TETHER_PROGRAM and \
-                  TETHER_RUN_ID; with -n N it is started N times with TETHER_RANK and \
+                  TETHER_RUN_ID (yours when set, else a fresh one); with -n N it is started N \
+                  times with TETHER_RANK and \
                   TETHER_SIZE, without -n once (it starts its own ranks, e.g. through mpiexec). \
                   Output lines are prefixed with [name:rank] ([name] without -n). When one \
                   process fails, the others get SIGTERM, then SIGKILL 3 s later, and the run \

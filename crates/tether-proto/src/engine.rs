@@ -174,7 +174,13 @@ pub struct Engine {
     unexpected: UnexpectedQueue<Unexpected>,
     outbox: VecDeque<Transmit>,
     lost: HashSet<u32>,
+    /// Eager limits of peers whose transport wants its own (indexed by
+    /// universe rank; [`NO_PEER_LIMIT`] where the general one applies).
+    peer_eager_limits: Vec<u64>,
 }
+
+/// Marks a peer without an eager limit of its own.
+const NO_PEER_LIMIT: u64 = u64::MAX;
 
 impl Engine {
     pub fn new(config: EngineConfig) -> Engine {
@@ -185,6 +191,26 @@ impl Engine {
             unexpected: UnexpectedQueue::default(),
             outbox: VecDeque::new(),
             lost: HashSet::new(),
+            peer_eager_limits: Vec::new(),
+        }
+    }
+
+    /// Gives sends to `peer` started from now on their own eager limit
+    /// (a transport whose costs differ: one file per eager message
+    /// against three for a rendezvous). The general limit no longer
+    /// applies to that peer.
+    pub fn set_peer_eager_limit(&mut self, peer: u32, limit: u64) {
+        let index = peer as usize;
+        if self.peer_eager_limits.len() <= index {
+            self.peer_eager_limits.resize(index + 1, NO_PEER_LIMIT);
+        }
+        self.peer_eager_limits[index] = limit.min(NO_PEER_LIMIT - 1);
+    }
+
+    fn eager_limit(&self, peer: u32) -> u64 {
+        match self.peer_eager_limits.get(peer as usize) {
+            Some(&limit) if limit != NO_PEER_LIMIT => limit,
+            _ => self.config.eager_limit,
         }
     }
 
@@ -229,7 +255,7 @@ impl Engine {
         header.tag = tag;
         header.msg_size = size;
         header.sender_req = req.to_wire();
-        if size <= self.config.eager_limit {
+        if size <= self.eager_limit(dest) {
             header.kind = FrameKind::Eager;
             self.outbox.push_back(Transmit {
                 peer: dest,
@@ -593,6 +619,28 @@ impl Engine {
             discard: 0,
             token: SinkToken(Token::Recv(req)),
         })
+    }
+
+    /// Where the payload of an `Eager` frame `header` from `peer` would be
+    /// written if it were handed to [`Engine::on_header`] now: the posted
+    /// receive it would match (its first `payload_len` bytes at most), or
+    /// `None` when it would wait in the unexpected queue. Nothing changes;
+    /// a transport that must verify a payload before it delivers it (the
+    /// file transport) reads it straight into this region, verifies it,
+    /// and only then calls `on_header`, which matches the same receive
+    /// (nothing else ran in between). The region's bytes are undefined
+    /// until its receive completes, as MPI allows.
+    pub fn eager_destination(&self, peer: u32, header: &FrameHeader) -> Option<Region> {
+        if header.kind != FrameKind::Eager {
+            return None;
+        }
+        let envelope = Envelope {
+            source: peer,
+            context: header.context,
+            tag: header.tag,
+        };
+        let req = self.posted.peek_match(&envelope)?;
+        Some(self.recv_region(req).prefix(header.payload_len as usize))
     }
 
     /// Where the rendezvous data of receive `req` will land: the part of

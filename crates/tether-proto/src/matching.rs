@@ -51,6 +51,14 @@ impl PostedQueue {
         self.items.remove(at).map(|(_, req)| req)
     }
 
+    /// The oldest receive that accepts `envelope`, left in place.
+    pub fn peek_match(&self, envelope: &Envelope) -> Option<ReqId> {
+        self.items
+            .iter()
+            .find(|(s, _)| s.matches(envelope))
+            .map(|(_, req)| *req)
+    }
+
     /// Removes `req` if it is still waiting; tells whether it was.
     pub fn remove(&mut self, req: ReqId) -> bool {
         match self.items.iter().position(|(_, r)| *r == req) {

@@ -8,7 +8,7 @@
 //! | 0 | 4 | magic `b"TTHR"` |
 //! | 4 | 2 | protocol version |
 //! | 6 | 1 | frame kind |
-//! | 7 | 1 | flags (reserved, 0) |
+//! | 7 | 1 | flags: [`FLAG_PAYLOAD_IN_FILE`]; other bits reserved, 0 |
 //! | 8 | 8 | sequence number, per connection and direction, from 0 |
 //! | 16 | 8 | payload length in bytes |
 //! | 24 | 4 | communication context |
@@ -31,6 +31,10 @@ pub const VERSION: u16 = 1;
 pub const HEADER_LEN: usize = 56;
 /// The largest payload of a control frame (handshake, reject reason).
 pub const MAX_CONTROL_PAYLOAD: u64 = 4096;
+/// Flag of a `Data` frame whose payload is not on this connection but in
+/// a file (the `hybrid` transport): `payload_len` is 0 and `msg_size`
+/// bytes wait in the file the receiver derives from the header.
+pub const FLAG_PAYLOAD_IN_FILE: u8 = 1;
 
 /// What a frame carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,6 +81,7 @@ impl FrameKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameHeader {
     pub kind: FrameKind,
+    pub flags: u8,
     pub seq: u64,
     pub payload_len: u64,
     pub context: u32,
@@ -91,6 +96,7 @@ impl FrameHeader {
     pub fn new(kind: FrameKind) -> FrameHeader {
         FrameHeader {
             kind,
+            flags: 0,
             seq: 0,
             payload_len: 0,
             context: 0,
@@ -107,6 +113,7 @@ impl FrameHeader {
         out[0..4].copy_from_slice(&MAGIC);
         out[4..6].copy_from_slice(&VERSION.to_le_bytes());
         out[6] = self.kind as u8;
+        out[7] = self.flags;
         out[8..16].copy_from_slice(&self.seq.to_le_bytes());
         out[16..24].copy_from_slice(&self.payload_len.to_le_bytes());
         out[24..28].copy_from_slice(&self.context.to_le_bytes());
@@ -137,6 +144,14 @@ impl FrameHeader {
             return Err(WireError::BadVersion { got: version });
         }
         let kind = FrameKind::from_u8(bytes[6]).ok_or(WireError::UnknownKind { got: bytes[6] })?;
+        let flags = bytes[7];
+        let allowed = match kind {
+            FrameKind::Data => FLAG_PAYLOAD_IN_FILE,
+            _ => 0,
+        };
+        if flags & !allowed != 0 {
+            return Err(WireError::BadFlags { kind, got: flags });
+        }
         let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
         let seq = u64_at(8);
         if seq != expected_seq {
@@ -161,6 +176,7 @@ impl FrameHeader {
         }
         Ok(FrameHeader {
             kind,
+            flags,
             seq,
             payload_len,
             context: u32::from_le_bytes(bytes[24..28].try_into().expect("4 bytes")),
@@ -181,6 +197,8 @@ pub enum WireError {
     BadVersion { got: u16 },
     #[error("unknown frame kind {got}")]
     UnknownKind { got: u8 },
+    #[error("flags {got:#04x} not allowed on a {kind:?} frame")]
+    BadFlags { kind: FrameKind, got: u8 },
     #[error("bad sequence number: expected {expected}, got {got}")]
     BadSequence { expected: u64, got: u64 },
     #[error("payload length {got} too large for a {kind:?} frame (at most {max})")]
@@ -259,6 +277,7 @@ mod tests {
     fn sample() -> FrameHeader {
         FrameHeader {
             kind: FrameKind::Rts,
+            flags: 0,
             seq: 7,
             payload_len: 0,
             context: 3,
@@ -273,6 +292,25 @@ mod tests {
     fn header_round_trips() {
         let h = sample();
         assert_eq!(FrameHeader::decode(&h.encode(), 7, 1024), Ok(h));
+    }
+
+    #[test]
+    fn only_data_frames_may_say_their_payload_is_in_a_file() {
+        let mut data = sample();
+        data.kind = FrameKind::Data;
+        data.flags = FLAG_PAYLOAD_IN_FILE;
+        assert_eq!(FrameHeader::decode(&data.encode(), 7, 1024), Ok(data));
+        let mut rts = sample();
+        rts.flags = FLAG_PAYLOAD_IN_FILE;
+        assert_eq!(
+            FrameHeader::decode(&rts.encode(), 7, 1024),
+            Err(WireError::BadFlags {
+                kind: FrameKind::Rts,
+                got: FLAG_PAYLOAD_IN_FILE
+            })
+        );
+        data.flags = 0x80;
+        assert!(FrameHeader::decode(&data.encode(), 7, 1024).is_err());
     }
 
     #[test]

@@ -59,6 +59,21 @@ pub fn is_alive(pid: u32, start: u64) -> bool {
     started == Some(start) && !matches!(state, Some("Z") | Some("X"))
 }
 
+/// 64 random bits from the kernel (`getrandom`), or, should that fail, a
+/// mix of the time and the pid, which still differs between two starts.
+pub fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: the buffer is writable for its length.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n == bytes.len() as isize {
+        return u64::from_ne_bytes(bytes);
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    now ^ (u64::from(std::process::id()) << 32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -94,9 +94,16 @@ impl Runtime {
         )?);
         let rendezvous = Arc::new(rendezvous);
         let me = universe.my_universe_rank();
+        // When `file` comes first, it reaches every peer: its own eager
+        // limit applies from the first message on.
+        let file_first = settings.list("TRANSPORTS").first().map(String::as_str) == Some("file");
         let engine = Engine::new(EngineConfig {
             me,
-            eager_limit: settings.number("EAGER_LIMIT"),
+            eager_limit: settings.number(if file_first {
+                "FILE_EAGER_LIMIT"
+            } else {
+                "EAGER_LIMIT"
+            }),
         });
         let transport = Transports::new(bound, &settings, universe.clone(), rendezvous.clone());
         let mut runtime = Runtime {
@@ -343,6 +350,11 @@ impl Runtime {
     /// Waits until [`Runtime::iprobe`] would find a message.
     pub fn probe(&mut self, source: i32, tag: i32, comm: i32) -> Result<Status> {
         let (source_sel, context, tag_sel) = self.selector(source, tag, comm)?;
+        // A message that arrived before its sender was lost (or said
+        // goodbye) is still there to probe.
+        if let Some(status) = self.probe_now(source_sel, context, tag_sel, comm) {
+            return Ok(status);
+        }
         if let Some(peer) = source_sel {
             if let Some(e) = self.unreachable.get(&peer) {
                 return Err(e.clone());

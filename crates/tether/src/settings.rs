@@ -43,7 +43,7 @@ pub struct Setting {
 pub const MAX_EAGER_LIMIT: u64 = 4 << 20;
 
 /// Transports this build provides, in the default order.
-pub const TRANSPORTS: &[&str] = &["shm", "tcp"];
+pub const TRANSPORTS: &[&str] = &["shm", "tcp", "file", "hybrid"];
 
 pub static TABLE: &[Setting] = &[
     Setting {
@@ -86,14 +86,14 @@ pub static TABLE: &[Setting] = &[
         default: "",
         kind: Kind::Text,
         hint: false,
-        meaning: "identifies one run; processes of another run are refused (set by `tether run`)",
+        meaning: "names one run (set by `tether run`, which keeps a value you set): the file transport's run directory is run-<this>; unset: derived from universe rank 0's start-up nonce",
     },
     Setting {
         key: "TRANSPORTS",
         default: "shm,tcp",
         kind: Kind::ListOf(TRANSPORTS),
         hint: true,
-        meaning: "ordered list of transports; for each peer the first that reaches it is used (shm: peers on this host; tcp: any peer); a change applies to peers not reached yet",
+        meaning: "ordered list of transports; for each peer the first that reaches it is used (shm: peers on this host; tcp: any peer; file: any peer that shares TETHER_FILE_DIR; hybrid: shm or tcp for control and small messages, files for payloads above TETHER_HYBRID_THRESHOLD); a change applies to peers not reached yet",
     },
     Setting {
         key: "HOST_ID",
@@ -118,6 +118,77 @@ pub static TABLE: &[Setting] = &[
         kind: Kind::Flag,
         hint: false,
         meaning: "1: rendezvous data between processes of one host is copied once, straight into the receive buffer, by cross-memory attach (process_vm_writev) when the kernel allows it; 0: always through the ring",
+    },
+    Setting {
+        key: "FILE_DIR",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "directory the file and hybrid transports exchange files in, shared by every process of the run; unset: `files` inside a directory rendezvous, else $TMPDIR/tether-files-<uid> (one host only)",
+    },
+    Setting {
+        key: "FILE_EAGER_LIMIT",
+        default: "4194304",
+        kind: Kind::Number {
+            min: 0,
+            max: MAX_EAGER_LIMIT,
+        },
+        hint: false,
+        meaning: "messages up to this many bytes to a peer reached through files go as one file; larger ones by rendezvous, three files (replaces TETHER_EAGER_LIMIT for those peers; see docs/PERFORMANCE.md)",
+    },
+    Setting {
+        key: "FILE_FSYNC",
+        default: "0",
+        kind: Kind::Flag,
+        hint: false,
+        meaning: "1: every file is flushed to stable storage (fsync) before it is published; 0: the file system's own ordering is trusted",
+    },
+    Setting {
+        key: "FILE_NOTIFY",
+        default: "auto",
+        kind: Kind::Choice(&["auto", "inotify", "poll"]),
+        hint: false,
+        meaning: "how a receiver learns of new files: inotify, or polling every TETHER_FILE_POLL_US doubling up to TETHER_FILE_POLL_MAX_US while idle; auto: inotify unless the directory is on a network or parallel file system (NFS, Lustre, GPFS, CephFS, ...), whose events miss other hosts' writes",
+    },
+    Setting {
+        key: "FILE_POLL_US",
+        default: "50",
+        kind: Kind::Number {
+            min: 1,
+            max: 10_000_000,
+        },
+        hint: false,
+        meaning: "shortest interval between two looks into the inbox when polling, in microseconds (used while messages flow)",
+    },
+    Setting {
+        key: "FILE_POLL_MAX_US",
+        default: "20000",
+        kind: Kind::Number {
+            min: 1,
+            max: 60_000_000,
+        },
+        hint: false,
+        meaning: "longest interval between two looks into the inbox when polling, in microseconds (reached after a quiet spell; with inotify, the safety rescan period)",
+    },
+    Setting {
+        key: "FILE_PEER_TIMEOUT",
+        default: "30",
+        kind: Kind::Number {
+            min: 2,
+            max: 86_400,
+        },
+        hint: false,
+        meaning: "seconds without a change of a file-transport peer's heartbeat file (rewritten every second) before it is lost with TETHER_ERR_PEER_LOST; also how long an announced payload file or the replacement of a refused file is waited for",
+    },
+    Setting {
+        key: "HYBRID_THRESHOLD",
+        default: "1073741824",
+        kind: Kind::Number {
+            min: 0,
+            max: u64::MAX,
+        },
+        hint: false,
+        meaning: "with the hybrid transport, rendezvous payloads larger than this many bytes go through files, the rest through the socket transport; the default (1 GiB) is this development machine's measurement, where loopback TCP outruns files at every size: between machines whose network is slower than their shared file system, measure the crossover with benches/compare_file.py --thresholds (docs/PERFORMANCE.md)",
     },
     Setting {
         key: "TCP_INTERFACE",

@@ -114,6 +114,9 @@ pub struct PeerAddress {
     pub pid: u32,
     pub start: Option<u64>,
     pub shm: Option<u32>,
+    /// Random at every start: tells this run's processes from an earlier
+    /// run's (the `file` transport names its run after rank 0's).
+    pub nonce: Option<u64>,
 }
 
 impl PeerAddress {
@@ -125,6 +128,9 @@ impl PeerAddress {
         if let Some(fd) = self.shm {
             text += &format!(" shm={fd}");
         }
+        if let Some(nonce) = self.nonce {
+            text += &format!(" nonce={nonce:016x}");
+        }
         text
     }
 
@@ -134,6 +140,7 @@ impl PeerAddress {
         let mut pid = None;
         let mut start = None;
         let mut shm = None;
+        let mut nonce = None;
         for field in text.split_whitespace() {
             match field.split_once('=')? {
                 ("tcp", v) => tcp = Some(v.to_string()),
@@ -141,6 +148,7 @@ impl PeerAddress {
                 ("pid", v) => pid = v.parse().ok(),
                 ("start", v) => start = v.parse().ok(),
                 ("shm", v) => shm = v.parse().ok(),
+                ("nonce", v) => nonce = u64::from_str_radix(v, 16).ok(),
                 _ => {}
             }
         }
@@ -150,6 +158,7 @@ impl PeerAddress {
             pid: pid?,
             start,
             shm,
+            nonce,
         })
     }
 }
@@ -311,10 +320,11 @@ mod tests {
             pid: 42,
             start: Some(123456),
             shm: Some(7),
+            nonce: Some(0x0123_4567_89ab_cdef),
         };
         assert_eq!(PeerAddress::decode(&a.encode()), Some(a.clone()));
         assert_eq!(PeerAddress::decode("garbage"), None);
         let old = PeerAddress::decode("tcp=127.0.0.1:1 host=x pid=1 future=yes").unwrap();
-        assert_eq!((old.start, old.shm), (None, None));
+        assert_eq!((old.start, old.shm, old.nonce), (None, None, None));
     }
 }

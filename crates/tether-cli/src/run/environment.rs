@@ -24,14 +24,19 @@ pub struct RunEnvironment {
 }
 
 impl RunEnvironment {
-    /// A fresh run id, the rendezvous spec, and the program names in
-    /// command-line order.
+    /// The run id (the user's `TETHER_RUN_ID` when set, else a fresh
+    /// one), the rendezvous spec, and the program names in command-line
+    /// order.
     pub fn new(rendezvous: String, segments: &[Segment]) -> RunEnvironment {
         let names: Vec<&str> = segments.iter().map(|s| s.name.as_str()).collect();
+        let run_id = std::env::var(RUN_ID)
+            .ok()
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(new_run_id);
         RunEnvironment {
             rendezvous,
             programs: names.join(","),
-            run_id: new_run_id(),
+            run_id,
         }
     }
 

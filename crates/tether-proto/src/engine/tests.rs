@@ -424,3 +424,78 @@ fn granted_region_names_the_part_of_the_buffer_a_cts_grants() {
     let granted = w.engines[1].granted_region(recv).expect("matched");
     assert_eq!((granted.ptr, granted.len), (dst.as_mut_ptr(), 500));
 }
+
+#[test]
+fn a_peer_eager_limit_overrides_the_general_one_for_that_peer_only() {
+    let mut e = Engine::new(EngineConfig {
+        me: 0,
+        eager_limit: EAGER,
+    });
+    let data = vec![7u8; 1000];
+    let region = Region::from_const(data.as_ptr(), data.len());
+    e.set_peer_eager_limit(2, 4096);
+    e.isend(1, 0, 0, region);
+    e.isend(2, 0, 0, region);
+    e.set_eager_limit(2000);
+    e.isend(3, 0, 0, region);
+    let kinds: Vec<(u32, FrameKind)> = std::iter::from_fn(|| e.poll_transmit())
+        .map(|t| (t.peer, t.header.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (1, FrameKind::Rts),
+            (2, FrameKind::Eager),
+            (3, FrameKind::Eager)
+        ]
+    );
+}
+
+#[test]
+fn eager_destination_names_the_receive_on_header_then_matches() {
+    let mut e = Engine::new(EngineConfig {
+        me: 1,
+        eager_limit: EAGER,
+    });
+    let mut early = [0u8; 16];
+    let mut later = [0u8; 16];
+    let mut header = FrameHeader::new(FrameKind::Eager);
+    header.tag = 5;
+    header.payload_len = 10;
+    assert_eq!(e.eager_destination(0, &header), None, "nothing posted");
+    let first = e.irecv(
+        Some(0),
+        0,
+        Some(5),
+        Region {
+            ptr: early.as_mut_ptr(),
+            len: 16,
+        },
+    );
+    e.irecv(
+        Some(0),
+        0,
+        Some(5),
+        Region {
+            ptr: later.as_mut_ptr(),
+            len: 16,
+        },
+    );
+    let peeked = e.eager_destination(0, &header).unwrap();
+    assert_eq!((peeked.ptr, peeked.len), (early.as_mut_ptr(), 10));
+    assert_eq!(
+        e.eager_destination(0, &header).unwrap(),
+        peeked,
+        "peeking changes nothing"
+    );
+    match e.on_header(0, &header).unwrap() {
+        PayloadSink::Region { region, token, .. } => {
+            assert_eq!(region, peeked);
+            e.payload_done(token, None);
+        }
+        other => panic!("expected the peeked receive, got {other:?}"),
+    }
+    assert!(e.completion(first).is_some());
+    header.kind = FrameKind::Rts;
+    assert_eq!(e.eager_destination(0, &header), None, "only eager frames");
+}

@@ -15,22 +15,32 @@
 //! every [`TCP_POLL_EVERY`] calls otherwise (to accept connections and
 //! see pidfd events), so a busy-polling wait on shared memory does not
 //! pay a system call per round. Sleeping happens in the one epoll that
-//! watches the sockets, the shared-memory doorbell and the peers' pidfds.
+//! watches the sockets, the shared-memory doorbell, the peers' pidfds and
+//! the file inbox's inotify descriptor (capped by the file transport's
+//! polling schedule where there are no events).
+//!
+//! `file` reaches every peer (that shares `TETHER_FILE_DIR`); `hybrid`
+//! reaches a peer as `shm` or, failing that, `tcp` would, and additionally
+//! sends rendezvous payloads above `TETHER_HYBRID_THRESHOLD` through files
+//! (`file/mod.rs`). The file transport is created on first use.
 
+pub mod file;
 pub mod shm;
 pub mod tcp;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tether_proto::{Engine, Transmit};
+use tether_proto::{Engine, FrameKind, Transmit};
 use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::host;
 use crate::settings::Settings;
 use crate::universe::{addr_key, PeerAddress, Universe};
+use file::{FileConfig, FilePayload, FileTransport, NotifyMode};
 use shm::{AttachError, ShmConfig, ShmTransport};
 use tcp::{TcpConfig, TcpTransport};
 
@@ -63,6 +73,7 @@ pub struct Bound {
 enum Route {
     Tcp,
     Shm,
+    File,
     Pending {
         queue: VecDeque<Transmit>,
         deadline: Instant,
@@ -81,7 +92,59 @@ pub struct Transports {
     rendezvous: Arc<Rendezvous>,
     connect_timeout: Duration,
     polls: u32,
+    /// Created on first use (see [`Transports::file`]).
+    file: Option<FileTransport>,
+    file_settings: FileSettings,
+    /// Peers reached through `hybrid`: their large payloads go by file.
+    hybrid: HashSet<u32>,
+    hybrid_threshold: u64,
+    /// Eager limit of the peers reached through `file`.
+    file_eager_limit: u64,
+    hybrid_inline_warned: bool,
     pub events_out: Vec<LinkEvent>,
+}
+
+/// What the file transport needs besides the universe, read at start-up.
+struct FileSettings {
+    root: PathBuf,
+    /// Whether `root` is the per-user default, which must be private.
+    private_root: bool,
+    /// The run's directory name and the run id its files carry, read at
+    /// start-up (universe rank 0's rendezvous entry is removed when it
+    /// finalizes), or why they cannot be known.
+    run: std::result::Result<(String, u64), Error>,
+    fsync: bool,
+    notify: NotifyMode,
+    poll_min: Duration,
+    poll_max: Duration,
+    peer_timeout: Duration,
+}
+
+impl FileSettings {
+    fn new(settings: &Settings, rendezvous: &Rendezvous, universe: &Universe) -> FileSettings {
+        let (root, private_root) = match (settings.text("FILE_DIR"), rendezvous) {
+            (Some(dir), _) => (PathBuf::from(dir), false),
+            (None, Rendezvous::Dir(store)) => (store.path().join("files"), false),
+            (None, Rendezvous::Tcp(_)) => {
+                // SAFETY: getuid cannot fail.
+                let uid = unsafe { libc::getuid() };
+                (
+                    std::env::temp_dir().join(format!("tether-files-{uid}")),
+                    true,
+                )
+            }
+        };
+        FileSettings {
+            root,
+            private_root,
+            run: run_identity(settings.text("RUN_ID"), rendezvous, universe),
+            fsync: settings.flag("FILE_FSYNC"),
+            notify: NotifyMode::parse(settings.get("FILE_NOTIFY").unwrap_or("auto")),
+            poll_min: Duration::from_micros(settings.number("FILE_POLL_US")),
+            poll_max: Duration::from_micros(settings.number("FILE_POLL_MAX_US")),
+            peer_timeout: Duration::from_secs(settings.number("FILE_PEER_TIMEOUT")),
+        }
+    }
 }
 
 impl Transports {
@@ -111,6 +174,7 @@ impl Transports {
             pid: std::process::id(),
             start: shm.as_ref().map(shm::Prepared::start_time),
             shm: shm.as_ref().map(shm::Prepared::segment_fd),
+            nonce: Some(host::random_u64()),
         };
         Ok(Bound {
             tcp,
@@ -150,7 +214,8 @@ impl Transports {
                 })
                 .ok()
         });
-        Transports {
+        let file_settings = FileSettings::new(settings, &rendezvous, &universe);
+        let mut transports = Transports {
             tcp,
             shm,
             shm_problem,
@@ -161,13 +226,61 @@ impl Transports {
             rendezvous,
             connect_timeout,
             polls: 0,
+            file: None,
+            file_settings,
+            hybrid: HashSet::new(),
+            hybrid_threshold: settings.number("HYBRID_THRESHOLD"),
+            file_eager_limit: settings.number("FILE_EAGER_LIMIT"),
+            hybrid_inline_warned: false,
             events_out: Vec::new(),
+        };
+        transports.start_file_inbox();
+        transports
+    }
+
+    /// When `file` is a transport of this run, peers may write to this
+    /// process before it writes to them: its inbox and heartbeat start now.
+    fn start_file_inbox(&mut self) {
+        if self.order.iter().any(|t| t == "file") {
+            let registry = self.tcp.registry().try_clone();
+            let started = registry
+                .map_err(|e| err(ErrorClass::File, format!("epoll: {e}")))
+                .and_then(|registry| self.file()?.receive_frames(&registry));
+            if let Err(e) = started {
+                tracing::warn!("the file transport cannot receive: {e}");
+            }
         }
+    }
+
+    /// The file transport, created on first use.
+    fn file(&mut self) -> Result<&mut FileTransport> {
+        if self.file.is_none() {
+            let (run_name, run_id) = self.file_settings.run.clone()?;
+            if self.file_settings.private_root {
+                file::ensure_private_dir(&self.file_settings.root)?;
+            }
+            let config = FileConfig {
+                root: self.file_settings.root.clone(),
+                run_name,
+                run_id,
+                fsync: self.file_settings.fsync,
+                notify: self.file_settings.notify,
+                poll_min: self.file_settings.poll_min,
+                poll_max: self.file_settings.poll_max,
+                peer_timeout: self.file_settings.peer_timeout,
+                connect_timeout: self.connect_timeout,
+                frames: self.order.iter().any(|t| t == "file"),
+            };
+            let transport = FileTransport::new(config, self.universe.clone(), self.tcp.registry())?;
+            self.file = Some(transport);
+        }
+        Ok(self.file.as_mut().expect("created above"))
     }
 
     /// Changes the transport order for peers not reached yet.
     pub fn set_order(&mut self, order: Vec<String>) {
         self.order = order;
+        self.start_file_inbox();
     }
 
     pub fn set_timeouts(&mut self, connect: Duration, handshake: Duration) {
@@ -177,10 +290,29 @@ impl Transports {
 
     /// Sends an engine frame to its peer over the peer's transport,
     /// choosing it first if needed.
-    pub fn send(&mut self, t: Transmit, engine: &mut Engine) {
+    pub fn send(&mut self, mut t: Transmit, engine: &mut Engine) {
         let peer = t.peer;
         if !self.routes.contains_key(&peer) {
-            self.resolve(peer, engine);
+            self.resolve(peer, engine, false);
+        }
+        let settled = matches!(self.routes.get(&peer), Some(Route::Tcp | Route::Shm));
+        if settled
+            && t.header.kind == FrameKind::Data
+            && t.payload.len() as u64 > self.hybrid_threshold
+            && self.hybrid.contains(&peer)
+        {
+            t = match self.file() {
+                Ok(file) => file.send_payload(t, engine),
+                Err(e) => {
+                    if !self.hybrid_inline_warned {
+                        self.hybrid_inline_warned = true;
+                        tracing::warn!(
+                            "hybrid: large payloads go on the socket, no file transport: {e}"
+                        );
+                    }
+                    t
+                }
+            };
         }
         match self.routes.get_mut(&peer) {
             Some(Route::Tcp) => self.tcp.send(t, engine),
@@ -189,8 +321,18 @@ impl Transports {
                 .as_mut()
                 .expect("a shm route has shm")
                 .send(t, engine),
+            Some(Route::File) => match self.file() {
+                Ok(file) => file.send(t, engine),
+                Err(e) => self.fail(peer, e, engine),
+            },
             Some(Route::Pending { queue, .. }) => queue.push_back(t),
             None => {}
+        }
+    }
+
+    fn collect_file_events(&mut self) {
+        if let Some(file) = self.file.as_mut() {
+            self.events_out.append(&mut file.events_out);
         }
     }
 
@@ -200,20 +342,35 @@ impl Transports {
         match self.routes.get(&peer) {
             Some(Route::Tcp) => self.tcp.start_connect(peer),
             Some(_) => {}
-            None => self.resolve(peer, engine),
+            None => self.resolve(peer, engine, false),
         }
     }
 
-    fn resolve(&mut self, peer: u32, engine: &mut Engine) {
+    /// Chooses the route of `peer` by the transport order; `no_shm` when
+    /// shared memory turned out not to reach it.
+    fn resolve(&mut self, peer: u32, engine: &mut Engine, no_shm: bool) {
         let mut reasons = Vec::new();
         for name in self.order.clone() {
             match name.as_str() {
                 "tcp" => return self.route(peer, Route::Tcp, engine),
-                "shm" => match self.try_shm(peer) {
-                    Ok(()) => return self.route(peer, Route::Shm, engine),
-                    Err(Some(problem)) => reasons.push(format!("shm: {problem}")),
-                    Err(None) => return,
-                },
+                "file" => return self.route(peer, Route::File, engine),
+                "shm" | "hybrid" => {
+                    if name == "hybrid" {
+                        self.hybrid.insert(peer);
+                    }
+                    if no_shm {
+                        reasons.push("shm: it does not reach it".to_string());
+                    } else {
+                        match self.try_shm(peer) {
+                            Ok(()) => return self.route(peer, Route::Shm, engine),
+                            Err(Some(problem)) => reasons.push(format!("shm: {problem}")),
+                            Err(None) => return,
+                        }
+                    }
+                    if name == "hybrid" {
+                        return self.route(peer, Route::Tcp, engine);
+                    }
+                }
                 other => reasons.push(format!("{other}: not built in")),
             }
         }
@@ -277,6 +434,7 @@ impl Transports {
     /// Settles the route of `peer`, sending what waited for it in order.
     fn route(&mut self, peer: u32, route: Route, engine: &mut Engine) {
         let tcp = matches!(route, Route::Tcp);
+        let file = matches!(route, Route::File);
         let queued = match self.routes.insert(peer, route) {
             Some(Route::Pending { queue, .. }) => queue,
             _ => VecDeque::new(),
@@ -285,6 +443,10 @@ impl Transports {
             tracing::info!("reaching {} over tcp", self.universe.describe(peer));
             self.tcp.start_connect(peer);
         }
+        if file {
+            tracing::info!("reaching {} through files", self.universe.describe(peer));
+            engine.set_peer_eager_limit(peer, self.file_eager_limit);
+        }
         for t in queued {
             self.send(t, engine);
         }
@@ -292,6 +454,9 @@ impl Transports {
 
     fn fail(&mut self, peer: u32, error: Error, engine: &mut Engine) {
         self.routes.remove(&peer);
+        if let Some(file) = self.file.as_mut() {
+            file.forget_payloads(peer);
+        }
         engine.peer_lost(peer);
         self.events_out.push(LinkEvent::Lost { peer, error });
     }
@@ -331,10 +496,7 @@ impl Transports {
                         Some(Route::Pending { queue, .. }) => queue,
                         _ => VecDeque::new(),
                     };
-                    let order = self.order.clone();
-                    self.order.retain(|t| t != "shm");
-                    self.resolve(peer, engine);
-                    self.order = order;
+                    self.resolve(peer, engine, true);
                     for t in queue {
                         self.send(t, engine);
                     }
@@ -356,10 +518,17 @@ impl Transports {
         if let Some(shm) = self.shm.as_mut() {
             moved |= shm.poll(engine, self.tcp.registry());
         }
+        if let Some(file) = self.file.as_mut() {
+            moved |= file.poll(engine);
+        }
         let mut timeout = timeout;
         if self.has_pending() {
             self.retry_pending(engine);
             timeout = timeout.map(|t| t.min(PENDING_RETRY));
+        }
+        if let Some(by) = self.file.as_ref().and_then(FileTransport::wake_by) {
+            let left = by.saturating_duration_since(Instant::now());
+            timeout = Some(timeout.map_or(left, |t| t.min(left)));
         }
         let wants_sleep = timeout != Some(Duration::ZERO) && !moved;
         self.polls = self.polls.wrapping_add(1);
@@ -375,7 +544,14 @@ impl Transports {
                 Some(Duration::ZERO)
             };
             moved |= self.tcp.poll(wait, engine);
-            let ready = std::mem::take(&mut self.tcp.foreign);
+            let mut ready = std::mem::take(&mut self.tcp.foreign);
+            if ready.contains(&file::TOKEN) {
+                ready.retain(|t| *t != file::TOKEN);
+                if let Some(file) = self.file.as_mut() {
+                    file.notify();
+                    moved |= file.poll(engine);
+                }
+            }
             if let Some(shm) = self.shm.as_mut() {
                 if sleeping {
                     shm.awake();
@@ -388,17 +564,44 @@ impl Transports {
                 }
             }
         }
+        let mut payloads = std::mem::take(&mut self.tcp.file_payloads);
+        if let Some(shm) = self.shm.as_mut() {
+            payloads.append(&mut shm.file_payloads);
+        }
+        if !payloads.is_empty() {
+            self.read_file_payloads(payloads, engine);
+            moved = true;
+        }
         self.events_out.append(&mut self.tcp.events_out);
         if let Some(shm) = self.shm.as_mut() {
             self.events_out.append(&mut shm.events_out);
         }
+        self.collect_file_events();
         moved
+    }
+
+    /// Hands payloads announced on a socket to the file transport.
+    fn read_file_payloads(&mut self, payloads: Vec<FilePayload>, engine: &mut Engine) {
+        match self.file() {
+            Ok(file) => {
+                for payload in payloads {
+                    file.add_payload(payload);
+                }
+                file.poll(engine);
+            }
+            Err(e) => {
+                for payload in payloads {
+                    self.fail(payload.peer(), e.clone(), engine);
+                }
+            }
+        }
     }
 
     /// Whether any frame is still queued (for finalize).
     pub fn has_output(&self) -> bool {
         self.tcp.has_output()
             || self.shm.as_ref().is_some_and(ShmTransport::has_output)
+            || self.file.as_ref().is_some_and(FileTransport::has_output)
             || self
                 .routes
                 .values()
@@ -411,6 +614,9 @@ impl Transports {
         if let Some(shm) = self.shm.as_mut() {
             shm.say_goodbye(engine);
         }
+        if let Some(file) = self.file.as_mut() {
+            file.say_goodbye(engine);
+        }
     }
 
     /// Whether every link has both said and heard goodbye.
@@ -420,6 +626,10 @@ impl Transports {
                 .shm
                 .as_ref()
                 .is_none_or(ShmTransport::all_goodbyes_heard)
+            && self
+                .file
+                .as_ref()
+                .is_none_or(FileTransport::all_goodbyes_heard)
     }
 
     /// Sends an abort on every link, best effort.
@@ -428,7 +638,48 @@ impl Transports {
         if let Some(shm) = self.shm.as_mut() {
             shm.broadcast_abort(code, engine);
         }
+        if let Some(file) = self.file.as_mut() {
+            file.broadcast_abort(code, engine);
+        }
     }
+}
+
+/// The run's directory name and run id, the same in every process of the
+/// run and different in every run. The name is `TETHER_RUN_ID` when set
+/// (by `tether run` or the user), else universe rank 0's random start-up
+/// nonce and the universe id; the id hashes the name with that nonce, so
+/// even a rerun under the same `TETHER_RUN_ID` refuses the files an
+/// earlier run left behind.
+fn run_identity(
+    run_id: Option<&str>,
+    rendezvous: &Rendezvous,
+    universe: &Universe,
+) -> std::result::Result<(String, u64), Error> {
+    let key = addr_key(&universe.programs[0].name, 0);
+    let nonce = match rendezvous.get(&key) {
+        Ok(Some(text)) => PeerAddress::decode(&text).and_then(|a| a.nonce),
+        Ok(None) => None,
+        Err(e) => {
+            let message = format!("cannot name the run: reading {key}: {e}");
+            return Err(err(ErrorClass::File, message));
+        }
+    };
+    let name = match (run_id, nonce) {
+        (Some(id), _) if file::is_safe_run_name(id) => id.to_string(),
+        (Some(id), _) => format!("{:016x}", file::format::run_id(id)),
+        (None, Some(nonce)) => format!("{nonce:016x}{:016x}", universe.id),
+        (None, None) => {
+            let message = format!(
+                "cannot name the run: universe rank 0's rendezvous entry {key} has no start-up nonce (missing, or written by an older Tether); set TETHER_RUN_ID"
+            );
+            return Err(err(ErrorClass::File, message));
+        }
+    };
+    let salted = match nonce {
+        Some(nonce) => format!("{name}/{nonce:016x}"),
+        None => name.clone(),
+    };
+    Ok((name, file::format::run_id(&salted)))
 }
 
 /// Whether each transport this build has can be used in this process, and
@@ -439,6 +690,11 @@ pub fn availability() -> Vec<(&'static str, std::result::Result<String, String>)
         (
             "tcp",
             Ok("usable: non-blocking sockets on epoll, on loopback or TETHER_TCP_INTERFACE".into()),
+        ),
+        ("file", file::availability()),
+        (
+            "hybrid",
+            Ok("usable: shm or tcp for control and small messages, files in TETHER_FILE_DIR for payloads above TETHER_HYBRID_THRESHOLD".into()),
         ),
     ]
 }

@@ -16,7 +16,7 @@
 use std::collections::VecDeque;
 use std::os::unix::net::SocketAddr;
 
-use tether_proto::wire::HEADER_LEN;
+use tether_proto::wire::{FLAG_PAYLOAD_IN_FILE, HEADER_LEN};
 use tether_proto::{
     Engine, FrameHeader, FrameKind, PayloadSink, Region, ReqId, SinkToken, Transmit,
     TransmitPayload, WireError,
@@ -26,6 +26,7 @@ use tether_ring::{Consumer, Doorbell, Producer, RingControl};
 use super::bell::Ringer;
 use super::segment::{RingBytes, Shared};
 use crate::settings::MAX_EAGER_LIMIT;
+use crate::transport::file::{self, FilePayload};
 
 /// Bytes of a frame's prefix in the ring: header and transport word.
 pub const PREFIX: usize = 64;
@@ -190,6 +191,8 @@ impl Outgoing {
 pub enum Delivered {
     Bye,
     Abort(i32),
+    /// A `Data` frame whose payload waits in a file (hybrid).
+    FilePayload(FilePayload),
     /// The peer granted `sender_req`'s data at `address` in its memory.
     Grant {
         sender_req: u64,
@@ -356,6 +359,12 @@ impl Incoming {
                 sender_req: header.sender_req,
                 address: word,
             }),
+            FrameKind::Data if header.flags & FLAG_PAYLOAD_IN_FILE != 0 => {
+                delivered.extend(
+                    file::expect_payload(engine, peer, header)?.map(Delivered::FilePayload),
+                );
+                return Ok(ReadState::Prefix);
+            }
             FrameKind::Data if word == DATA_WRITTEN => {
                 if header.payload_len != 0 {
                     return Err(WireError::DataLength {

@@ -43,6 +43,7 @@ use tether_ring::{Consumer, Doorbell, Producer};
 
 use crate::error::{err, ErrorClass};
 use crate::host;
+use crate::transport::file::FilePayload;
 use crate::transport::LinkEvent;
 use crate::universe::Universe;
 use bell::{Bell, Ringer};
@@ -140,6 +141,8 @@ pub struct ShmTransport {
     done: Vec<ReqId>,
     delivered: Vec<Delivered>,
     pub events_out: Vec<LinkEvent>,
+    /// Hybrid payloads announced on a ring, for the file transport.
+    pub file_payloads: Vec<FilePayload>,
 }
 
 impl ShmTransport {
@@ -182,6 +185,7 @@ impl ShmTransport {
             done: Vec::new(),
             delivered: Vec::new(),
             events_out: Vec::new(),
+            file_payloads: Vec::new(),
         })
     }
 
@@ -374,6 +378,7 @@ impl ShmTransport {
             match item {
                 Delivered::Bye => channel.bye_received = true,
                 Delivered::Abort(code) => self.events_out.push(LinkEvent::Abort { peer, code }),
+                Delivered::FilePayload(payload) => self.file_payloads.push(payload),
                 Delivered::Grant {
                     sender_req,
                     address,

@@ -7,11 +7,13 @@ use std::io::{self, IoSlice, Read, Write};
 use std::net::SocketAddr;
 
 use mio::net::TcpStream;
-use tether_proto::wire::HEADER_LEN;
+use tether_proto::wire::{FLAG_PAYLOAD_IN_FILE, HEADER_LEN};
 use tether_proto::{
     Engine, FrameHeader, FrameKind, PayloadSink, Region, ReqId, SinkToken, Transmit,
     TransmitPayload, WireError,
 };
+
+use crate::transport::file::{self, FilePayload};
 
 /// Size of the staging buffer reads go through.
 const READ_BUFFER: usize = 256 * 1024;
@@ -28,6 +30,8 @@ pub(crate) enum Incoming {
     Control(FrameHeader, Vec<u8>),
     Bye,
     Abort(i32),
+    /// A `Data` frame whose payload waits in a file (hybrid).
+    FilePayload(FilePayload),
 }
 
 /// Why a stream can no longer be used.
@@ -392,6 +396,12 @@ impl Conn {
                         state: "before the handshake completed",
                     }));
                 };
+                if header.flags & FLAG_PAYLOAD_IN_FILE != 0 {
+                    let payload =
+                        file::expect_payload(engine, *peer, header).map_err(ConnError::Wire)?;
+                    incoming.extend(payload.map(Incoming::FilePayload));
+                    return Ok(ReadState::Header);
+                }
                 Ok(
                     match engine.on_header(*peer, &header).map_err(ConnError::Wire)? {
                         PayloadSink::None => ReadState::Header,

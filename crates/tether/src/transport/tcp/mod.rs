@@ -27,6 +27,7 @@ use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::settings::MAX_EAGER_LIMIT;
+use crate::transport::file::FilePayload;
 use crate::transport::shm::TOKEN_BASE;
 use crate::transport::LinkEvent;
 use crate::universe::{addr_key, PeerAddress, Universe};
@@ -77,6 +78,10 @@ struct Attempt {
     next_try: Instant,
     backoff: Duration,
     problem: String,
+    /// The peer's published address refused or could not be routed to:
+    /// the peer exists but TCP does not reach it (`TETHER_ERR_TRANSPORT`
+    /// rather than `TETHER_ERR_TIMEOUT`).
+    unreachable: bool,
 }
 
 /// Where to listen and how long to wait.
@@ -100,6 +105,8 @@ pub struct TcpTransport {
     config: TcpConfig,
     done: Vec<ReqId>,
     pub events_out: Vec<LinkEvent>,
+    /// Hybrid payloads announced on a connection, for the file transport.
+    pub file_payloads: Vec<FilePayload>,
     /// Ready tokens of other transports registered in this epoll
     /// (at or above `TOKEN_BASE`), for the caller to handle.
     pub foreign: Vec<Token>,
@@ -158,6 +165,7 @@ impl TcpTransport {
             config,
             done: Vec::new(),
             events_out: Vec::new(),
+            file_payloads: Vec::new(),
             foreign: Vec::new(),
         }
     }
@@ -216,6 +224,7 @@ impl TcpTransport {
                 next_try: now,
                 backoff: Duration::from_millis(1),
                 problem: "its address never appeared in the rendezvous".into(),
+                unreachable: false,
             });
         }
         self.try_connect(peer);
@@ -252,6 +261,7 @@ impl TcpTransport {
             Ok(s) => s,
             Err(e) => {
                 attempt.problem = format!("connect to {address}: {e}");
+                attempt.unreachable = refuses(&e);
                 return;
             }
         };
@@ -269,6 +279,7 @@ impl TcpTransport {
         let _ = conn.stream.set_nodelay(true);
         conn.enqueue_control(FrameKind::Hello, 0, self.hello.clone());
         attempt.problem = format!("connected to {address}, but the handshake was not answered (is the peer calling into tether?)");
+        attempt.unreachable = false;
         link.connecting = Some(token);
         self.entries.insert(
             token,
@@ -393,8 +404,13 @@ impl TcpTransport {
             let link = &self.links[&peer];
             let attempt = link.attempt.as_ref().expect("filtered");
             if now >= attempt.deadline {
+                let (class, what) = if attempt.unreachable {
+                    (ErrorClass::Transport, "could not be reached over tcp")
+                } else {
+                    (ErrorClass::Timeout, "did not accept a connection")
+                };
                 let message = format!(
-                    "peer {} did not accept a connection within {} s (TETHER_CONNECT_TIMEOUT): {}",
+                    "peer {} {what} within {} s (TETHER_CONNECT_TIMEOUT): {}",
                     self.universe.describe(peer),
                     self.config.connect_timeout.as_secs(),
                     attempt.problem
@@ -402,7 +418,7 @@ impl TcpTransport {
                 if let Some(token) = link.connecting {
                     self.close(token, Some(peer));
                 }
-                self.lose(peer, err(ErrorClass::Timeout, message), engine);
+                self.lose(peer, err(class, message), engine);
             } else {
                 self.try_connect(peer);
             }
@@ -508,6 +524,7 @@ impl TcpTransport {
                     self.events_out.push(LinkEvent::Abort { peer, code });
                 }
             }
+            Incoming::FilePayload(payload) => self.file_payloads.push(payload),
             Incoming::Control(header, payload) => match (header.kind, entry.stage) {
                 (FrameKind::Hello, Stage::AwaitHello) => self.on_hello(token, &payload, engine),
                 (FrameKind::HelloAck, Stage::AwaitAck) => self.on_ack(token, &payload, engine),
@@ -663,13 +680,19 @@ impl TcpTransport {
             return;
         };
         let remote = entry.conn.remote;
+        let entry_peer = entry.peer;
         let established_peer = entry
             .peer
             .filter(|p| self.links.get(p).and_then(|l| l.established) == Some(token));
         let Some(peer) = established_peer else {
+            let unreachable = matches!(&error, ConnError::Io(e) if refuses(e));
             match &error {
                 ConnError::Wire(w) => {
                     tracing::error!("protocol error from {remote}: {w}; connection closed")
+                }
+                // Retried until the connect deadline, then reported.
+                ConnError::Io(e) if unreachable => {
+                    tracing::debug!("connect to {remote}: {e}")
                 }
                 ConnError::Io(e) => {
                     tracing::warn!("connection with {remote} failed during the handshake: {e}")
@@ -683,9 +706,19 @@ impl TcpTransport {
                     tracing::warn!("connection from {remote} closed in the middle of its handshake")
                 }
             }
-            if entry.peer.is_some() {
-                let problem = format!("connection to {remote} ended during the handshake");
+            if let Some(peer_of_attempt) = entry_peer {
+                let problem = match &error {
+                    ConnError::Io(e) if unreachable => format!("connect to {remote}: {e}"),
+                    _ => format!("connection to {remote} ended during the handshake"),
+                };
                 self.retry_later(token, problem);
+                if let Some(attempt) = self
+                    .links
+                    .get_mut(&peer_of_attempt)
+                    .and_then(|l| l.attempt.as_mut())
+                {
+                    attempt.unreachable = unreachable;
+                }
             } else {
                 self.close(token, None);
             }
@@ -801,4 +834,15 @@ impl TcpTransport {
             self.flush(token, engine);
         }
     }
+}
+
+/// Whether a connect error says that the address cannot be reached (no
+/// listener, no route), as opposed to a local or passing problem.
+fn refuses(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable
+    )
 }

@@ -1,0 +1,266 @@
+"""The `file` and `hybrid` transports.
+
+- The point-to-point suite (tests/c/p2p_suite.c: every scenario, and
+  2000 mixed messages from 0 B to 8 MiB per process) with
+  TETHER_TRANSPORTS=file and with hybrid (a low threshold, so that large
+  payloads go through files while small messages and control take the
+  socket: order must hold across the two paths).
+- Two programs in two network namespaces with no link between them,
+  sharing a directory: they couple with `file`, and fail naming the peer
+  with `tcp` alone.
+- Corrupted, truncated, foreign-run, stray and half-written files in the
+  inbox: never delivered, reported, and the real messages still arrive.
+- A peer killed mid-run is detected by its heartbeat.
+"""
+
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import clean_env, tether_run
+from test_p2p import SCENARIOS
+
+# hybrid: alpha and beta on two pretend hosts, so hybrid runs over shm
+# inside each and over tcp between them; payloads above 64 KiB by file.
+SETUPS = {
+    "file": {"TETHER_TRANSPORTS": "file"},
+    "hybrid": {"TETHER_TRANSPORTS": "hybrid", "TETHER_HYBRID_THRESHOLD": "65536"},
+}
+
+
+def universe(prog, *args, setup):
+    alpha = ["env", "TETHER_HOST_ID=host-a", prog, *args]
+    beta = ["env", "TETHER_HOST_ID=host-b", prog, *args]
+    return ["--name", "alpha", "-n", "2", *alpha, ":", "--name", "beta", "-n", "3", *beta], clean_env(**SETUPS[setup])
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_p2p_scenario(built, program, scenario, setup, tmp_path):
+    args, env = universe(program("p2p_suite"), scenario, setup=setup)
+    env["TETHER_FILE_DIR"] = str(tmp_path)
+    proc = tether_run(args, env=env)
+    assert proc.stdout.count(f"ok {scenario}") == 5
+    assert list(tmp_path.iterdir()) == [], "the run left files behind"
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_two_thousand_mixed_messages_keep_order_and_content(built, program, setup, tmp_path):
+    args, env = universe(program("p2p_suite"), "stream", "2000", setup=setup)
+    env["TETHER_FILE_DIR"] = str(tmp_path)
+    env["TETHER_LOG_LEVEL"] = "info"
+    proc = tether_run(args, env=env, timeout=300)
+    assert proc.stdout.count("ok stream") == 5
+    if setup == "hybrid":
+        assert "hybrid payloads only" in proc.stderr, "no payload went through a file"
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- two namespaces, one directory ----------------------------------------
+
+def ip(*args):
+    return subprocess.run(["ip", *args], capture_output=True, text=True)
+
+
+@pytest.fixture
+def two_namespaces():
+    """Two network namespaces, each with only its own loopback up."""
+    if shutil.which("ip") is None:
+        pytest.skip("iproute2 (ip) is not installed")
+    names = [f"tether-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    made = []
+    try:
+        for name in names:
+            r = ip("netns", "add", name)
+            if r.returncode != 0:
+                pytest.skip(f"cannot create a network namespace here: {r.stderr.strip()}")
+            made.append(name)
+            assert ip("netns", "exec", name, "ip", "link", "set", "lo", "up").returncode == 0
+        yield names
+    finally:
+        for name in made:
+            ip("netns", "delete", name)
+
+
+def in_namespaces(namespaces, prog, rdv, **settings):
+    procs = []
+    for ns, name in zip(namespaces, ["left", "right"]):
+        env = clean_env(TETHER_RENDEZVOUS=str(rdv), TETHER_PROGRAMS="left,right", TETHER_PROGRAM=name,
+                        **settings)
+        procs.append(subprocess.Popen(["ip", "netns", "exec", ns, prog], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=90)
+        outs.append((p.returncode, out, err))
+    return outs
+
+
+def test_namespaces_without_a_route_couple_through_files(built, program, tmp_path, two_namespaces):
+    prog = program("file_peer")
+    # The namespaces really have no route: tcp alone fails, naming the peer.
+    outs = in_namespaces(two_namespaces, prog, tmp_path / "rdv-tcp", TETHER_TRANSPORTS="tcp",
+                         TETHER_CONNECT_TIMEOUT=3)
+    for (rc, out, err), peer in zip(outs, ["right:0", "left:0"]):
+        assert rc == 3, (out, err)
+        assert out.startswith("error TETHER_ERR_TRANSPORT:") and peer in out, out
+        assert "could not be reached over tcp" in out and "Connection refused" in out, out
+    # The same programs through the shared directory alone.
+    outs = in_namespaces(two_namespaces, prog, tmp_path / "rdv-file", TETHER_TRANSPORTS="file")
+    for rc, out, err in outs:
+        assert rc == 0 and "exchanged 12 ok" in out, (out, err)
+
+
+# --- bad files in the inbox -------------------------------------------------
+
+def crc32c(data, crc=0):
+    crc ^= 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def fnv1a(text):
+    h = 0xCBF29CE484222325
+    for b in text.encode():
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def message_file(run_name, sender, receiver, seq, payload, tag=0, kind=4):
+    """A well-formed file (docs/PROTOCOL.md, file transport) holding an
+    eager frame of `payload` (or a frame of another `kind`) from `sender`
+    to `receiver`, written independently of the library."""
+    frame = struct.pack("<4sHBBQQIiQQQ", b"TTHR", 1, kind, 0, seq, len(payload), 0, tag, 0, 0, 0)
+    head = struct.pack("<4sHHQIIQQI", b"TTHF", 1, 0, fnv1a(run_name), sender, receiver, seq, len(payload),
+                       crc32c(payload))
+    crc = crc32c(frame, crc32c(head))
+    return head + struct.pack("<I", crc) + frame + payload
+
+
+def test_a_file_written_by_the_documented_format_is_delivered(built, program, tmp_path):
+    # Universe rank 0 ("fake") exists only as files this test writes by
+    # hand: its rendezvous entries (with its start-up nonce), its heartbeat,
+    # a message, a message whose payload is corrupted, and a goodbye. The
+    # real process (rank 1) receives the good message, refuses the bad one,
+    # and finalizes once the goodbye takes the refused file's place. So the
+    # format in docs/PROTOCOL.md is what the library reads.
+    run, nonce = "crafted", 0x1234_5678_9ABC_DEF0
+    run_id = f"{run}/{nonce:016x}"
+    rdv, root = tmp_path / "rdv", tmp_path / "files"
+    rdv.mkdir()
+    (rdv / "size%fake").write_text("1")
+    (rdv / "addr%fake%0").write_text(f"tcp=127.0.0.1:1 host=elsewhere pid=1 nonce={nonce:016x}")
+    inbox = root / f"run-{run}" / "to-1"
+    inbox.mkdir(parents=True)
+    (root / f"run-{run}" / "alive-0").write_text("1\n")
+    (inbox / "0-0.msg").write_bytes(message_file(run_id, 0, 1, 0, b"hello from a file", tag=7))
+    bad = message_file(run_id, 0, 1, 1, b"corrupted payload", tag=8)
+    (inbox / "0-1.msg").write_bytes(bad[:-1] + b"?")
+    env = clean_env(TETHER_TRANSPORTS="file", TETHER_FILE_DIR=str(root), TETHER_RUN_ID=run,
+                    TETHER_RENDEZVOUS=str(rdv), TETHER_PROGRAMS="fake,real", TETHER_PROGRAM="real")
+    proc = subprocess.Popen([program("file_peer"), "receive"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (inbox / "0-1.msg.rejected-0").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (inbox / "0-1.msg").write_bytes(message_file(run_id, 0, 1, 1, b"", kind=8))
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out + err
+    assert "received 17 bytes tag 7: hello from a file" in out, out + err
+    refused = [l for l in err.splitlines() if "TETHER_ERR_FILE" in l]
+    assert len(refused) == 1 and "to-1/0-1.msg" in refused[0] and "payload checksum mismatch" in refused[0], err
+    # It consumed the good files and said goodbye to rank 0 with a file.
+    assert sorted(p.name for p in inbox.iterdir()) == ["0-1.msg.rejected-0"]
+    assert sorted(p.name for p in (root / f"run-{run}" / "to-0").iterdir()) == ["1-0.msg"]
+
+
+def test_bad_files_are_never_delivered_and_the_run_completes(built, program, tmp_path):
+    run = "inject"
+    root = tmp_path / "files"
+    inbox = root / f"run-{run}" / "to-1"
+    inbox.mkdir(parents=True)
+    # An earlier run under the same TETHER_RUN_ID left a message behind:
+    # its run id (the name salted with that run's rank 0 nonce) differs.
+    good = message_file(f"{run}/{0:016x}", 0, 1, 0, b"x" * 100)
+    (inbox / "0-0.msg").write_bytes(good)                                   # an earlier run's
+    (inbox / "0-1.msg").write_bytes(good[:70])                              # truncated
+    (inbox / "0-2.msg").write_bytes(message_file("older-run", 0, 1, 2, b"old"))  # another run's
+    (inbox / "0-3.msg").write_bytes(b"\0" * 200)                             # garbage
+    (inbox / "0-4.msg").mkdir()                                             # unreadable
+    (inbox / ".tmp-0-4242-0").write_bytes(good[:50])                        # writer killed mid-file
+    os.utime(inbox / ".tmp-0-4242-0", (1, 1))
+    (inbox / "notes.txt").write_text("not a message")
+    (root / "run-older").mkdir()                                            # a stale run
+    env = clean_env(TETHER_TRANSPORTS="file", TETHER_FILE_DIR=str(root), TETHER_RUN_ID=run)
+    proc = tether_run(["--name", "solo", "-n", "2", program("file_peer"), "24"], env=env)
+    assert proc.stdout.count("exchanged 24 ok") == 2, proc.stdout
+    err = proc.stderr
+    for name, problem in [("0-0.msg", "belongs to another run"), ("0-1.msg", "truncated"),
+                          ("0-2.msg", "belongs to another run"), ("0-3.msg", "bad magic"),
+                          ("0-4.msg", "cannot read it")]:
+        line = next((l for l in err.splitlines() if f"to-1/{name}" in l and "TETHER_ERR_FILE" in l), None)
+        assert line and problem in line, (name, err)
+    assert ".tmp-0-4242-0: a temporary file left by a writer" in err, err
+    assert "notes.txt: not a file of this transport" in err, err
+    assert "1 directory of other runs" in err and "run-older" in err, err
+    left = sorted(p.name for p in inbox.iterdir())
+    assert left == [".tmp-0-4242-0", "0-0.msg.rejected-0", "0-1.msg.rejected-0", "0-2.msg.rejected-0",
+                    "0-3.msg.rejected-0", "0-4.msg.rejected-0", "notes.txt"], left
+
+
+def test_a_killed_peer_is_lost_by_its_heartbeat(built, program, tmp_path):
+    prog = program("p2p_suite")
+    procs = []
+    for rank in (0, 1):
+        env = clean_env(TETHER_RENDEZVOUS=str(tmp_path), TETHER_PROGRAM="solo", TETHER_RANK=rank, TETHER_SIZE=2,
+                        TETHER_TRANSPORTS="file", TETHER_FILE_PEER_TIMEOUT=2)
+        procs.append(subprocess.Popen([prog, "victim"], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    survivor, victim = procs
+    try:
+        assert "victim ready" in victim.stdout.readline()
+        assert "survivor waiting" in survivor.stdout.readline()
+        victim.send_signal(signal.SIGKILL)
+        out, err = survivor.communicate(timeout=30)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+    assert survivor.returncode == 0, err
+    assert "lost ok" in out and "solo:1 is gone" in out and "heartbeat" in out, out
+
+
+def test_an_unusable_directory_fails_naming_it(built, program, tmp_path):
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the directory should be")
+    env = clean_env(TETHER_TRANSPORTS="file", TETHER_FILE_DIR=str(blocked))
+    proc = tether_run(["--name", "solo", "-n", "2", program("file_peer")], env=env, check=False)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "error TETHER_ERR_FILE:" in proc.stdout and str(blocked) in proc.stdout, proc.stdout
+    assert "cannot create the inbox" in proc.stdout, proc.stdout
+
+
+def test_hybrid_without_a_usable_directory_sends_payloads_on_the_socket(built, program, tmp_path):
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the directory should be")
+    env = clean_env(TETHER_TRANSPORTS="hybrid", TETHER_HYBRID_THRESHOLD="65536", TETHER_FILE_DIR=str(blocked))
+    args = ["--name", "a", "-n", "1", "env", "TETHER_HOST_ID=host-a", program("file_peer"), ":",
+            "--name", "b", "-n", "1", "env", "TETHER_HOST_ID=host-b", program("file_peer")]
+    proc = tether_run(args, env=env)
+    assert proc.stdout.count("exchanged 12 ok") == 2, proc.stdout
+    assert "large payloads go on the socket" in proc.stderr and str(blocked) in proc.stderr, proc.stderr
