@@ -30,7 +30,7 @@ def bench(*args, timeout=600):
                           text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("transport", ["tcp", "shm"])
+@pytest.mark.parametrize("transport", ["tcp", "shm", "file", "hybrid"])
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_every_mode_completes_and_its_json_parses(built, mode, transport):
     proc = bench(mode, "--transport", transport, "--json", *TINY, *MODES[mode])

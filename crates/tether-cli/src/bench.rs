@@ -233,6 +233,15 @@ fn configure(args: &BenchArgs) -> Result<String, String> {
     Ok(settings.get("TRANSPORTS").unwrap_or_default().to_string())
 }
 
+/// Whether every transport of `transports` moves bytes over sockets (`tcp`,
+/// and `hybrid` at sizes below its threshold): MPICH is then measured over
+/// TCP too.
+fn over_sockets(transports: &str) -> bool {
+    transports
+        .split(',')
+        .all(|t| matches!(t.trim(), "tcp" | "hybrid"))
+}
+
 /// Whether this build knows TETHER_RAILS (multi_rail measures nothing
 /// without it).
 fn has_rails() -> bool {
@@ -319,7 +328,7 @@ fn execute(args: &BenchArgs) -> Result<Report, String> {
             .collect(),
         window: args.window,
         shape,
-        tcp: transports.split(',').map(str::trim).eq(["tcp"]),
+        tcp: over_sockets(&transports),
         limit: args.timeout.after,
         scratch: &scratch,
     };
