@@ -153,8 +153,7 @@ pub struct Context<'a> {
     pub plan: Vec<(u64, Counts)>,
     pub window: u32,
     pub shape: Shape,
-    /// Whether the Tether transports all use sockets (tcp, hybrid): MPICH
-    /// then uses TCP.
+    /// Whether the Tether transports are TCP only (MPICH then uses TCP).
     pub tcp: bool,
     pub limit: Duration,
     pub scratch: &'a Scratch,
