@@ -138,7 +138,7 @@ impl Baseline {
             (Baseline::RawTcp, _) => "raw TCP stream on 127.0.0.1 between two processes, blocking sockets: a window of messages, then a 4-byte ack".into(),
             (Baseline::RawShm, _) => "raw shared-memory ping-pong between two processes: copy into a shared mapping, raise a flag the peer busy-polls, copy out".into(),
             (Baseline::Memcpy, _) => "memcpy between two buffers of one process, the same bytes per window".into(),
-            (Baseline::File, _) => "write a file then read it back (one process, page cache, no fsync), one message per iteration".into(),
+            (Baseline::File, _) => "write a new file, rename it into place, read it back, remove it (one process, page cache, no fsync), one message per iteration".into(),
             (Baseline::Mpich, m) if m.collective() => format!("benches/coll/coll_bench.c (-DBENCH_MPI) under mpiexec.mpich, one job of all processes; {}", mpich::channel_note(tcp)),
             (Baseline::Mpich, _) => format!("benches/p2p/mpi_pingpong.c under mpiexec.mpich -n 2; {}", mpich::channel_note(tcp)),
             (Baseline::Zmq, _) => "benches/zmq/zmq_pingpong.c: ZeroMQ ZMQ_PAIR ping-pong over tcp://127.0.0.1 between two processes".into(),
