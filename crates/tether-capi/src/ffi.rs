@@ -1,8 +1,8 @@
 //! The boundary: the process-wide state behind one lock, the thread's last
 //! error, pointer checks, and the guard that keeps panics inside.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{LazyLock, Mutex, MutexGuard};
@@ -24,7 +24,7 @@ pub(crate) struct State {
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
     Mutex::new(State {
         runtime: None,
-        requests: HashMap::new(),
+        requests: HashMap::default(),
         early_hints: Vec::new(),
     })
 });

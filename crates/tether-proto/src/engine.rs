@@ -25,7 +25,9 @@
 //!    link, then call [`Engine::payload_done`] with its token;
 //! 3. when a link to a peer fails, call [`Engine::peer_lost`].
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::matching::{Envelope, PostedQueue, Selector, UnexpectedQueue};
 use crate::request::{Completion, CompletionError, Region, ReqId, Slab};
@@ -190,7 +192,7 @@ impl Engine {
             posted: PostedQueue::default(),
             unexpected: UnexpectedQueue::default(),
             outbox: VecDeque::new(),
-            lost: HashSet::new(),
+            lost: HashSet::default(),
             peer_eager_limits: Vec::new(),
         }
     }

@@ -9,7 +9,7 @@
 //! context, and traffic cannot cross between them, even when members of one
 //! communicator are also members of another. Contexts are not reused.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use crate::error::{err, ErrorClass, Result};
@@ -104,7 +104,7 @@ pub struct CommTable {
 
 impl CommTable {
     pub fn with_universe(size: u32, me: u32) -> CommTable {
-        let mut comms = HashMap::new();
+        let mut comms = HashMap::default();
         comms.insert(
             COMM_UNIVERSE,
             Comm::new(0, (0..size).collect(), me).expect("member of the universe"),

@@ -5,7 +5,7 @@
 //! serialises calls behind a lock). Progress happens inside calls: every
 //! test, wait, probe and send moves the engine and the sockets forward.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -53,8 +53,9 @@ pub struct Runtime {
     engine: Engine,
     transport: Transports,
     comms: CommTable,
-    /// The communicator of each live request, for its status.
-    request_comm: HashMap<ReqId, i32>,
+    /// The communicator of each live request, for its status, indexed by
+    /// the request's engine slot (a slot holds one live request at a time).
+    request_comm: Vec<i32>,
     /// Why a peer can no longer be reached.
     unreachable: HashMap<u32, Error>,
     spin: SpinPolicy,
@@ -116,12 +117,12 @@ impl Runtime {
             private_rendezvous,
             engine,
             transport,
-            request_comm: HashMap::new(),
-            unreachable: HashMap::new(),
-            kernel_peers: HashSet::new(),
+            request_comm: Vec::new(),
+            unreachable: HashMap::default(),
+            kernel_peers: HashSet::default(),
             collectives: Vec::new(),
             orphaned: Vec::new(),
-            collective_errors: HashMap::new(),
+            collective_errors: HashMap::default(),
         };
         if runtime.settings.get("CONNECT") == Some("eager") {
             runtime.connect_all();
@@ -185,7 +186,7 @@ impl Runtime {
         let req = self
             .engine
             .isend(peer, context, tag, Region::from_const(buf, len));
-        self.request_comm.insert(req, comm);
+        self.remember_comm(req, comm);
         self.push_transmits();
         Ok(req)
     }
@@ -215,7 +216,7 @@ impl Runtime {
         let req = self
             .engine
             .irecv(source, context, tag, Region { ptr: buf, len });
-        self.request_comm.insert(req, comm);
+        self.remember_comm(req, comm);
         self.push_transmits();
         Ok(req)
     }
@@ -236,6 +237,11 @@ impl Runtime {
     /// Waits for `req` and frees it.
     pub fn wait(&mut self, req: ReqId) -> Result<Status> {
         self.check_request(req)?;
+        // A request that completed when it started (an eager send handed
+        // to the transport at once) returns without a round of progress.
+        if let Some(status) = self.take(req) {
+            return Ok(status);
+        }
         self.wait_until(|rt| rt.engine.completion(req).is_some());
         Ok(self.take(req).expect("completed"))
     }
@@ -278,13 +284,24 @@ impl Runtime {
         let completion = self.engine.take_completion(req)?;
         let comm = self
             .request_comm
-            .remove(&req)
+            .get(req.slot as usize)
+            .copied()
             .unwrap_or(crate::comm::COMM_UNIVERSE);
         let mut status = self.status(completion, comm);
         if let Some(error) = self.collective_errors.remove(&req) {
             status.error = Some(error);
         }
         Some(status)
+    }
+
+    /// Notes the communicator of a request just started.
+    fn remember_comm(&mut self, req: ReqId, comm: i32) {
+        let slot = req.slot as usize;
+        if self.request_comm.len() <= slot {
+            self.request_comm
+                .resize(slot + 1, crate::comm::COMM_UNIVERSE);
+        }
+        self.request_comm[slot] = comm;
     }
 
     fn check_request(&self, req: ReqId) -> Result<()> {
@@ -424,6 +441,9 @@ impl Runtime {
         while let Some(t) = self.engine.poll_transmit() {
             self.transport.send(t, &mut self.engine);
         }
+        if !self.transport.events_out.is_empty() {
+            self.absorb_link_events();
+        }
     }
 
     /// One round of progress; returns whether any socket was ready.
@@ -442,6 +462,15 @@ impl Runtime {
             }
             self.push_transmits();
         }
+        self.absorb_link_events();
+        active
+    }
+
+    /// Takes in what the transports reported about peers (lost, aborted).
+    /// Called after every handing of frames too: a send can fail its peer
+    /// at once, and the status of a request waited for right after must
+    /// carry that peer's error.
+    fn absorb_link_events(&mut self) {
         for event in std::mem::take(&mut self.transport.events_out) {
             match event {
                 LinkEvent::Lost { peer, error } => {
@@ -456,7 +485,6 @@ impl Runtime {
                 }
             }
         }
-        active
     }
 
     /// Progresses until `done` holds: polls while bytes are moving and for
@@ -474,20 +502,20 @@ impl Runtime {
         } else {
             self.spin.window()
         };
-        let mut last_movement = Instant::now();
+        let mut idle = IdleClock::default();
         loop {
-            let timeout = if last_movement.elapsed() < window {
-                Duration::ZERO
-            } else {
+            let timeout = if idle.past(window) {
                 MAX_SLEEP
+            } else {
+                Duration::ZERO
             };
             let moved = self.progress_once(Some(timeout));
             if done(self) {
-                self.spin.record(last_movement.elapsed());
+                self.spin.record(idle.tail());
                 return;
             }
             if moved {
-                last_movement = Instant::now();
+                idle = IdleClock::default();
             } else if timeout.is_zero() {
                 std::hint::spin_loop();
             }
@@ -571,6 +599,44 @@ impl Runtime {
                 .poll(Some(Duration::from_millis(5)), &mut self.engine);
         }
         std::process::exit(code);
+    }
+}
+
+/// How long a wait has gone without movement, read from the clock only
+/// every [`IdleClock::POLLS_PER_READ`] idle polls: a clock read costs about
+/// as much as a poll of every shared-memory ring, so reading it per poll
+/// would double the cost of a busy wait. The idle time is therefore
+/// counted from the first read, a few polls after the last movement.
+#[derive(Default)]
+struct IdleClock {
+    since: Option<Instant>,
+    polls: u32,
+    expired: bool,
+}
+
+impl IdleClock {
+    /// A power of two.
+    const POLLS_PER_READ: u32 = 16;
+
+    /// Whether the wait has been idle for at least `window` (once true,
+    /// true until the clock is replaced after a movement).
+    fn past(&mut self, window: Duration) -> bool {
+        if self.expired || window.is_zero() {
+            return true;
+        }
+        self.polls += 1;
+        if self.polls & (Self::POLLS_PER_READ - 1) == 0 {
+            match self.since {
+                None => self.since = Some(Instant::now()),
+                Some(since) => self.expired = since.elapsed() >= window,
+            }
+        }
+        self.expired
+    }
+
+    /// The idle time so far (zero when the clock was never read).
+    fn tail(&self) -> Duration {
+        self.since.map_or(Duration::ZERO, |since| since.elapsed())
     }
 }
 

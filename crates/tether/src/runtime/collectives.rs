@@ -188,7 +188,7 @@ impl Runtime {
             tag: c.next_collective_tag(),
         };
         let req = self.engine.start_generalized();
-        self.request_comm.insert(req, comm);
+        self.remember_comm(req, comm);
         self.collectives.push(Active {
             req,
             what,

@@ -28,7 +28,9 @@ pub mod file;
 pub mod shm;
 pub mod tcp;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,7 +47,8 @@ use shm::{AttachError, ShmConfig, ShmTransport};
 use tcp::{TcpConfig, TcpTransport};
 
 /// A busy-polling wait calls epoll once per this many progress calls
-/// when TCP has no connection (a power of two).
+/// when TCP has no connection, or reads its few connections directly
+/// (a power of two).
 pub const TCP_POLL_EVERY: u32 = 64;
 /// Longest sleep while a peer's route is still undecided.
 const PENDING_RETRY: Duration = Duration::from_millis(2);
@@ -86,6 +89,8 @@ pub struct Transports {
     shm: Option<ShmTransport>,
     shm_problem: String,
     routes: HashMap<u32, Route>,
+    /// How many of `routes` are `Pending`.
+    pending_routes: usize,
     order: Vec<String>,
     host: String,
     universe: Arc<Universe>,
@@ -219,7 +224,8 @@ impl Transports {
             tcp,
             shm,
             shm_problem,
-            routes: HashMap::new(),
+            routes: HashMap::default(),
+            pending_routes: 0,
             order: settings.list("TRANSPORTS"),
             host: bound.host,
             universe,
@@ -228,7 +234,7 @@ impl Transports {
             polls: 0,
             file: None,
             file_settings,
-            hybrid: HashSet::new(),
+            hybrid: HashSet::default(),
             hybrid_threshold: settings.number("HYBRID_THRESHOLD"),
             file_eager_limit: settings.number("FILE_EAGER_LIMIT"),
             hybrid_inline_warned: false,
@@ -292,6 +298,23 @@ impl Transports {
     /// choosing it first if needed.
     pub fn send(&mut self, mut t: Transmit, engine: &mut Engine) {
         let peer = t.peer;
+        // The common case first: a settled route and no file payload.
+        let large_hybrid_data = t.header.kind == FrameKind::Data
+            && t.payload.len() as u64 > self.hybrid_threshold
+            && self.hybrid.contains(&peer);
+        if !large_hybrid_data {
+            match self.routes.get_mut(&peer) {
+                Some(Route::Shm) => {
+                    return self
+                        .shm
+                        .as_mut()
+                        .expect("a shm route has shm")
+                        .send(t, engine)
+                }
+                Some(Route::Tcp) => return self.tcp.send(t, engine),
+                _ => {}
+            }
+        }
         if !self.routes.contains_key(&peer) {
             self.resolve(peer, engine, false);
         }
@@ -418,7 +441,7 @@ impl Transports {
             Some(Route::Pending { problem: p, .. }) => *p = problem,
             _ => {
                 let deadline = Instant::now() + self.connect_timeout;
-                self.routes.insert(
+                self.set_route(
                     peer,
                     Route::Pending {
                         queue: VecDeque::new(),
@@ -435,7 +458,7 @@ impl Transports {
     fn route(&mut self, peer: u32, route: Route, engine: &mut Engine) {
         let tcp = matches!(route, Route::Tcp);
         let file = matches!(route, Route::File);
-        let queued = match self.routes.insert(peer, route) {
+        let queued = match self.set_route(peer, route) {
             Some(Route::Pending { queue, .. }) => queue,
             _ => VecDeque::new(),
         };
@@ -453,7 +476,7 @@ impl Transports {
     }
 
     fn fail(&mut self, peer: u32, error: Error, engine: &mut Engine) {
-        self.routes.remove(&peer);
+        self.remove_route(peer);
         if let Some(file) = self.file.as_mut() {
             file.forget_payloads(peer);
         }
@@ -492,7 +515,7 @@ impl Transports {
                 Err(Some(_)) => {
                     // Shared memory turned out not to reach it: the next
                     // transport in the order decides, with the queue kept.
-                    let queue = match self.routes.remove(&peer) {
+                    let queue = match self.remove_route(peer) {
                         Some(Route::Pending { queue, .. }) => queue,
                         _ => VecDeque::new(),
                     };
@@ -506,9 +529,23 @@ impl Transports {
     }
 
     fn has_pending(&self) -> bool {
-        self.routes
-            .values()
-            .any(|r| matches!(r, Route::Pending { .. }))
+        self.pending_routes > 0
+    }
+
+    /// Sets the route of `peer`, returning the one it replaces; every
+    /// change of `routes` goes through here and [`Transports::remove_route`]
+    /// so that `pending_routes` stays exact (the poll checks it each call).
+    fn set_route(&mut self, peer: u32, route: Route) -> Option<Route> {
+        self.pending_routes += usize::from(matches!(route, Route::Pending { .. }));
+        let old = self.routes.insert(peer, route);
+        self.pending_routes -= usize::from(matches!(old, Some(Route::Pending { .. })));
+        old
+    }
+
+    fn remove_route(&mut self, peer: u32) -> Option<Route> {
+        let old = self.routes.remove(&peer);
+        self.pending_routes -= usize::from(matches!(old, Some(Route::Pending { .. })));
+        old
     }
 
     /// One round of progress, sleeping up to `timeout` in epoll if nothing
@@ -532,11 +569,11 @@ impl Transports {
         }
         let wants_sleep = timeout != Some(Duration::ZERO) && !moved;
         self.polls = self.polls.wrapping_add(1);
-        let tcp_due = wants_sleep
-            || self.shm.is_none()
-            || self.tcp.is_busy()
-            || self.polls & (TCP_POLL_EVERY - 1) == 0;
-        if tcp_due {
+        let epoll_round = self.polls & (TCP_POLL_EVERY - 1) == 0;
+        let tcp_due = wants_sleep || self.shm.is_none() || self.tcp.is_busy() || epoll_round;
+        if tcp_due && !wants_sleep && !epoll_round && self.tcp.can_poll_direct() {
+            moved |= self.tcp.poll_direct(engine);
+        } else if tcp_due {
             let sleeping = wants_sleep && self.shm.as_mut().is_none_or(|s| s.prepare_sleep());
             let wait = if sleeping {
                 timeout

@@ -14,7 +14,9 @@
 
 mod conn;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -34,6 +36,10 @@ use crate::universe::{addr_key, PeerAddress, Universe};
 use conn::{Conn, ConnError, Incoming};
 
 const LISTENER: Token = Token(0);
+/// Most connections a busy poll reads directly instead of calling epoll
+/// ([`TcpTransport::poll_direct`]): beyond two, a round of reads costs
+/// more than one epoll_wait saves.
+pub const DIRECT_POLL_MAX: usize = 2;
 /// Why a `Hello` lost to a simultaneous connection; not an error.
 const REJECT_DUPLICATE: &str = "duplicate connection";
 
@@ -95,6 +101,10 @@ pub struct TcpConfig {
 pub struct TcpTransport {
     poll: Poll,
     events: Events,
+    /// The ready tokens of the last epoll call (kept to reuse its memory).
+    ready: Vec<(Token, bool, bool)>,
+    /// The connections of the last direct poll (kept to reuse its memory).
+    direct: Vec<Token>,
     listener: TcpListener,
     entries: HashMap<Token, Entry>,
     next_token: usize,
@@ -155,10 +165,12 @@ impl TcpTransport {
         TcpTransport {
             poll,
             events: Events::with_capacity(256),
+            ready: Vec::new(),
+            direct: Vec::new(),
             listener,
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             next_token: 1,
-            links: HashMap::new(),
+            links: HashMap::default(),
             universe,
             rendezvous,
             hello,
@@ -298,27 +310,32 @@ impl TcpTransport {
     /// pending connects and enforces handshake and connect timeouts.
     /// Returns whether any socket was ready (bytes may have moved).
     pub fn poll(&mut self, timeout: Option<Duration>, engine: &mut Engine) -> bool {
-        let timeout = self
-            .next_timer()
-            .map_or(timeout, |t| Some(timeout.map_or(t, |u| u.min(t))));
+        // The clock is read only while a timer is armed (connects and
+        // handshakes in progress): an established link needs none.
+        let timer = self.earliest_timer();
+        let timeout = match timer {
+            None => timeout,
+            Some(at) => {
+                let left = at.saturating_duration_since(Instant::now());
+                Some(timeout.map_or(left, |t| t.min(left)))
+            }
+        };
         if let Err(e) = self.poll.poll(&mut self.events, timeout) {
             if e.kind() != io::ErrorKind::Interrupted {
                 tracing::error!("epoll wait failed: {e}");
             }
         }
-        let ready: Vec<(Token, bool, bool)> = self
-            .events
-            .iter()
-            .map(|e| {
-                (
-                    e.token(),
-                    e.is_readable() || e.is_read_closed() || e.is_error(),
-                    e.is_writable(),
-                )
-            })
-            .collect();
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
+        ready.extend(self.events.iter().map(|e| {
+            (
+                e.token(),
+                e.is_readable() || e.is_read_closed() || e.is_error(),
+                e.is_writable(),
+            )
+        }));
         let active = !ready.is_empty();
-        for (token, readable, writable) in ready {
+        for &(token, readable, writable) in &ready {
             if token == LISTENER {
                 self.accept_all();
                 continue;
@@ -334,12 +351,52 @@ impl TcpTransport {
                 self.read(token, engine);
             }
         }
-        self.check_timers(engine);
+        self.ready = ready;
+        if timer.is_some() {
+            self.check_timers(engine);
+        }
         active
     }
 
-    fn next_timer(&self) -> Option<Duration> {
-        let now = Instant::now();
+    /// Whether [`TcpTransport::poll_direct`] can stand in for epoll on a
+    /// busy-polling round: every connection is established, no connect
+    /// is in progress, and there are at most [`DIRECT_POLL_MAX`] of them.
+    pub fn can_poll_direct(&self) -> bool {
+        self.entries.len() <= DIRECT_POLL_MAX
+            && self.entries.values().all(|e| e.stage == Stage::Established)
+            && self.links.values().all(|l| l.attempt.is_none())
+    }
+
+    /// One round of progress without epoll: writes what waits and reads
+    /// every connection directly. Busy-polling this way costs one read per
+    /// connection and round, like epoll_wait for one; but a message that
+    /// arrives costs that read alone instead of epoll_wait and then a
+    /// read. The listener and the other transports' descriptors are not
+    /// looked at: the caller still calls [`TcpTransport::poll`] every few
+    /// rounds and before sleeping. Returns whether bytes moved.
+    pub fn poll_direct(&mut self, engine: &mut Engine) -> bool {
+        let mut tokens = std::mem::take(&mut self.direct);
+        tokens.clear();
+        tokens.extend(self.entries.keys().copied());
+        let moved_before: u64 = self.entries.values().map(|e| e.conn.moved).sum();
+        for &token in &tokens {
+            if self
+                .entries
+                .get(&token)
+                .is_some_and(|e| e.conn.has_output())
+            {
+                self.flush(token, engine);
+            }
+            self.read(token, engine);
+        }
+        self.direct = tokens;
+        let moved_after: u64 = self.entries.values().map(|e| e.conn.moved).sum();
+        moved_after != moved_before
+    }
+
+    /// When the earliest timer is due (connect retries, handshake and
+    /// connect deadlines), or `None` when no timer is armed.
+    fn earliest_timer(&self) -> Option<Instant> {
         let retry = self
             .links
             .values()
@@ -359,11 +416,7 @@ impl TcpTransport {
             .filter_map(|l| l.attempt.as_ref())
             .map(|a| a.deadline)
             .min();
-        [retry, handshake, deadline]
-            .into_iter()
-            .flatten()
-            .min()
-            .map(|t| t.saturating_duration_since(now))
+        [retry, handshake, deadline].into_iter().flatten().min()
     }
 
     /// Drops accepted connections that stay silent past the handshake
