@@ -17,6 +17,9 @@ use crate::transport::file::{self, FilePayload};
 
 /// Size of the staging buffer reads go through.
 const READ_BUFFER: usize = 256 * 1024;
+/// Largest frame (header and payload) that [`Conn::flush`] copies into one
+/// contiguous buffer when it is alone in the queue.
+const SMALL_FRAME: usize = 512;
 /// A payload with at least this much left is read straight into its
 /// destination instead of through the staging buffer.
 const DIRECT_READ_MIN: usize = 32 * 1024;
@@ -159,7 +162,23 @@ impl Conn {
         while !self.out.is_empty() {
             let mut slices = [IoSlice::new(&[]); MAX_IOVECS];
             let mut used = 0;
-            for frame in self.out.iter().take(MAX_IOVECS / 2) {
+            // A lone small frame (a latency-bound message) goes out as one
+            // contiguous write: the kernel then copies one segment, not two.
+            let mut small = [0u8; SMALL_FRAME];
+            if let [frame] = self.out.as_slices().0 {
+                let total = frame.total();
+                if frame.written == 0 && total <= SMALL_FRAME {
+                    small[..HEADER_LEN].copy_from_slice(&frame.header);
+                    small[HEADER_LEN..total].copy_from_slice(frame.payload_bytes());
+                    slices[0] = IoSlice::new(&small[..total]);
+                    used = 1;
+                }
+            }
+            for frame in self
+                .out
+                .iter()
+                .take(if used == 0 { MAX_IOVECS / 2 } else { 0 })
+            {
                 let header_left = HEADER_LEN.saturating_sub(frame.written);
                 if header_left > 0 {
                     slices[used] = IoSlice::new(&frame.header[frame.written..]);
@@ -172,7 +191,12 @@ impl Conn {
                     used += 1;
                 }
             }
-            match self.stream.write_vectored(&slices[..used]) {
+            let written = if used == 1 {
+                self.stream.write(&slices[0])
+            } else {
+                self.stream.write_vectored(&slices[..used])
+            };
+            match written {
                 Ok(0) => return Err(ConnError::Eof { mid_frame: true }),
                 Ok(mut n) => {
                     self.moved += n as u64;
