@@ -147,6 +147,14 @@ def message_file(run_name, sender, receiver, seq, payload, tag=0, kind=4):
     return head + struct.pack("<I", crc) + frame + payload
 
 
+def publish(path, data):
+    """Writes `data` under a temporary name and renames it to `path`, as a
+    writer of the format must (a reader may look at any moment)."""
+    temp = path.with_name(f".tmp-test-{path.name}")
+    temp.write_bytes(data)
+    os.rename(temp, path)
+
+
 def test_a_file_written_by_the_documented_format_is_delivered(built, program, tmp_path):
     # Universe rank 0 ("fake") exists only as files this test writes by
     # hand: its rendezvous entries (with its start-up nonce), its heartbeat,
@@ -174,7 +182,7 @@ def test_a_file_written_by_the_documented_format_is_delivered(built, program, tm
         deadline = time.monotonic() + 30
         while not (inbox / "0-1.msg.rejected-0").exists() and time.monotonic() < deadline:
             time.sleep(0.01)
-        (inbox / "0-1.msg").write_bytes(message_file(run_id, 0, 1, 1, b"", kind=8))
+        publish(inbox / "0-1.msg", message_file(run_id, 0, 1, 1, b"", kind=8))
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
@@ -264,3 +272,122 @@ def test_hybrid_without_a_usable_directory_sends_payloads_on_the_socket(built, p
     proc = tether_run(args, env=env)
     assert proc.stdout.count("exchanged 12 ok") == 2, proc.stdout
     assert "large payloads go on the socket" in proc.stderr and str(blocked) in proc.stderr, proc.stderr
+
+
+# --- large payloads in several files ---------------------------------------
+
+# Data frames above this many bytes are written as parts of at most this
+# size (crates/tether/src/transport/file/chunks.rs, CHUNK); the tests below
+# check by the debug log that the sizes they pick do cross it.
+CHUNK = 4 << 20
+
+
+def parts_logged(stderr):
+    """The number of files of each payload sent in parts, as logged."""
+    return [int(l.rsplit(" in ", 1)[1].split()[0]) for l in stderr.splitlines() if " files" in l and "data of " in l]
+
+
+def test_payloads_at_part_boundaries_arrive_whole(built, program, tmp_path):
+    # All by rendezvous (a low eager limit), so that the data of each size
+    # goes in one file up to CHUNK and in parts above.
+    lens = [CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK - 1, 2 * CHUNK, 2 * CHUNK + 1, 3 * CHUNK + 5]
+    env = clean_env(TETHER_TRANSPORTS="file", TETHER_FILE_DIR=str(tmp_path), TETHER_LOG_LEVEL="debug",
+                    TETHER_FILE_EAGER_LIMIT=65536)
+    proc = tether_run(["--name", "solo", "-n", "2", program("file_peer"), "sizes", ",".join(map(str, lens))],
+                      env=env, timeout=120)
+    assert proc.stdout.count(f"sizes {len(lens)} ok") == 2, proc.stdout + proc.stderr[-3000:]
+    # Each process sent every size above CHUNK in ceil(size / CHUNK) files.
+    expected = sorted(2 * [-(-n // CHUNK) for n in lens if n > CHUNK])
+    assert sorted(parts_logged(proc.stderr)) == expected, proc.stderr[-3000:]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_large_and_small_messages_on_one_tag_keep_their_order(built, program, setup, tmp_path):
+    prog = [program("file_peer"), "interleave", "24"]
+    args = ["--name", "alpha", "-n", "1", "env", "TETHER_HOST_ID=host-a", *prog, ":",
+            "--name", "beta", "-n", "1", "env", "TETHER_HOST_ID=host-b", *prog]
+    env = clean_env(**SETUPS[setup], TETHER_FILE_DIR=str(tmp_path), TETHER_LOG_LEVEL="debug")
+    proc = tether_run(args, env=env, timeout=120)
+    assert proc.stdout.count("interleaved 24 ok") == 2, proc.stdout + proc.stderr[-3000:]
+    if setup == "file":
+        # 9 MiB, 4 MiB + 1 and 8 MiB + 3 in each of 3 rounds, both ways.
+        assert sorted(parts_logged(proc.stderr)) == sorted(2 * 3 * [3, 2, 3]), proc.stderr[-3000:]
+    assert list(tmp_path.iterdir()) == []
+
+
+def frame(kind, seq, payload_len, msg_size=0, tag=0, sender_req=0, receiver_req=0):
+    return struct.pack("<4sHBBQQIiQQQ", b"TTHR", 1, kind, 0, seq, payload_len, 0, tag, msg_size, sender_req,
+                       receiver_req)
+
+
+def framed_file(run_name, sender, receiver, seq, head, payload=b""):
+    """A file of the documented format carrying frame header `head`."""
+    prefix = struct.pack("<4sHHQIIQQI", b"TTHF", 1, 0, fnv1a(run_name), sender, receiver, seq, len(payload),
+                         crc32c(payload))
+    return prefix + struct.pack("<I", crc32c(head, crc32c(prefix))) + head + payload
+
+
+def test_a_bad_part_of_a_payload_is_refused_and_the_real_one_completes_it(built, program, tmp_path):
+    # As above, universe rank 0 exists only as files this test writes: a
+    # request to send 250 bytes (Rts); the real process answers with a
+    # clear-to-send file, whose receive handle the test reads; then the
+    # data in three parts, the second one first with a flipped payload
+    # byte. The bad part must be refused (moved aside, TETHER_ERR_FILE
+    # naming it), never delivered; the real second part then takes its
+    # name, and the receive completes with exactly the sent bytes.
+    run, nonce = "parts", 0x0FED_CBA9_8765_4321
+    run_id = f"{run}/{nonce:016x}"
+    rdv, root = tmp_path / "rdv", tmp_path / "files"
+    rdv.mkdir()
+    (rdv / "size%fake").write_text("1")
+    (rdv / "addr%fake%0").write_text(f"tcp=127.0.0.1:1 host=elsewhere pid=1 nonce={nonce:016x}")
+    rundir = root / f"run-{run}"
+    inbox = rundir / "to-1"
+    inbox.mkdir(parents=True)
+    (rundir / "alive-0").write_text("1\n")
+    text = b"".join(b"line %d of a payload streamed in files. " % i for i in range(10))[:250]
+    size, sender_req, tag = len(text), 0xABC, 7
+    (inbox / "0-0.msg").write_bytes(framed_file(run_id, 0, 1, 0, frame(5, 0, 0, size, tag, sender_req)))
+    env = clean_env(TETHER_TRANSPORTS="file", TETHER_FILE_DIR=str(root), TETHER_RUN_ID=run,
+                    TETHER_RENDEZVOUS=str(rdv), TETHER_PROGRAMS="fake,real", TETHER_PROGRAM="real")
+    proc = subprocess.Popen([program("file_peer"), "receive"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+    def wait_for(path):
+        deadline = time.monotonic() + 30
+        while not path.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+        assert path.exists(), f"{path} did not appear"
+
+    try:
+        cts = rundir / "to-0" / "1-0.msg"
+        wait_for(cts)
+        head = cts.read_bytes()[48:104]
+        kind, granted, receiver_req = head[6], struct.unpack_from("<Q", head, 32)[0], struct.unpack_from("<Q", head, 48)[0]
+        assert (kind, granted) == (6, size), head
+        parts = [(1, text[:100]), (2, text[100:200]), (3, text[200:])]
+
+        def part(seq, payload):
+            return framed_file(run_id, 0, 1, seq, frame(7, seq, len(payload), size, tag, sender_req, receiver_req),
+                               payload)
+
+        publish(inbox / "0-1.msg", part(*parts[0]))
+        bad = part(*parts[1])
+        publish(inbox / "0-2.msg", bad[:-7] + bytes([bad[-7] ^ 0x20]) + bad[-6:])
+        wait_for(inbox / "0-2.msg.rejected-0")
+        assert proc.poll() is None, "the receive ended on a bad part"
+        publish(inbox / "0-2.msg", part(*parts[1]))
+        publish(inbox / "0-3.msg", part(*parts[2]))
+        publish(inbox / "0-4.msg", framed_file(run_id, 0, 1, 4, frame(8, 4, 0)))
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out + err
+    assert f"received {size} bytes tag {tag}: {text.decode()}" in out, out + err
+    refused = [l for l in err.splitlines() if "TETHER_ERR_FILE" in l]
+    assert len(refused) == 1, err
+    assert "to-1/0-2.msg" in refused[0] and "payload checksum mismatch" in refused[0], refused
+    assert "part of 100 bytes at offset 100 of a 250-byte payload" in refused[0], refused
+    assert sorted(p.name for p in inbox.iterdir()) == ["0-2.msg.rejected-0"]
