@@ -11,6 +11,10 @@
 - Corrupted, truncated, foreign-run, stray and half-written files in the
   inbox: never delivered, reported, and the real messages still arrive.
 - A peer killed mid-run is detected by its heartbeat.
+- Large payloads in parts (several files): sizes at the part boundaries,
+  large and small messages on one tag in order, a corrupted part refused
+  and replaced, a file that does not continue the payload failing its
+  receive, and a sender that stops between parts lost.
 """
 
 import os
@@ -328,66 +332,122 @@ def framed_file(run_name, sender, receiver, seq, head, payload=b""):
     return prefix + struct.pack("<I", crc32c(head, crc32c(prefix))) + head + payload
 
 
-def test_a_bad_part_of_a_payload_is_refused_and_the_real_one_completes_it(built, program, tmp_path):
-    # As above, universe rank 0 exists only as files this test writes: a
-    # request to send 250 bytes (Rts); the real process answers with a
-    # clear-to-send file, whose receive handle the test reads; then the
-    # data in three parts, the second one first with a flipped payload
-    # byte. The bad part must be refused (moved aside, TETHER_ERR_FILE
-    # naming it), never delivered; the real second part then takes its
-    # name, and the receive completes with exactly the sent bytes.
-    run, nonce = "parts", 0x0FED_CBA9_8765_4321
-    run_id = f"{run}/{nonce:016x}"
-    rdv, root = tmp_path / "rdv", tmp_path / "files"
-    rdv.mkdir()
-    (rdv / "size%fake").write_text("1")
-    (rdv / "addr%fake%0").write_text(f"tcp=127.0.0.1:1 host=elsewhere pid=1 nonce={nonce:016x}")
-    rundir = root / f"run-{run}"
-    inbox = rundir / "to-1"
-    inbox.mkdir(parents=True)
-    (rundir / "alive-0").write_text("1\n")
-    text = b"".join(b"line %d of a payload streamed in files. " % i for i in range(10))[:250]
-    size, sender_req, tag = len(text), 0xABC, 7
-    (inbox / "0-0.msg").write_bytes(framed_file(run_id, 0, 1, 0, frame(5, 0, 0, size, tag, sender_req)))
-    env = clean_env(TETHER_TRANSPORTS="file", TETHER_FILE_DIR=str(root), TETHER_RUN_ID=run,
-                    TETHER_RENDEZVOUS=str(rdv), TETHER_PROGRAMS="fake,real", TETHER_PROGRAM="real")
-    proc = subprocess.Popen([program("file_peer"), "receive"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+class FakeSender:
+    """Universe rank 0 as files this test writes by hand, sending 250 bytes
+    by rendezvous to a real process (rank 1, `file_peer receive`): its
+    rendezvous entries, its heartbeat and a request to send (Rts). Once the
+    real process has answered with a clear-to-send file, `part` makes the
+    data's parts, which the test publishes in the inbox."""
 
-    def wait_for(path):
+    TEXT = b"".join(b"line %d of a payload streamed in files. " % i for i in range(10))[:250]
+    SENDER_REQ, TAG = 0xABC, 7
+
+    def __init__(self, tmp_path, program, **settings):
+        run, nonce = "parts", 0x0FED_CBA9_8765_4321
+        self.run_id = f"{run}/{nonce:016x}"
+        rdv, root = tmp_path / "rdv", tmp_path / "files"
+        rdv.mkdir()
+        (rdv / "size%fake").write_text("1")
+        (rdv / "addr%fake%0").write_text(f"tcp=127.0.0.1:1 host=elsewhere pid=1 nonce={nonce:016x}")
+        self.rundir = root / f"run-{run}"
+        self.inbox = self.rundir / "to-1"
+        self.inbox.mkdir(parents=True)
+        (self.rundir / "alive-0").write_text("1\n")
+        size = len(self.TEXT)
+        rts = frame(5, 0, 0, size, self.TAG, self.SENDER_REQ)
+        (self.inbox / "0-0.msg").write_bytes(framed_file(self.run_id, 0, 1, 0, rts))
+        env = clean_env(TETHER_TRANSPORTS="file", TETHER_FILE_DIR=str(root), TETHER_RUN_ID=run,
+                        TETHER_RENDEZVOUS=str(rdv), TETHER_PROGRAMS="fake,real", TETHER_PROGRAM="real",
+                        **settings)
+        self.proc = subprocess.Popen([program("file_peer"), "receive"], env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        cts = self.rundir / "to-0" / "1-0.msg"
+        self.wait_for(cts)
+        head = cts.read_bytes()[48:104]
+        kind, granted = head[6], struct.unpack_from("<Q", head, 32)[0]
+        assert (kind, granted) == (6, size), head
+        self.receiver_req = struct.unpack_from("<Q", head, 48)[0]
+
+    def wait_for(self, path):
         deadline = time.monotonic() + 30
-        while not path.exists() and time.monotonic() < deadline and proc.poll() is None:
+        while not path.exists() and time.monotonic() < deadline and self.proc.poll() is None:
             time.sleep(0.01)
         assert path.exists(), f"{path} did not appear"
 
+    def part(self, seq, start, end):
+        payload = self.TEXT[start:end]
+        head = frame(7, seq, len(payload), len(self.TEXT), self.TAG, self.SENDER_REQ, self.receiver_req)
+        return framed_file(self.run_id, 0, 1, seq, head, payload)
+
+    def publish(self, seq, data):
+        publish(self.inbox / f"0-{seq}.msg", data)
+
+    def finish(self):
+        try:
+            return self.proc.communicate(timeout=30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+def test_a_bad_part_of_a_payload_is_refused_and_the_real_one_completes_it(built, program, tmp_path):
+    # The data in three parts, the second one first with a flipped payload
+    # byte. The bad part must be refused (moved aside, TETHER_ERR_FILE
+    # naming it), never delivered; the real second part then takes its
+    # name, and the receive completes with exactly the sent bytes.
+    fake = FakeSender(tmp_path, program)
     try:
-        cts = rundir / "to-0" / "1-0.msg"
-        wait_for(cts)
-        head = cts.read_bytes()[48:104]
-        kind, granted, receiver_req = head[6], struct.unpack_from("<Q", head, 32)[0], struct.unpack_from("<Q", head, 48)[0]
-        assert (kind, granted) == (6, size), head
-        parts = [(1, text[:100]), (2, text[100:200]), (3, text[200:])]
-
-        def part(seq, payload):
-            return framed_file(run_id, 0, 1, seq, frame(7, seq, len(payload), size, tag, sender_req, receiver_req),
-                               payload)
-
-        publish(inbox / "0-1.msg", part(*parts[0]))
-        bad = part(*parts[1])
-        publish(inbox / "0-2.msg", bad[:-7] + bytes([bad[-7] ^ 0x20]) + bad[-6:])
-        wait_for(inbox / "0-2.msg.rejected-0")
-        assert proc.poll() is None, "the receive ended on a bad part"
-        publish(inbox / "0-2.msg", part(*parts[1]))
-        publish(inbox / "0-3.msg", part(*parts[2]))
-        publish(inbox / "0-4.msg", framed_file(run_id, 0, 1, 4, frame(8, 4, 0)))
-        out, err = proc.communicate(timeout=30)
+        fake.publish(1, fake.part(1, 0, 100))
+        bad = fake.part(2, 100, 200)
+        fake.publish(2, bad[:-7] + bytes([bad[-7] ^ 0x20]) + bad[-6:])
+        fake.wait_for(fake.inbox / "0-2.msg.rejected-0")
+        assert fake.proc.poll() is None, "the receive ended on a bad part"
+        fake.publish(2, fake.part(2, 100, 200))
+        fake.publish(3, fake.part(3, 200, 250))
+        fake.publish(4, framed_file(fake.run_id, 0, 1, 4, frame(8, 4, 0)))
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, out + err
-    assert f"received {size} bytes tag {tag}: {text.decode()}" in out, out + err
+        out, err = fake.finish()
+    assert fake.proc.returncode == 0, out + err
+    assert f"received 250 bytes tag 7: {fake.TEXT.decode()}" in out, out + err
     refused = [l for l in err.splitlines() if "TETHER_ERR_FILE" in l]
     assert len(refused) == 1, err
     assert "to-1/0-2.msg" in refused[0] and "payload checksum mismatch" in refused[0], refused
     assert "part of 100 bytes at offset 100 of a 250-byte payload" in refused[0], refused
-    assert sorted(p.name for p in inbox.iterdir()) == ["0-2.msg.rejected-0"]
+    assert sorted(p.name for p in fake.inbox.iterdir()) == ["0-2.msg.rejected-0"]
+
+
+@pytest.mark.parametrize("second", ["another receive", "too long", "not data"])
+def test_a_sound_file_that_does_not_continue_a_payload_fails_its_receive(built, program, tmp_path, second):
+    # A file that passes every check of the format but is not the next
+    # part of the payload begun (the sender broke the protocol): the
+    # receive fails naming the file, and no byte past the first part is
+    # delivered.
+    fake = FakeSender(tmp_path, program)
+    try:
+        fake.publish(1, fake.part(1, 0, 100))
+        size = len(fake.TEXT)
+        heads = {
+            "another receive": frame(7, 2, 100, size, fake.TAG, fake.SENDER_REQ, fake.receiver_req + 1),
+            "too long": frame(7, 2, 200, size, fake.TAG, fake.SENDER_REQ, fake.receiver_req),
+            "not data": frame(4, 2, 100, 0, fake.TAG),
+        }
+        payload = fake.TEXT[100:200] if second != "too long" else fake.TEXT[50:250]
+        fake.publish(2, framed_file(fake.run_id, 0, 1, 2, heads[second], payload))
+    finally:
+        out, err = fake.finish()
+    assert fake.proc.returncode == 3, out + err
+    assert out.startswith("error TETHER_ERR_PROTOCOL:") and "to-1/0-2.msg" in out, out + err
+    assert ("bytes of the 250-byte payload" if second == "too long" else "not the next part") in out, out
+
+
+def test_a_sender_that_stops_between_parts_is_lost(built, program, tmp_path):
+    # The first part arrives, then nothing, and the sender's heartbeat
+    # never changes: the receive fails once TETHER_FILE_PEER_TIMEOUT has
+    # passed, instead of waiting for the rest forever.
+    fake = FakeSender(tmp_path, program, TETHER_FILE_PEER_TIMEOUT=2)
+    try:
+        fake.publish(1, fake.part(1, 0, 100))
+    finally:
+        out, err = fake.finish()
+    assert fake.proc.returncode == 3, out + err
+    assert out.startswith("error TETHER_ERR_PEER_LOST:") and "heartbeat" in out, out + err
