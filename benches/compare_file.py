@@ -13,8 +13,11 @@ writes the plot docs/perf_file_bandwidth.png (bandwidth against size, one
 line per transport and the baseline). --thresholds also runs hybrid at
 several TETHER_HYBRID_THRESHOLD values (how the default was chosen).
 
+--sizes and --setups run a subset (each size keeps its group's window),
+to iterate quickly; the raw baseline always runs.
+
 Usage: python3 benches/compare_file.py [--reps 3] [--quick] [--thresholds]
-           [--dir DIR] [--plot PATH]
+           [--sizes 16M,64M] [--setups file,tcp] [--dir DIR] [--plot PATH]
 Needs `make build` first, and matplotlib for the plot (skipped with a note
 when missing).
 """
@@ -42,6 +45,12 @@ GROUPS = [
 ]
 QUICK_GROUPS = [([8, 4 * KIB, 256 * KIB], 16, 5, 1), ([16 * MIB], 2, 2, 1)]
 TRANSPORTS = ["tcp", "file", "hybrid"]
+
+
+def size_arg(text):
+    """`16M`, `4K` or a number of bytes."""
+    scale = {"K": KIB, "M": MIB}.get(text[-1:].upper(), 1)
+    return int(text[:-1] if scale > 1 else text) * scale
 
 
 def log(text):
@@ -108,17 +117,29 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="few sizes, few iterations (a smoke run)")
     ap.add_argument("--thresholds", action="store_true", help="also hybrid at several thresholds")
+    ap.add_argument("--sizes", help="only these sizes, comma-separated (e.g. 16M,64M,256M)")
+    ap.add_argument("--setups", help="only these transports or settings, comma-separated (e.g. file,tcp)")
     ap.add_argument("--dir", help="directory the files go through (default: a temporary one)")
     ap.add_argument("--plot", default=str(ROOT / "docs" / "perf_file_bandwidth.png"))
     opts = ap.parse_args()
     build()
     groups = QUICK_GROUPS if opts.quick else GROUPS
+    if opts.sizes:
+        wanted = {size_arg(s) for s in opts.sizes.split(",")}
+        groups = [(sorted(wanted & set(g[0])), *g[1:]) for g in groups if wanted & set(g[0])]
+        if not groups:
+            ap.error(f"no size of {opts.sizes} is measured (see GROUPS)")
     directory = Path(opts.dir or tempfile.mkdtemp(prefix="tether-bench-files-"))
     directory.mkdir(parents=True, exist_ok=True)
     setups = {t: (t, {}) for t in TRANSPORTS}
     if opts.thresholds:
         for limit in (MIB, 16 * MIB, 64 * MIB):
             setups[f"hybrid@{human(limit)}"] = ("hybrid", {"TETHER_HYBRID_THRESHOLD": str(limit)})
+    if opts.setups:
+        unknown = set(opts.setups.split(",")) - set(setups)
+        if unknown:
+            ap.error(f"unknown setups {', '.join(sorted(unknown))} (known: {', '.join(setups)})")
+        setups = {n: v for n, v in setups.items() if n in opts.setups.split(",")}
     results = {name: {} for name in ["raw file", *setups]}
     for rep in range(opts.reps):
         for sizes, window, iters, warmup in groups:
@@ -144,16 +165,22 @@ def main():
         print(f"| {human(size)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
     print(f"\nMB/s (1 MB = 1e6 B), median (min-max) of {opts.reps} repetitions; files in {directory}.")
     print_targets(results, sizes, [n for n in setups if n.startswith("hybrid")])
-    plot(results, sizes, Path(opts.plot))
+    if opts.sizes or opts.setups:
+        log("a subset was measured: no plot")
+    else:
+        plot(results, sizes, Path(opts.plot))
 
 
 def print_targets(results, sizes, hybrids):
     """The issue's targets: file against the raw baseline from 16 MiB up,
     and each hybrid setting against the faster of its two parts."""
     med = {n: {s: statistics.median(v) for s, v in by.items() if v} for n, by in results.items()}
-    print("\n| size | faster part | " + " | ".join(f"{h} / faster" for h in hybrids) + " |")
-    print("|" + "---|" * (2 + len(hybrids)))
-    for size in sizes:
+    med.setdefault("tcp", {})
+    med.setdefault("file", {})
+    if hybrids:
+        print("\n| size | faster part | " + " | ".join(f"{h} / faster" for h in hybrids) + " |")
+        print("|" + "---|" * (2 + len(hybrids)))
+    for size in sizes if hybrids else []:
         parts = {p: med[p].get(size) for p in ("tcp", "file") if med[p].get(size)}
         if not parts:
             continue

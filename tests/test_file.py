@@ -11,6 +11,10 @@
 - Corrupted, truncated, foreign-run, stray and half-written files in the
   inbox: never delivered, reported, and the real messages still arrive.
 - A peer killed mid-run is detected by its heartbeat.
+- Large payloads in parts (several files): sizes at the part boundaries,
+  large and small messages on one tag in order, a corrupted part refused
+  and replaced, a file that does not continue the payload failing its
+  receive, and a sender that stops between parts lost.
 """
 
 import os
@@ -147,6 +151,14 @@ def message_file(run_name, sender, receiver, seq, payload, tag=0, kind=4):
     return head + struct.pack("<I", crc) + frame + payload
 
 
+def publish(path, data):
+    """Writes `data` under a temporary name and renames it to `path`, as a
+    writer of the format must (a reader may look at any moment)."""
+    temp = path.with_name(f".tmp-test-{path.name}")
+    temp.write_bytes(data)
+    os.rename(temp, path)
+
+
 def test_a_file_written_by_the_documented_format_is_delivered(built, program, tmp_path):
     # Universe rank 0 ("fake") exists only as files this test writes by
     # hand: its rendezvous entries (with its start-up nonce), its heartbeat,
@@ -174,7 +186,7 @@ def test_a_file_written_by_the_documented_format_is_delivered(built, program, tm
         deadline = time.monotonic() + 30
         while not (inbox / "0-1.msg.rejected-0").exists() and time.monotonic() < deadline:
             time.sleep(0.01)
-        (inbox / "0-1.msg").write_bytes(message_file(run_id, 0, 1, 1, b"", kind=8))
+        publish(inbox / "0-1.msg", message_file(run_id, 0, 1, 1, b"", kind=8))
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
@@ -264,3 +276,178 @@ def test_hybrid_without_a_usable_directory_sends_payloads_on_the_socket(built, p
     proc = tether_run(args, env=env)
     assert proc.stdout.count("exchanged 12 ok") == 2, proc.stdout
     assert "large payloads go on the socket" in proc.stderr and str(blocked) in proc.stderr, proc.stderr
+
+
+# --- large payloads in several files ---------------------------------------
+
+# Data frames above this many bytes are written as parts of at most this
+# size (crates/tether/src/transport/file/chunks.rs, CHUNK); the tests below
+# check by the debug log that the sizes they pick do cross it.
+CHUNK = 4 << 20
+
+
+def parts_logged(stderr):
+    """The number of files of each payload sent in parts, as logged."""
+    return [int(l.rsplit(" in ", 1)[1].split()[0]) for l in stderr.splitlines() if " files" in l and "data of " in l]
+
+
+def test_payloads_at_part_boundaries_arrive_whole(built, program, tmp_path):
+    # All by rendezvous (a low eager limit), so that the data of each size
+    # goes in one file up to CHUNK and in parts above.
+    lens = [CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK - 1, 2 * CHUNK, 2 * CHUNK + 1, 3 * CHUNK + 5]
+    env = clean_env(TETHER_TRANSPORTS="file", TETHER_FILE_DIR=str(tmp_path), TETHER_LOG_LEVEL="debug",
+                    TETHER_FILE_EAGER_LIMIT=65536)
+    proc = tether_run(["--name", "solo", "-n", "2", program("file_peer"), "sizes", ",".join(map(str, lens))],
+                      env=env, timeout=120)
+    assert proc.stdout.count(f"sizes {len(lens)} ok") == 2, proc.stdout + proc.stderr[-3000:]
+    # Each process sent every size above CHUNK in ceil(size / CHUNK) files.
+    expected = sorted(2 * [-(-n // CHUNK) for n in lens if n > CHUNK])
+    assert sorted(parts_logged(proc.stderr)) == expected, proc.stderr[-3000:]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_large_and_small_messages_on_one_tag_keep_their_order(built, program, setup, tmp_path):
+    prog = [program("file_peer"), "interleave", "24"]
+    args = ["--name", "alpha", "-n", "1", "env", "TETHER_HOST_ID=host-a", *prog, ":",
+            "--name", "beta", "-n", "1", "env", "TETHER_HOST_ID=host-b", *prog]
+    env = clean_env(**SETUPS[setup], TETHER_FILE_DIR=str(tmp_path), TETHER_LOG_LEVEL="debug")
+    proc = tether_run(args, env=env, timeout=120)
+    assert proc.stdout.count("interleaved 24 ok") == 2, proc.stdout + proc.stderr[-3000:]
+    if setup == "file":
+        # 9 MiB, 4 MiB + 1 and 8 MiB + 3 in each of 3 rounds, both ways.
+        assert sorted(parts_logged(proc.stderr)) == sorted(2 * 3 * [3, 2, 3]), proc.stderr[-3000:]
+    assert list(tmp_path.iterdir()) == []
+
+
+def frame(kind, seq, payload_len, msg_size=0, tag=0, sender_req=0, receiver_req=0):
+    return struct.pack("<4sHBBQQIiQQQ", b"TTHR", 1, kind, 0, seq, payload_len, 0, tag, msg_size, sender_req,
+                       receiver_req)
+
+
+def framed_file(run_name, sender, receiver, seq, head, payload=b""):
+    """A file of the documented format carrying frame header `head`."""
+    prefix = struct.pack("<4sHHQIIQQI", b"TTHF", 1, 0, fnv1a(run_name), sender, receiver, seq, len(payload),
+                         crc32c(payload))
+    return prefix + struct.pack("<I", crc32c(head, crc32c(prefix))) + head + payload
+
+
+class FakeSender:
+    """Universe rank 0 as files this test writes by hand, sending 250 bytes
+    by rendezvous to a real process (rank 1, `file_peer receive`): its
+    rendezvous entries, its heartbeat and a request to send (Rts). Once the
+    real process has answered with a clear-to-send file, `part` makes the
+    data's parts, which the test publishes in the inbox."""
+
+    TEXT = b"".join(b"line %d of a payload streamed in files. " % i for i in range(10))[:250]
+    SENDER_REQ, TAG = 0xABC, 7
+
+    def __init__(self, tmp_path, program, **settings):
+        run, nonce = "parts", 0x0FED_CBA9_8765_4321
+        self.run_id = f"{run}/{nonce:016x}"
+        rdv, root = tmp_path / "rdv", tmp_path / "files"
+        rdv.mkdir()
+        (rdv / "size%fake").write_text("1")
+        (rdv / "addr%fake%0").write_text(f"tcp=127.0.0.1:1 host=elsewhere pid=1 nonce={nonce:016x}")
+        self.rundir = root / f"run-{run}"
+        self.inbox = self.rundir / "to-1"
+        self.inbox.mkdir(parents=True)
+        (self.rundir / "alive-0").write_text("1\n")
+        size = len(self.TEXT)
+        rts = frame(5, 0, 0, size, self.TAG, self.SENDER_REQ)
+        (self.inbox / "0-0.msg").write_bytes(framed_file(self.run_id, 0, 1, 0, rts))
+        env = clean_env(TETHER_TRANSPORTS="file", TETHER_FILE_DIR=str(root), TETHER_RUN_ID=run,
+                        TETHER_RENDEZVOUS=str(rdv), TETHER_PROGRAMS="fake,real", TETHER_PROGRAM="real",
+                        **settings)
+        self.proc = subprocess.Popen([program("file_peer"), "receive"], env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        cts = self.rundir / "to-0" / "1-0.msg"
+        self.wait_for(cts)
+        head = cts.read_bytes()[48:104]
+        kind, granted = head[6], struct.unpack_from("<Q", head, 32)[0]
+        assert (kind, granted) == (6, size), head
+        self.receiver_req = struct.unpack_from("<Q", head, 48)[0]
+
+    def wait_for(self, path):
+        deadline = time.monotonic() + 30
+        while not path.exists() and time.monotonic() < deadline and self.proc.poll() is None:
+            time.sleep(0.01)
+        assert path.exists(), f"{path} did not appear"
+
+    def part(self, seq, start, end):
+        payload = self.TEXT[start:end]
+        head = frame(7, seq, len(payload), len(self.TEXT), self.TAG, self.SENDER_REQ, self.receiver_req)
+        return framed_file(self.run_id, 0, 1, seq, head, payload)
+
+    def publish(self, seq, data):
+        publish(self.inbox / f"0-{seq}.msg", data)
+
+    def finish(self):
+        try:
+            return self.proc.communicate(timeout=30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+def test_a_bad_part_of_a_payload_is_refused_and_the_real_one_completes_it(built, program, tmp_path):
+    # The data in three parts, the second one first with a flipped payload
+    # byte. The bad part must be refused (moved aside, TETHER_ERR_FILE
+    # naming it), never delivered; the real second part then takes its
+    # name, and the receive completes with exactly the sent bytes.
+    fake = FakeSender(tmp_path, program)
+    try:
+        fake.publish(1, fake.part(1, 0, 100))
+        bad = fake.part(2, 100, 200)
+        fake.publish(2, bad[:-7] + bytes([bad[-7] ^ 0x20]) + bad[-6:])
+        fake.wait_for(fake.inbox / "0-2.msg.rejected-0")
+        assert fake.proc.poll() is None, "the receive ended on a bad part"
+        fake.publish(2, fake.part(2, 100, 200))
+        fake.publish(3, fake.part(3, 200, 250))
+        fake.publish(4, framed_file(fake.run_id, 0, 1, 4, frame(8, 4, 0)))
+    finally:
+        out, err = fake.finish()
+    assert fake.proc.returncode == 0, out + err
+    assert f"received 250 bytes tag 7: {fake.TEXT.decode()}" in out, out + err
+    refused = [l for l in err.splitlines() if "TETHER_ERR_FILE" in l]
+    assert len(refused) == 1, err
+    assert "to-1/0-2.msg" in refused[0] and "payload checksum mismatch" in refused[0], refused
+    assert "part of 100 bytes at offset 100 of a 250-byte payload" in refused[0], refused
+    assert sorted(p.name for p in fake.inbox.iterdir()) == ["0-2.msg.rejected-0"]
+
+
+@pytest.mark.parametrize("second", ["another receive", "too long", "not data"])
+def test_a_sound_file_that_does_not_continue_a_payload_fails_its_receive(built, program, tmp_path, second):
+    # A file that passes every check of the format but is not the next
+    # part of the payload begun (the sender broke the protocol): the
+    # receive fails naming the file, and no byte past the first part is
+    # delivered.
+    fake = FakeSender(tmp_path, program)
+    try:
+        fake.publish(1, fake.part(1, 0, 100))
+        size = len(fake.TEXT)
+        heads = {
+            "another receive": frame(7, 2, 100, size, fake.TAG, fake.SENDER_REQ, fake.receiver_req + 1),
+            "too long": frame(7, 2, 200, size, fake.TAG, fake.SENDER_REQ, fake.receiver_req),
+            "not data": frame(4, 2, 100, 0, fake.TAG),
+        }
+        payload = fake.TEXT[100:200] if second != "too long" else fake.TEXT[50:250]
+        fake.publish(2, framed_file(fake.run_id, 0, 1, 2, heads[second], payload))
+    finally:
+        out, err = fake.finish()
+    assert fake.proc.returncode == 3, out + err
+    assert out.startswith("error TETHER_ERR_PROTOCOL:") and "to-1/0-2.msg" in out, out + err
+    assert ("bytes of the 250-byte payload" if second == "too long" else "not the next part") in out, out
+
+
+def test_a_sender_that_stops_between_parts_is_lost(built, program, tmp_path):
+    # The first part arrives, then nothing, and the sender's heartbeat
+    # never changes: the receive fails once TETHER_FILE_PEER_TIMEOUT has
+    # passed, instead of waiting for the rest forever.
+    fake = FakeSender(tmp_path, program, TETHER_FILE_PEER_TIMEOUT=2)
+    try:
+        fake.publish(1, fake.part(1, 0, 100))
+    finally:
+        out, err = fake.finish()
+    assert fake.proc.returncode == 3, out + err
+    assert out.startswith("error TETHER_ERR_PEER_LOST:") and "heartbeat" in out, out + err

@@ -6,9 +6,11 @@
 //! named by sender and sequence number (`names.rs`), carrying magic,
 //! version, run id, sender, receiver, sequence number, length and CRC32C
 //! checksums (`format.rs`), published whole by a no-replace rename
-//! (`io.rs`). The receiver consumes each sender's files strictly in
-//! sequence order, so MPI's order holds; rendezvous data lands straight in
-//! the posted receive buffer. It learns of new files by inotify on local
+//! (`io.rs`); rendezvous data above 4 MiB becomes several such files, its
+//! parts, each published as soon as it is written (`chunks.rs`). The
+//! receiver consumes each sender's files strictly in sequence order, so
+//! MPI's order holds; rendezvous data lands straight in the posted receive
+//! buffer, part by part as the parts appear. It learns of new files by inotify on local
 //! file systems and by polling with backoff elsewhere (`watch.rs`), and of
 //! lost peers by their heartbeat files (`heartbeat.rs`).
 //!
@@ -25,10 +27,12 @@
 //! receiver has moved the stray aside; if the real file does not follow
 //! within `TETHER_FILE_PEER_TIMEOUT`, the peer is lost with that error.
 
+mod chunks;
 pub mod format;
 mod heartbeat;
 mod io;
 mod names;
+mod parts;
 mod watch;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -50,9 +54,10 @@ use crate::transport::LinkEvent;
 use crate::universe::Universe;
 use format::{encode_prefix, Envelope};
 use heartbeat::{Heartbeat, Liveness, Verdict, HEARTBEAT_PERIOD};
-use io::Found;
+use io::{Checksum, Found};
 pub use names::is_safe_run_name;
 use names::{classify, Entry, Layout};
+use parts::Incoming;
 pub use watch::NotifyMode;
 use watch::Watcher;
 
@@ -135,6 +140,8 @@ struct Peer {
     recv_seq: u64,
     /// Written files whose final name is still taken, in order.
     unplaced: VecDeque<(PathBuf, PathBuf)>,
+    /// The payload whose parts are arriving (`chunks.rs`), if any.
+    incoming: Option<Incoming>,
     liveness: Liveness,
     bye_sent: bool,
     bye_received: bool,
@@ -268,6 +275,7 @@ impl FileTransport {
             send_seq: 0,
             recv_seq: 0,
             unplaced: VecDeque::new(),
+            incoming: None,
             liveness: Liveness::new(Instant::now()),
             bye_sent: false,
             bye_received: false,
@@ -275,38 +283,66 @@ impl FileTransport {
         })
     }
 
-    /// Sends an engine frame to `peer` as a file.
+    /// Sends an engine frame to `peer` as a file, or, for a `Data` frame
+    /// above [`chunks::CHUNK`], as consecutive files of its parts, each
+    /// published as soon as it is written so that the receiver reads it
+    /// while the next is written.
     pub fn send(&mut self, mut t: Transmit, engine: &mut Engine) {
         let peer = t.peer;
-        let state = self.peer(peer);
-        if state.dead {
-            return;
+        // SAFETY: a borrowed payload stays valid until the request in
+        // `completes` completes, which is after these writes.
+        let bytes = unsafe { payload_bytes(&t.payload) };
+        let parts: Vec<_> = if t.header.kind == FrameKind::Data {
+            chunks::parts(bytes.len()).collect()
+        } else {
+            std::iter::once(0..bytes.len()).collect()
+        };
+        if parts.len() > 1 {
+            tracing::debug!(
+                "data of {} bytes for {} in {} files",
+                bytes.len(),
+                self.universe.describe(peer),
+                parts.len()
+            );
         }
-        let seq = state.send_seq;
-        state.send_seq += 1;
-        t.header.seq = seq;
-        t.header.payload_len = t.payload.len() as u64;
-        let target = self.layout.outgoing_message(peer, seq);
-        match self.write(peer, seq, &t.header, &t.payload, &target) {
-            Ok(temp) => {
-                let state = self.peer(peer);
-                state.unplaced.push_back((temp, target));
-                self.place_waiting(peer, engine);
-                if let Some(req) = t.completes {
-                    engine.transmit_done(req);
+        // Parts are written while the receiver reads the ones before: both
+        // cores are busy, so each part is checksummed inline.
+        let checksum = if parts.len() > 1 {
+            Checksum::Inline
+        } else {
+            Checksum::Beside
+        };
+        for part in parts {
+            let state = self.peer(peer);
+            if state.dead {
+                return;
+            }
+            let seq = state.send_seq;
+            state.send_seq += 1;
+            t.header.seq = seq;
+            t.header.payload_len = part.len() as u64;
+            let target = self.layout.outgoing_message(peer, seq);
+            match self.write(peer, seq, &t.header, &bytes[part], checksum, &target) {
+                Ok(temp) => {
+                    self.peer(peer).unplaced.push_back((temp, target));
+                    self.place_waiting(peer, engine);
                 }
-                if let Some(r) = self.receiving.as_mut() {
-                    r.watcher.activity(Instant::now());
+                Err(e) => {
+                    let message = format!(
+                        "cannot write a message for {} to {}: {e}",
+                        self.universe.describe(peer),
+                        target.display()
+                    );
+                    self.lose(peer, file_error(message), engine);
+                    return;
                 }
             }
-            Err(e) => {
-                let message = format!(
-                    "cannot write a message for {} to {}: {e}",
-                    self.universe.describe(peer),
-                    target.display()
-                );
-                self.lose(peer, file_error(message), engine);
-            }
+        }
+        if let Some(req) = t.completes {
+            engine.transmit_done(req);
+        }
+        if let Some(r) = self.receiving.as_mut() {
+            r.watcher.activity(Instant::now());
         }
     }
 
@@ -322,8 +358,17 @@ impl FileTransport {
         let mut in_file = t.header;
         in_file.seq = 0;
         in_file.payload_len = t.payload.len() as u64;
+        // SAFETY: as in `send`, the payload outlives this write.
+        let bytes = unsafe { payload_bytes(&t.payload) };
         let written = self
-            .write(peer, receiver_req, &in_file, &t.payload, &target)
+            .write(
+                peer,
+                receiver_req,
+                &in_file,
+                bytes,
+                Checksum::Beside,
+                &target,
+            )
             .and_then(|temp| {
                 if io::place(&temp, &target)? {
                     Ok(())
@@ -361,7 +406,8 @@ impl FileTransport {
         to: u32,
         seq: u64,
         header: &FrameHeader,
-        payload: &TransmitPayload,
+        bytes: &[u8],
+        checksum: Checksum,
         target: &Path,
     ) -> std::io::Result<PathBuf> {
         if self.inboxes_made.insert(to) {
@@ -369,20 +415,13 @@ impl FileTransport {
         }
         let temp = self.layout.temporary(to, self.temporaries);
         self.temporaries += 1;
-        let bytes: &[u8] = match payload {
-            TransmitPayload::None => &[],
-            // SAFETY: a borrowed payload stays valid until the request in
-            // `completes` completes, which is after this write.
-            TransmitPayload::Borrowed(r) => unsafe { std::slice::from_raw_parts(r.ptr, r.len) },
-            TransmitPayload::Owned(v) => v,
-        };
         let envelope = Envelope {
             run: self.run,
             sender: self.me(),
             receiver: to,
             seq,
         };
-        io::write_temp(&temp, bytes, self.config.fsync, |crc| {
+        io::write_temp(&temp, bytes, checksum, self.config.fsync, |crc| {
             encode_prefix(&envelope, header, bytes.len() as u64, crc)
         })
         .map_err(|e| std::io::Error::new(e.kind(), format!("{} ({e})", target.display())))?;
@@ -617,7 +656,12 @@ impl FileTransport {
                 return false;
             }
         };
-        let delivered = if frame.kind == FrameKind::Data {
+        let in_parts = self.peers.get(&from).is_some_and(|p| p.incoming.is_some());
+        let delivered = if in_parts {
+            self.deliver_part(from, &frame, &opened, &path, engine)
+        } else if chunks::is_first_part(&frame) {
+            self.begin_parts(from, &frame, &opened, &path, engine)
+        } else if frame.kind == FrameKind::Data {
             self.deliver_data(from, &frame, &opened, &path, engine)
         } else {
             self.deliver_frame(from, &frame, &opened, &path, engine)
@@ -661,7 +705,7 @@ impl FileTransport {
                 // SAFETY: the granted region is valid and reserved for this
                 // data until its receive completes.
                 let dst = unsafe { std::slice::from_raw_parts_mut(region.ptr, region.len) };
-                match opened.read_payload(dst) {
+                match opened.read_payload(dst, Checksum::Beside) {
                     Ok(Ok(())) => {
                         engine.payload_done(token, None);
                         true
@@ -704,7 +748,7 @@ impl FileTransport {
         // SAFETY: a posted receive's buffer is reserved for it until it
         // completes; its bytes are undefined until then.
         let dst = unsafe { std::slice::from_raw_parts_mut(region.ptr, region.len) };
-        match opened.read_payload(dst) {
+        match opened.read_payload(dst, Checksum::Beside) {
             Ok(Ok(())) => {}
             Ok(Err(problem)) => {
                 self.refuse(from, frame.seq, path, problem.to_string());
@@ -752,7 +796,7 @@ impl FileTransport {
             return delivered;
         }
         let mut payload = vec![0u8; frame.payload_len as usize];
-        match opened.read_payload(&mut payload) {
+        match opened.read_payload(&mut payload, Checksum::Beside) {
             Ok(Ok(())) => {}
             Ok(Err(problem)) => {
                 self.refuse(from, frame.seq, path, problem.to_string());
@@ -813,7 +857,13 @@ impl FileTransport {
         }
     }
 
-    fn broke_protocol(&mut self, from: u32, path: &Path, e: WireError, engine: &mut Engine) {
+    fn broke_protocol(
+        &mut self,
+        from: u32,
+        path: &Path,
+        e: impl std::fmt::Display,
+        engine: &mut Engine,
+    ) {
         let who = self.universe.describe(from);
         tracing::error!("protocol error from {who} in {}: {e}", path.display());
         let message = format!("{who} broke the protocol in {}: {e}", path.display());
@@ -873,7 +923,7 @@ impl FileTransport {
                         // SAFETY: the granted region is valid and reserved
                         // for this data until its receive completes.
                         let dst = unsafe { std::slice::from_raw_parts_mut(region.ptr, region.len) };
-                        let read = opened.read_payload(dst);
+                        let read = opened.read_payload(dst, Checksum::Beside);
                         drop(opened);
                         match read {
                             Ok(Ok(())) => {
@@ -954,6 +1004,7 @@ impl FileTransport {
         if !state.bye_received {
             state.dead = true;
         }
+        state.incoming = None;
         engine.peer_lost(peer);
         self.forget_payloads(peer);
         self.events_out.push(LinkEvent::Lost { peer, error });
@@ -1048,6 +1099,19 @@ impl Drop for FileTransport {
             }
         }
         let _ = std::fs::remove_dir(&self.layout.run_dir);
+    }
+}
+
+/// The bytes of a frame's payload.
+///
+/// # Safety
+/// A borrowed payload's region must be valid for reads while the returned
+/// slice is used (the engine keeps it so until the send completes).
+unsafe fn payload_bytes(payload: &TransmitPayload) -> &[u8] {
+    match payload {
+        TransmitPayload::None => &[],
+        TransmitPayload::Borrowed(r) => std::slice::from_raw_parts(r.ptr, r.len),
+        TransmitPayload::Owned(v) => v,
     }
 }
 

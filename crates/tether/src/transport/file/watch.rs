@@ -7,13 +7,18 @@
 //! that finds nothing doubles the interval, up to `poll_max`; sending or
 //! receiving anything brings it back to `poll_min`. With inotify, the
 //! inbox is also looked into every `poll_max` in case events were lost
-//! (a queue overflow).
+//! (a queue overflow). Events about temporary files (`.tmp-`, being
+//! written, never read) wake the reader but do not make a look due: a
+//! file published by a writer costs one look, not three (its temporary's
+//! creation and close, then its rename).
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use inotify::{Inotify, WatchMask};
+
+use super::names::TEMP_PREFIX;
 
 /// File systems whose events do not cover other hosts' writes, by
 /// `statfs` magic number.
@@ -142,11 +147,17 @@ impl Watcher {
         let mut due = now >= self.next_look;
         if std::mem::take(&mut self.notified) {
             if let Some(inotify) = self.inotify.as_mut() {
-                while let Ok(mut events) = inotify.read_events(&mut self.buffer) {
-                    if events.next().is_none() {
+                while let Ok(events) = inotify.read_events(&mut self.buffer) {
+                    let mut any = false;
+                    for event in events {
+                        any = true;
+                        due |= !event.name.is_some_and(|n| {
+                            n.as_encoded_bytes().starts_with(TEMP_PREFIX.as_bytes())
+                        });
+                    }
+                    if !any {
                         break;
                     }
-                    due = true;
                 }
             }
         }
@@ -178,5 +189,30 @@ impl Watcher {
     /// When the next look is due.
     pub fn next_look(&self) -> Instant {
         self.next_look
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_temporary_file_does_not_make_a_look_due_and_its_publication_does() {
+        let dir = std::env::temp_dir().join(format!("tether-watch-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let second = Duration::from_secs(1);
+        let mut watcher = Watcher::new(&dir, NotifyMode::Inotify, second, 60 * second);
+        assert!(watcher.uses_events(), "inotify is needed for this test");
+        let now = Instant::now();
+        watcher.looked(now, false);
+        let temp = dir.join(format!("{TEMP_PREFIX}0-1-0"));
+        std::fs::write(&temp, b"being written").unwrap();
+        watcher.notify();
+        assert!(!watcher.due(now), "a temporary file made a look due");
+        std::fs::rename(&temp, dir.join("0-0.msg")).unwrap();
+        watcher.notify();
+        assert!(watcher.due(now), "a published file did not make a look due");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

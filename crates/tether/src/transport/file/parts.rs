@@ -1,0 +1,152 @@
+//! Receiving a rendezvous payload that arrives in parts (`chunks.rs`):
+//! the first part matches the receive, each part is checked to continue
+//! the payload, read straight into the granted buffer at its offset and
+//! verified before it counts, and the receive completes with the last.
+//! A part that fails a check of its file is refused like any file and
+//! awaited again; a sound file that is not the next part is a protocol
+//! error.
+
+use std::path::Path;
+
+use tether_proto::{
+    Engine, FrameHeader, FrameKind, PayloadSink, Region, ReqId, SinkToken, WireError,
+};
+
+use super::chunks::Progress;
+use super::io::{self, Checksum};
+use super::FileTransport;
+
+/// A rendezvous payload arriving in parts, and where they go.
+pub(super) struct Incoming {
+    progress: Progress,
+    /// The granted receive buffer; `None` once its receive is gone (the
+    /// remaining parts are then checked and consumed but written nowhere).
+    region: Option<Region>,
+    token: SinkToken,
+}
+
+impl FileTransport {
+    /// The first part of a payload sent in parts: its receive is matched
+    /// to the whole payload and the part read straight into the start of
+    /// the granted buffer. The next parts follow in `deliver_part`.
+    pub(super) fn begin_parts(
+        &mut self,
+        from: u32,
+        frame: &FrameHeader,
+        opened: &io::Opened,
+        path: &Path,
+        engine: &mut Engine,
+    ) -> bool {
+        let mut whole = *frame;
+        whole.payload_len = frame.msg_size;
+        match engine.on_header(from, &whole) {
+            Err(e) => {
+                self.broke_protocol(from, path, e, engine);
+                true
+            }
+            Ok(PayloadSink::Region { region, token, .. })
+                if region.len as u64 == frame.msg_size =>
+            {
+                let progress = Progress {
+                    first: *frame,
+                    offset: 0,
+                };
+                let mut incoming = Incoming {
+                    progress,
+                    region: Some(region),
+                    token,
+                };
+                if !self.read_part(from, frame, opened, path, &mut incoming) {
+                    return false;
+                }
+                self.peer(from).incoming = Some(incoming);
+                true
+            }
+            Ok(_) => {
+                let e = WireError::UnexpectedFrame {
+                    got: FrameKind::Data,
+                    state: "for a receive that is not waiting for data",
+                };
+                self.broke_protocol(from, path, e, engine);
+                true
+            }
+        }
+    }
+
+    /// The next part of the payload arriving from `from`: checked to
+    /// continue it, read into the granted buffer at its offset and
+    /// verified; the receive completes with the last part.
+    pub(super) fn deliver_part(
+        &mut self,
+        from: u32,
+        frame: &FrameHeader,
+        opened: &io::Opened,
+        path: &Path,
+        engine: &mut Engine,
+    ) -> bool {
+        let mut incoming = self
+            .peer(from)
+            .incoming
+            .take()
+            .expect("a payload in parts is arriving");
+        if let Err(what) = incoming.progress.check_next(frame) {
+            self.broke_protocol(from, path, what, engine);
+            return true;
+        }
+        // The receive may have failed meanwhile and its buffer gone back
+        // to the program: never write into it then.
+        let receive = ReqId::from_wire(incoming.progress.first.receiver_req);
+        if incoming.region.is_some() && engine.granted_region(receive) != incoming.region {
+            incoming.region = None;
+        }
+        if !self.read_part(from, frame, opened, path, &mut incoming) {
+            self.peer(from).incoming = Some(incoming);
+            return false;
+        }
+        if incoming.progress.remaining() > 0 {
+            self.peer(from).incoming = Some(incoming);
+        } else if incoming.region.is_some() {
+            engine.payload_done(incoming.token, None);
+        }
+        true
+    }
+
+    /// Reads the part in `opened` to its place in `incoming`'s buffer (or
+    /// nowhere, its receive gone) and verifies it; advances `incoming` on
+    /// success, refuses the file otherwise.
+    fn read_part(
+        &mut self,
+        from: u32,
+        frame: &FrameHeader,
+        opened: &io::Opened,
+        path: &Path,
+        incoming: &mut Incoming,
+    ) -> bool {
+        let len = frame.payload_len;
+        let read = match incoming.region {
+            Some(region) => {
+                let at = incoming.progress.destination(region, len);
+                // SAFETY: within the granted region, reserved for this data
+                // until its receive completes (checked above).
+                let dst = unsafe { std::slice::from_raw_parts_mut(at.ptr, at.len) };
+                opened.read_payload(dst, Checksum::Inline)
+            }
+            None => opened.read_payload(&mut vec![0u8; len as usize], Checksum::Inline),
+        };
+        let problem = match read {
+            Ok(Ok(())) => {
+                incoming.progress.offset += len;
+                return true;
+            }
+            Ok(Err(problem)) => problem.to_string(),
+            Err(e) => format!("cannot read it: {e}"),
+        };
+        let progress = &incoming.progress;
+        let what = format!(
+            "{problem} (part of {len} bytes at offset {} of a {}-byte payload)",
+            progress.offset, progress.first.msg_size
+        );
+        self.refuse(from, frame.seq, path, what);
+        false
+    }
+}
