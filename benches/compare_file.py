@@ -23,6 +23,7 @@ when missing).
 """
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -145,8 +146,13 @@ def main():
         for sizes, window, iters, warmup in groups:
             args = group_args(sizes, window, iters, warmup)
             log(f"rep {rep + 1}/{opts.reps}: {human(sizes[0])}..{human(sizes[-1])}, window {window}")
+            # The file system's writeback of one run (journal commits of
+            # thousands of created and removed files) must not run into
+            # the next: every measurement starts after a sync.
+            os.sync()
             measured = {"raw file": raw(args, directory)}
             for name, (transports, extra) in setups.items():
+                os.sync()
                 measured[name] = tether(args, transports, directory, extra)
             for name, by_size in measured.items():
                 for size, mbps in by_size.items():
