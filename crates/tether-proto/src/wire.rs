@@ -213,6 +213,17 @@ pub enum WireError {
     DataLength { expected: u64, got: u64 },
 }
 
+impl WireError {
+    /// A `Data` frame (or its payload) for a receive that is not waiting
+    /// for data: the receive was not granted, or already has its data.
+    pub fn data_not_awaited() -> WireError {
+        WireError::UnexpectedFrame {
+            got: FrameKind::Data,
+            state: "for a receive that is not waiting for data",
+        }
+    }
+}
+
 /// The handshake: who is connecting, to which universe, with what limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hello {

@@ -462,7 +462,9 @@ impl Runtime {
             }
             self.push_transmits();
         }
-        self.absorb_link_events();
+        if !self.transport.events_out.is_empty() {
+            self.absorb_link_events();
+        }
         active
     }
 

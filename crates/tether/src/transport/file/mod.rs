@@ -128,10 +128,7 @@ pub fn expect_payload(
             region,
             token,
         })),
-        PayloadSink::Owned { .. } => Err(WireError::UnexpectedFrame {
-            got: FrameKind::Data,
-            state: "for a receive that is not waiting for data",
-        }),
+        PayloadSink::Owned { .. } => Err(WireError::data_not_awaited()),
     }
 }
 
@@ -721,11 +718,7 @@ impl FileTransport {
                 }
             }
             Ok(_) => {
-                let e = WireError::UnexpectedFrame {
-                    got: FrameKind::Data,
-                    state: "for a receive that is not waiting for data",
-                };
-                self.broke_protocol(from, path, e, engine);
+                self.broke_protocol(from, path, WireError::data_not_awaited(), engine);
                 true
             }
         }

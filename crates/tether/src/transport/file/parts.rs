@@ -8,9 +8,7 @@
 
 use std::path::Path;
 
-use tether_proto::{
-    Engine, FrameHeader, FrameKind, PayloadSink, Region, ReqId, SinkToken, WireError,
-};
+use tether_proto::{Engine, FrameHeader, PayloadSink, Region, ReqId, SinkToken, WireError};
 
 use super::chunks::Progress;
 use super::io::{self, Checksum};
@@ -63,11 +61,7 @@ impl FileTransport {
                 true
             }
             Ok(_) => {
-                let e = WireError::UnexpectedFrame {
-                    got: FrameKind::Data,
-                    state: "for a receive that is not waiting for data",
-                };
-                self.broke_protocol(from, path, e, engine);
+                self.broke_protocol(from, path, WireError::data_not_awaited(), engine);
                 true
             }
         }

@@ -379,10 +379,7 @@ impl Incoming {
                         engine.payload_done(token, None);
                         Ok(ReadState::Prefix)
                     }
-                    PayloadSink::Owned { .. } => Err(WireError::UnexpectedFrame {
-                        got: FrameKind::Data,
-                        state: "for a receive that is not waiting for data",
-                    }),
+                    PayloadSink::Owned { .. } => Err(WireError::data_not_awaited()),
                 };
             }
             _ => {}
