@@ -441,9 +441,7 @@ impl Runtime {
         while let Some(t) = self.engine.poll_transmit() {
             self.transport.send(t, &mut self.engine);
         }
-        if !self.transport.events_out.is_empty() {
-            self.absorb_link_events();
-        }
+        self.absorb_link_events();
     }
 
     /// One round of progress; returns whether any socket was ready.
@@ -462,9 +460,7 @@ impl Runtime {
             }
             self.push_transmits();
         }
-        if !self.transport.events_out.is_empty() {
-            self.absorb_link_events();
-        }
+        self.absorb_link_events();
         active
     }
 
@@ -473,6 +469,9 @@ impl Runtime {
     /// at once, and the status of a request waited for right after must
     /// carry that peer's error.
     fn absorb_link_events(&mut self) {
+        if self.transport.events_out.is_empty() {
+            return;
+        }
         for event in std::mem::take(&mut self.transport.events_out) {
             match event {
                 LinkEvent::Lost { peer, error } => {
@@ -621,9 +620,16 @@ impl IdleClock {
     const POLLS_PER_READ: u32 = 16;
 
     /// Whether the wait has been idle for at least `window` (once true,
-    /// true until the clock is replaced after a movement).
+    /// true until the clock is replaced after a movement). A zero window
+    /// is past at once, and the clock starts then, so that the tail of a
+    /// wait that sleeps at once counts its sleep.
     fn past(&mut self, window: Duration) -> bool {
-        if self.expired || window.is_zero() {
+        if self.expired {
+            return true;
+        }
+        if window.is_zero() {
+            self.since.get_or_insert_with(Instant::now);
+            self.expired = true;
             return true;
         }
         self.polls += 1;
@@ -664,4 +670,31 @@ fn open_rendezvous(
         ErrorClass::Init,
         "TETHER_RENDEZVOUS is not set: start the programs with `tether run`, or set it to a shared directory or tcp://host:port of `tether rendezvous serve`",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_clock_reads_no_clock_before_its_first_read_round() {
+        let mut idle = IdleClock::default();
+        for _ in 1..IdleClock::POLLS_PER_READ {
+            assert!(!idle.past(Duration::from_secs(60)));
+        }
+        assert_eq!(idle.tail(), Duration::ZERO, "no clock read yet");
+        assert!(!idle.past(Duration::from_secs(60)));
+        assert!(idle.since.is_some(), "read at the POLLS_PER_READ-th poll");
+    }
+
+    #[test]
+    fn a_zero_window_is_past_at_once_and_its_tail_counts_the_sleep() {
+        let mut idle = IdleClock::default();
+        assert!(idle.past(Duration::ZERO));
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(idle.past(Duration::from_secs(60)), "stays past");
+        // The spin policy must see a long tail here (and keep the window
+        // closed), not zero.
+        assert!(idle.tail() >= Duration::from_millis(2));
+    }
 }
