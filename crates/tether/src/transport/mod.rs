@@ -298,31 +298,15 @@ impl Transports {
     /// choosing it first if needed.
     pub fn send(&mut self, mut t: Transmit, engine: &mut Engine) {
         let peer = t.peer;
-        // The common case first: a settled route and no file payload.
-        let large_hybrid_data = t.header.kind == FrameKind::Data
-            && t.payload.len() as u64 > self.hybrid_threshold
-            && self.hybrid.contains(&peer);
-        if !large_hybrid_data {
-            match self.routes.get_mut(&peer) {
-                Some(Route::Shm) => {
-                    return self
-                        .shm
-                        .as_mut()
-                        .expect("a shm route has shm")
-                        .send(t, engine)
-                }
-                Some(Route::Tcp) => return self.tcp.send(t, engine),
-                _ => {}
-            }
-        }
         if !self.routes.contains_key(&peer) {
             self.resolve(peer, engine, false);
         }
-        let settled = matches!(self.routes.get(&peer), Some(Route::Tcp | Route::Shm));
-        if settled
-            && t.header.kind == FrameKind::Data
+        // The size test first: most frames are not large hybrid data, and
+        // it spares them the lookups.
+        if t.header.kind == FrameKind::Data
             && t.payload.len() as u64 > self.hybrid_threshold
             && self.hybrid.contains(&peer)
+            && matches!(self.routes.get(&peer), Some(Route::Tcp | Route::Shm))
         {
             t = match self.file() {
                 Ok(file) => file.send_payload(t, engine),

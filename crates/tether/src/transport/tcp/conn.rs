@@ -160,43 +160,7 @@ impl Conn {
     /// over (written, or copied because the socket was full) go to `done`.
     pub fn flush(&mut self, done: &mut Vec<ReqId>) -> Result<(), ConnError> {
         while !self.out.is_empty() {
-            let mut slices = [IoSlice::new(&[]); MAX_IOVECS];
-            let mut used = 0;
-            // A lone small frame (a latency-bound message) goes out as one
-            // contiguous write: the kernel then copies one segment, not two.
-            let mut small = [0u8; SMALL_FRAME];
-            if let [frame] = self.out.as_slices().0 {
-                let total = frame.total();
-                if frame.written == 0 && total <= SMALL_FRAME {
-                    small[..HEADER_LEN].copy_from_slice(&frame.header);
-                    small[HEADER_LEN..total].copy_from_slice(frame.payload_bytes());
-                    slices[0] = IoSlice::new(&small[..total]);
-                    used = 1;
-                }
-            }
-            for frame in self
-                .out
-                .iter()
-                .take(if used == 0 { MAX_IOVECS / 2 } else { 0 })
-            {
-                let header_left = HEADER_LEN.saturating_sub(frame.written);
-                if header_left > 0 {
-                    slices[used] = IoSlice::new(&frame.header[frame.written..]);
-                    used += 1;
-                }
-                let payload = frame.payload_bytes();
-                let from = frame.written.saturating_sub(HEADER_LEN);
-                if from < payload.len() {
-                    slices[used] = IoSlice::new(&payload[from..]);
-                    used += 1;
-                }
-            }
-            let written = if used == 1 {
-                self.stream.write(&slices[0])
-            } else {
-                self.stream.write_vectored(&slices[..used])
-            };
-            match written {
+            match self.write_front() {
                 Ok(0) => return Err(ConnError::Eof { mid_frame: true }),
                 Ok(mut n) => {
                     self.moved += n as u64;
@@ -228,6 +192,37 @@ impl Conn {
             }
         }
         Ok(())
+    }
+
+    /// Writes what the socket takes from the front of the queue. A lone
+    /// small frame (a latency-bound message) goes out as one contiguous
+    /// write, so that the kernel copies one segment instead of two;
+    /// otherwise up to [`MAX_IOVECS`] pieces go out in one vectored write.
+    fn write_front(&mut self) -> io::Result<usize> {
+        if let (1, Some(frame)) = (self.out.len(), self.out.front()) {
+            let total = frame.total();
+            if frame.written == 0 && total <= SMALL_FRAME {
+                let mut small = [0u8; SMALL_FRAME];
+                small[..HEADER_LEN].copy_from_slice(&frame.header);
+                small[HEADER_LEN..total].copy_from_slice(frame.payload_bytes());
+                return self.stream.write(&small[..total]);
+            }
+        }
+        let mut slices = [IoSlice::new(&[]); MAX_IOVECS];
+        let mut used = 0;
+        for frame in self.out.iter().take(MAX_IOVECS / 2) {
+            if frame.written < HEADER_LEN {
+                slices[used] = IoSlice::new(&frame.header[frame.written..]);
+                used += 1;
+            }
+            let payload = frame.payload_bytes();
+            let from = frame.written.saturating_sub(HEADER_LEN);
+            if from < payload.len() {
+                slices[used] = IoSlice::new(&payload[from..]);
+                used += 1;
+            }
+        }
+        self.stream.write_vectored(&slices[..used])
     }
 
     /// Eager sends complete locally: what the socket did not take is copied
