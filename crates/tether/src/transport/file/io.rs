@@ -209,6 +209,17 @@ impl Opened {
         Ok(format::check_payload(&self.prefix, crc))
     }
 
+    /// [`Opened::read_payload`] for the transport: `Err` is what was wrong,
+    /// a refused payload or an unreadable file, in words for the error
+    /// that names the file.
+    pub fn read_checked(&self, dst: &mut [u8], checksum: Checksum) -> Result<(), String> {
+        match self.read_payload(dst, checksum) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(problem)) => Err(problem.to_string()),
+            Err(e) => Err(format!("cannot read it: {e}")),
+        }
+    }
+
     /// Reads the payload into `dst` chunk by chunk while a second thread
     /// checksums each chunk as soon as it is in; returns the checksum.
     fn read_checksummed_beside(&self, dst: &mut [u8]) -> io::Result<u32> {

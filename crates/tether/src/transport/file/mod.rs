@@ -132,6 +132,16 @@ pub fn expect_payload(
     }
 }
 
+/// A message file of `from` that passed the file checks, on its way to
+/// the engine: its frame, the open file and where it lies.
+#[derive(Clone, Copy)]
+struct Arrival<'a> {
+    from: u32,
+    frame: &'a FrameHeader,
+    opened: &'a io::Opened,
+    path: &'a Path,
+}
+
 struct Peer {
     send_seq: u64,
     recv_seq: u64,
@@ -653,15 +663,21 @@ impl FileTransport {
                 return false;
             }
         };
+        let arrival = Arrival {
+            from,
+            frame: &frame,
+            opened: &opened,
+            path: &path,
+        };
         let in_parts = self.peers.get(&from).is_some_and(|p| p.incoming.is_some());
         let delivered = if in_parts {
-            self.deliver_part(from, &frame, &opened, &path, engine)
+            self.deliver_part(arrival, engine)
         } else if chunks::is_first_part(&frame) {
-            self.begin_parts(from, &frame, &opened, &path, engine)
+            self.begin_parts(arrival, engine)
         } else if frame.kind == FrameKind::Data {
-            self.deliver_data(from, &frame, &opened, &path, engine)
+            self.deliver_data(arrival, engine)
         } else {
-            self.deliver_frame(from, &frame, &opened, &path, engine)
+            self.deliver_frame(arrival, engine)
         };
         // Closed before it is removed: on NFS, removing an open file leaves
         // a `.nfs*` file behind.
@@ -682,14 +698,13 @@ impl FileTransport {
 
     /// Rendezvous data: straight into the granted receive buffer, checked
     /// before the receive completes.
-    fn deliver_data(
-        &mut self,
-        from: u32,
-        frame: &FrameHeader,
-        opened: &io::Opened,
-        path: &Path,
-        engine: &mut Engine,
-    ) -> bool {
+    fn deliver_data(&mut self, arrival: Arrival<'_>, engine: &mut Engine) -> bool {
+        let Arrival {
+            from,
+            frame,
+            opened,
+            path,
+        } = arrival;
         match engine.on_header(from, frame) {
             Err(e) => {
                 self.broke_protocol(from, path, e, engine);
@@ -702,17 +717,13 @@ impl FileTransport {
                 // SAFETY: the granted region is valid and reserved for this
                 // data until its receive completes.
                 let dst = unsafe { std::slice::from_raw_parts_mut(region.ptr, region.len) };
-                match opened.read_payload(dst, Checksum::Beside) {
-                    Ok(Ok(())) => {
+                match opened.read_checked(dst, Checksum::Beside) {
+                    Ok(()) => {
                         engine.payload_done(token, None);
                         true
                     }
-                    Ok(Err(problem)) => {
-                        self.refuse(from, frame.seq, path, problem.to_string());
-                        false
-                    }
-                    Err(e) => {
-                        self.refuse(from, frame.seq, path, format!("cannot read it: {e}"));
+                    Err(problem) => {
+                        self.refuse(from, frame.seq, path, problem);
                         false
                     }
                 }
@@ -729,28 +740,24 @@ impl FileTransport {
     /// the engine, which matches that same receive. `None`: not the case.
     fn deliver_eager_in_place(
         &mut self,
-        from: u32,
-        frame: &FrameHeader,
-        opened: &io::Opened,
-        path: &Path,
+        arrival: Arrival<'_>,
         engine: &mut Engine,
     ) -> Option<bool> {
+        let Arrival {
+            from,
+            frame,
+            opened,
+            path,
+        } = arrival;
         let region = engine
             .eager_destination(from, frame)
             .filter(|r| r.len as u64 == frame.payload_len && r.len > 0)?;
         // SAFETY: a posted receive's buffer is reserved for it until it
         // completes; its bytes are undefined until then.
         let dst = unsafe { std::slice::from_raw_parts_mut(region.ptr, region.len) };
-        match opened.read_payload(dst, Checksum::Beside) {
-            Ok(Ok(())) => {}
-            Ok(Err(problem)) => {
-                self.refuse(from, frame.seq, path, problem.to_string());
-                return Some(false);
-            }
-            Err(e) => {
-                self.refuse(from, frame.seq, path, format!("cannot read it: {e}"));
-                return Some(false);
-            }
+        if let Err(problem) = opened.read_checked(dst, Checksum::Beside) {
+            self.refuse(from, frame.seq, path, problem);
+            return Some(false);
         }
         match engine.on_header(from, frame) {
             Ok(PayloadSink::Region {
@@ -777,28 +784,20 @@ impl FileTransport {
     }
 
     /// Any other frame: read and checked whole, then handed to the engine.
-    fn deliver_frame(
-        &mut self,
-        from: u32,
-        frame: &FrameHeader,
-        opened: &io::Opened,
-        path: &Path,
-        engine: &mut Engine,
-    ) -> bool {
-        if let Some(delivered) = self.deliver_eager_in_place(from, frame, opened, path, engine) {
+    fn deliver_frame(&mut self, arrival: Arrival<'_>, engine: &mut Engine) -> bool {
+        let Arrival {
+            from,
+            frame,
+            opened,
+            path,
+        } = arrival;
+        if let Some(delivered) = self.deliver_eager_in_place(arrival, engine) {
             return delivered;
         }
         let mut payload = vec![0u8; frame.payload_len as usize];
-        match opened.read_payload(&mut payload, Checksum::Beside) {
-            Ok(Ok(())) => {}
-            Ok(Err(problem)) => {
-                self.refuse(from, frame.seq, path, problem.to_string());
-                return false;
-            }
-            Err(e) => {
-                self.refuse(from, frame.seq, path, format!("cannot read it: {e}"));
-                return false;
-            }
+        if let Err(problem) = opened.read_checked(&mut payload, Checksum::Beside) {
+            self.refuse(from, frame.seq, path, problem);
+            return false;
         }
         match frame.kind {
             FrameKind::Bye => {
@@ -916,17 +915,16 @@ impl FileTransport {
                         // SAFETY: the granted region is valid and reserved
                         // for this data until its receive completes.
                         let dst = unsafe { std::slice::from_raw_parts_mut(region.ptr, region.len) };
-                        let read = opened.read_payload(dst, Checksum::Beside);
+                        let read = opened.read_checked(dst, Checksum::Beside);
                         drop(opened);
                         match read {
-                            Ok(Ok(())) => {
+                            Ok(()) => {
                                 let _ = std::fs::remove_file(&path);
                                 engine.payload_done(w.payload.token, None);
                                 moved = true;
                                 continue;
                             }
-                            Ok(Err(problem)) => problem.to_string(),
-                            Err(e) => format!("cannot read it: {e}"),
+                            Err(problem) => problem,
                         }
                     }
                 }

@@ -6,13 +6,11 @@
 //! awaited again; a sound file that is not the next part is a protocol
 //! error.
 
-use std::path::Path;
-
-use tether_proto::{Engine, FrameHeader, PayloadSink, Region, ReqId, SinkToken, WireError};
+use tether_proto::{Engine, PayloadSink, Region, ReqId, SinkToken, WireError};
 
 use super::chunks::Progress;
-use super::io::{self, Checksum};
-use super::FileTransport;
+use super::io::Checksum;
+use super::{Arrival, FileTransport};
 
 /// A rendezvous payload arriving in parts, and where they go.
 pub(super) struct Incoming {
@@ -27,14 +25,10 @@ impl FileTransport {
     /// The first part of a payload sent in parts: its receive is matched
     /// to the whole payload and the part read straight into the start of
     /// the granted buffer. The next parts follow in `deliver_part`.
-    pub(super) fn begin_parts(
-        &mut self,
-        from: u32,
-        frame: &FrameHeader,
-        opened: &io::Opened,
-        path: &Path,
-        engine: &mut Engine,
-    ) -> bool {
+    pub(super) fn begin_parts(&mut self, arrival: Arrival<'_>, engine: &mut Engine) -> bool {
+        let Arrival {
+            from, frame, path, ..
+        } = arrival;
         let mut whole = *frame;
         whole.payload_len = frame.msg_size;
         match engine.on_header(from, &whole) {
@@ -54,7 +48,7 @@ impl FileTransport {
                     region: Some(region),
                     token,
                 };
-                if !self.read_part(from, frame, opened, path, &mut incoming) {
+                if !self.read_part(arrival, &mut incoming) {
                     return false;
                 }
                 self.peer(from).incoming = Some(incoming);
@@ -70,14 +64,10 @@ impl FileTransport {
     /// The next part of the payload arriving from `from`: checked to
     /// continue it, read into the granted buffer at its offset and
     /// verified; the receive completes with the last part.
-    pub(super) fn deliver_part(
-        &mut self,
-        from: u32,
-        frame: &FrameHeader,
-        opened: &io::Opened,
-        path: &Path,
-        engine: &mut Engine,
-    ) -> bool {
+    pub(super) fn deliver_part(&mut self, arrival: Arrival<'_>, engine: &mut Engine) -> bool {
+        let Arrival {
+            from, frame, path, ..
+        } = arrival;
         let mut incoming = self
             .peer(from)
             .incoming
@@ -93,7 +83,7 @@ impl FileTransport {
         if incoming.region.is_some() && engine.granted_region(receive) != incoming.region {
             incoming.region = None;
         }
-        if !self.read_part(from, frame, opened, path, &mut incoming) {
+        if !self.read_part(arrival, &mut incoming) {
             self.peer(from).incoming = Some(incoming);
             return false;
         }
@@ -108,14 +98,13 @@ impl FileTransport {
     /// Reads the part in `opened` to its place in `incoming`'s buffer (or
     /// nowhere, its receive gone) and verifies it; advances `incoming` on
     /// success, refuses the file otherwise.
-    fn read_part(
-        &mut self,
-        from: u32,
-        frame: &FrameHeader,
-        opened: &io::Opened,
-        path: &Path,
-        incoming: &mut Incoming,
-    ) -> bool {
+    fn read_part(&mut self, arrival: Arrival<'_>, incoming: &mut Incoming) -> bool {
+        let Arrival {
+            from,
+            frame,
+            opened,
+            path,
+        } = arrival;
         let len = frame.payload_len;
         let read = match incoming.region {
             Some(region) => {
@@ -123,17 +112,13 @@ impl FileTransport {
                 // SAFETY: within the granted region, reserved for this data
                 // until its receive completes (checked above).
                 let dst = unsafe { std::slice::from_raw_parts_mut(at.ptr, at.len) };
-                opened.read_payload(dst, Checksum::Inline)
+                opened.read_checked(dst, Checksum::Inline)
             }
-            None => opened.read_payload(&mut vec![0u8; len as usize], Checksum::Inline),
+            None => opened.read_checked(&mut vec![0u8; len as usize], Checksum::Inline),
         };
-        let problem = match read {
-            Ok(Ok(())) => {
-                incoming.progress.offset += len;
-                return true;
-            }
-            Ok(Err(problem)) => problem.to_string(),
-            Err(e) => format!("cannot read it: {e}"),
+        let Err(problem) = read else {
+            incoming.progress.offset += len;
+            return true;
         };
         let progress = &incoming.progress;
         let what = format!(
