@@ -45,10 +45,10 @@ def pairs(comm):
     check(np.array_equal(got, np.arange(12.0).reshape(3, 4) + left) and st.source == left, "ring")
     # Other buffer-protocol objects: bytearray and memoryview slices.
     if me == 0:
-        comm.Send(bytearray(b"hello tether"), 1, tag=6)
+        comm.Send(buf=bytearray(b"hello tether"), tag=6, dest=1)
     elif me == 1:
         target = bytearray(20)
-        st = comm.Recv(memoryview(target)[4:16], 0, tag=6)
+        st = comm.Recv(memoryview(target)[4:16], tag=6, source=0)
         check(bytes(target[4:16]) == b"hello tether" and st.Get_count() == 12, "memoryview")
 
 
@@ -224,6 +224,22 @@ def rejected(comm):
             check(False, "read-only target accepted")
         except ValueError as e:
             check("read-only" in str(e), str(e))
+    # The point-to-point methods bind their arguments as a Python
+    # function would, with the same errors.
+    for call, words in (
+        (lambda: comm.Send(a), "missing required argument 'dest'"),
+        (lambda: comm.Recv(), "missing required argument 'buf'"),
+        (lambda: comm.Send(a, 0, 1, 2), "at most 3 arguments (4 given)"),
+        (lambda: comm.Isend(a, 0, colour=1), "unexpected keyword argument 'colour'"),
+        (lambda: comm.Irecv(a, 0, source=0), "multiple values for argument 'source'"),
+        (lambda: comm.Send(a, "0"), "argument 'dest'"),
+        (lambda: tether.Comm.Send(object(), a, 0), "Comm"),
+    ):
+        try:
+            call()
+            check(False, f"no error for {words}")
+        except TypeError as e:
+            check(words in str(e), str(e))
     for call, kind in (
         (lambda: comm.Send(a, comm.size), tether.RankError),
         (lambda: comm.Send(a, 0, tag=-5), tether.TagError),

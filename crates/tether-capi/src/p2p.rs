@@ -163,6 +163,74 @@ pub extern "C" fn tether_recv(
     })
 }
 
+/// The first half of `tether_send`, for bindings that release a lock of
+/// their own before they block (Python's GIL): starts the send and, when
+/// it completed as it started (an eager message handed to the transport),
+/// frees it, sets `*req = TETHER_REQUEST_NULL` and returns its code, as
+/// `tether_send` would. Otherwise `*req` is the pending request, for
+/// `tether_wait`. Not part of the C API.
+#[allow(clippy::too_many_arguments)]
+pub fn send_started(
+    buf: *const c_void,
+    count: i64,
+    datatype: tether_datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: tether_comm,
+    req: &mut tether_request,
+) -> c_int {
+    *req = TETHER_REQUEST_NULL;
+    guard(|| {
+        let mut st = state();
+        let handle = start_send(&mut st, buf, count, datatype, dest, tag, comm)?;
+        finish_if_done(&mut st, handle, req, std::ptr::null_mut())
+    })
+}
+
+/// The first half of `tether_recv`, as `send_started`: a receive that a
+/// message already here completed as it was posted is finished (its
+/// status written), anything else is left in `*req` for `tether_wait`.
+/// Not part of the C API.
+#[allow(clippy::too_many_arguments)]
+pub fn recv_started(
+    buf: *mut c_void,
+    count: i64,
+    datatype: tether_datatype,
+    source: c_int,
+    tag: c_int,
+    comm: tether_comm,
+    req: &mut tether_request,
+    status: *mut tether_status,
+) -> c_int {
+    *req = TETHER_REQUEST_NULL;
+    guard(|| {
+        let mut st = state();
+        let handle = start_recv(&mut st, buf, count, datatype, source, tag, comm)?;
+        finish_if_done(&mut st, handle, req, status)
+    })
+}
+
+/// Frees `handle` and reports its status if it is complete (no progress
+/// is made); otherwise stores it in `*req`.
+fn finish_if_done(
+    st: &mut State,
+    handle: tether_request,
+    req: &mut tether_request,
+    status: *mut tether_status,
+) -> Result<c_int> {
+    let id = st.request(handle)?;
+    match st.runtime()?.take(id) {
+        Some(done) => {
+            st.requests.remove(&handle);
+            Ok(report(&done, status))
+        }
+        None => {
+            *req = handle;
+            Ok(TETHER_SUCCESS)
+        }
+    }
+}
+
 /// Waits for `*req`, fills `status`, sets `*req = TETHER_REQUEST_NULL`.
 /// Returns the operation's error class (`TETHER_ERR_TRUNCATE`, ...). A null
 /// request completes at once with an empty status.

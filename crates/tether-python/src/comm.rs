@@ -9,7 +9,7 @@
 //! until it completes. The pickling (lower-case) methods are added by the
 //! Python class `tether.Comm`, which derives from this one.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use pyo3::prelude::*;
 
@@ -27,31 +27,121 @@ pub struct Comm {
     pub handle: tether_comm,
 }
 
-/// A buffer's memory, handed to a call made without the GIL. The buffer
-/// itself stays exported by the caller for the whole call.
-#[derive(Clone, Copy)]
-pub struct Region {
-    ptr: *mut c_void,
-    len: i64,
-}
-
-// SAFETY: the memory is kept valid by an export the caller holds (with the
-// GIL) across the call; the C layer serialises its own state.
-unsafe impl Send for Region {}
-
-impl Region {
-    // Methods, not fields, inside closures: a closure then captures the
-    // whole (Send) Region rather than its raw-pointer field.
-    pub fn ptr(self) -> *mut c_void {
-        self.ptr
-    }
-
-    pub fn len(self) -> i64 {
-        self.len
-    }
-}
-
+/// The point-to-point methods, called by the vectorcall entries of
+/// `fastcall` (the docs and signatures Python sees are there).
 impl Comm {
+    /// Sends `buf` to rank `dest`; returns when `buf` may be reused.
+    pub fn send(
+        &self,
+        py: Python<'_>,
+        buf: &Bound<'_, PyAny>,
+        dest: i32,
+        tag: i32,
+    ) -> PyResult<()> {
+        orphans::reap();
+        let comm = self.handle;
+        let code = with_bytes(buf, Access::Read, "Send", |ptr, len| {
+            // A send that completes as it starts (an eager message) never
+            // gives the GIL away: releasing and re-taking it would cost
+            // more than the send.
+            let mut req = TETHER_REQUEST_NULL;
+            let code = send_started(ptr, len, TETHER_BYTE, dest, tag, comm, &mut req);
+            if req == TETHER_REQUEST_NULL {
+                return code;
+            }
+            py.detach(move || tether_wait(&mut req, std::ptr::null_mut()))
+        })?;
+        check(py, code)
+    }
+
+    /// Receives a message into `buf` and returns its `Status`. A longer
+    /// message raises `TruncateError` (its `.status` has the true size).
+    pub fn recv(
+        &self,
+        py: Python<'_>,
+        buf: &Bound<'_, PyAny>,
+        source: i32,
+        tag: i32,
+    ) -> PyResult<Status> {
+        orphans::reap();
+        let comm = self.handle;
+        let (code, status) = with_bytes(buf, Access::Write, "Recv", |ptr, len| {
+            // A message already here completes the receive as it is posted,
+            // with the GIL held; only a receive that must wait releases it.
+            let mut req = TETHER_REQUEST_NULL;
+            let mut status = tether_status::default();
+            let code = recv_started(
+                ptr,
+                len,
+                TETHER_BYTE,
+                source,
+                tag,
+                comm,
+                &mut req,
+                &mut status,
+            );
+            if req == TETHER_REQUEST_NULL {
+                return (code, status);
+            }
+            py.detach(move || {
+                let code = tether_wait(&mut req, &mut status);
+                (code, status)
+            })
+        })?;
+        if code != TETHER_SUCCESS {
+            return Err(error(py, code, Some(Status::new(status))));
+        }
+        Ok(Status::new(status))
+    }
+
+    /// Starts sending `buf` to rank `dest`; the request keeps `buf` alive.
+    pub fn isend(
+        &self,
+        py: Python<'_>,
+        buf: &Bound<'_, PyAny>,
+        dest: i32,
+        tag: i32,
+    ) -> PyResult<Request> {
+        orphans::reap();
+        let buffer = Buffer::get(buf, Access::Read, "Isend")?;
+        let mut req = TETHER_REQUEST_NULL;
+        let code = tether_isend(
+            buffer.ptr(),
+            buffer.len() as i64,
+            TETHER_BYTE,
+            dest,
+            tag,
+            self.handle,
+            &mut req,
+        );
+        check(py, code)?;
+        Ok(Request::new(vec![req], vec![buffer], None))
+    }
+
+    /// Posts a receive into `buf`; the request keeps `buf` alive.
+    pub fn irecv(
+        &self,
+        py: Python<'_>,
+        buf: &Bound<'_, PyAny>,
+        source: i32,
+        tag: i32,
+    ) -> PyResult<Request> {
+        orphans::reap();
+        let buffer = Buffer::get(buf, Access::Write, "Irecv")?;
+        let mut req = TETHER_REQUEST_NULL;
+        let code = tether_irecv(
+            buffer.ptr(),
+            buffer.len() as i64,
+            TETHER_BYTE,
+            source,
+            tag,
+            self.handle,
+            &mut req,
+        );
+        check(py, code)?;
+        Ok(Request::new(vec![req], vec![buffer], None))
+    }
+
     fn query(&self, py: Python<'_>, f: impl FnOnce(&mut c_int) -> c_int) -> PyResult<i32> {
         let mut value = 0;
         check(py, f(&mut value))?;
@@ -99,106 +189,6 @@ impl Comm {
     /// Universe rank of rank `rank` of this communicator.
     fn universe_rank(&self, py: Python<'_>, rank: i32) -> PyResult<i32> {
         self.query(py, |v| tether_comm_universe_rank(self.handle, rank, v))
-    }
-
-    /// Sends `buf` to rank `dest`; returns when `buf` may be reused.
-    #[allow(non_snake_case)]
-    #[pyo3(signature = (buf, dest, tag = 0))]
-    fn Send(&self, py: Python<'_>, buf: &Bound<'_, PyAny>, dest: i32, tag: i32) -> PyResult<()> {
-        orphans::reap();
-        let comm = self.handle;
-        let code = with_bytes(buf, Access::Read, "Send", |ptr, len| {
-            let r = Region { ptr, len };
-            py.detach(move || tether_send(r.ptr(), r.len(), TETHER_BYTE, dest, tag, comm))
-        })?;
-        check(py, code)
-    }
-
-    /// Receives a message into `buf` and returns its `Status`. A longer
-    /// message raises `TruncateError` (its `.status` has the true size).
-    #[allow(non_snake_case)]
-    #[pyo3(signature = (buf, source = TETHER_ANY_SOURCE, tag = TETHER_ANY_TAG))]
-    fn Recv(
-        &self,
-        py: Python<'_>,
-        buf: &Bound<'_, PyAny>,
-        source: i32,
-        tag: i32,
-    ) -> PyResult<Status> {
-        orphans::reap();
-        let comm = self.handle;
-        let (code, status) = with_bytes(buf, Access::Write, "Recv", |ptr, len| {
-            let r = Region { ptr, len };
-            py.detach(move || {
-                let mut status = tether_status::default();
-                let code = tether_recv(
-                    r.ptr(),
-                    r.len(),
-                    TETHER_BYTE,
-                    source,
-                    tag,
-                    comm,
-                    &mut status,
-                );
-                (code, status)
-            })
-        })?;
-        if code != TETHER_SUCCESS {
-            return Err(error(py, code, Some(Status::new(status))));
-        }
-        Ok(Status::new(status))
-    }
-
-    /// Starts sending `buf` to rank `dest`; the request keeps `buf` alive.
-    #[allow(non_snake_case)]
-    #[pyo3(signature = (buf, dest, tag = 0))]
-    fn Isend(
-        &self,
-        py: Python<'_>,
-        buf: &Bound<'_, PyAny>,
-        dest: i32,
-        tag: i32,
-    ) -> PyResult<Request> {
-        orphans::reap();
-        let buffer = Buffer::get(buf, Access::Read, "Isend")?;
-        let mut req = TETHER_REQUEST_NULL;
-        let code = tether_isend(
-            buffer.ptr(),
-            buffer.len() as i64,
-            TETHER_BYTE,
-            dest,
-            tag,
-            self.handle,
-            &mut req,
-        );
-        check(py, code)?;
-        Ok(Request::new(vec![req], vec![buffer], None))
-    }
-
-    /// Posts a receive into `buf`; the request keeps `buf` alive.
-    #[allow(non_snake_case)]
-    #[pyo3(signature = (buf, source = TETHER_ANY_SOURCE, tag = TETHER_ANY_TAG))]
-    fn Irecv(
-        &self,
-        py: Python<'_>,
-        buf: &Bound<'_, PyAny>,
-        source: i32,
-        tag: i32,
-    ) -> PyResult<Request> {
-        orphans::reap();
-        let buffer = Buffer::get(buf, Access::Write, "Irecv")?;
-        let mut req = TETHER_REQUEST_NULL;
-        let code = tether_irecv(
-            buffer.ptr(),
-            buffer.len() as i64,
-            TETHER_BYTE,
-            source,
-            tag,
-            self.handle,
-            &mut req,
-        );
-        check(py, code)?;
-        Ok(Request::new(vec![req], vec![buffer], None))
     }
 
     /// Waits (without the GIL) until a matching message can be received;

@@ -11,6 +11,7 @@ mod buffer;
 mod coll;
 mod comm;
 mod error;
+mod fastcall;
 mod orphans;
 mod request;
 mod status;
@@ -90,6 +91,7 @@ const CONSTANTS: &[(&str, i32)] = &[
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<comm::Comm>()?;
+    fastcall::add_methods(&m.py().get_type::<comm::Comm>())?;
     m.add_class::<request::Request>()?;
     m.add_class::<status::Status>()?;
     m.add_class::<coll::InPlace>()?;
