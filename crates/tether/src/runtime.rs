@@ -288,8 +288,12 @@ impl Runtime {
             .copied()
             .unwrap_or(crate::comm::COMM_UNIVERSE);
         let mut status = self.status(completion, comm);
-        if let Some(error) = self.collective_errors.remove(&req) {
-            status.error = Some(error);
+        // Hashing costs more than the rest of a small message's completion:
+        // look only when some collective failed.
+        if !self.collective_errors.is_empty() {
+            if let Some(error) = self.collective_errors.remove(&req) {
+                status.error = Some(error);
+            }
         }
         Some(status)
     }

@@ -48,11 +48,16 @@ impl OutFrame {
     }
 
     fn payload_ptr(&self) -> *const u8 {
-        match &self.payload {
-            TransmitPayload::None => std::ptr::null(),
-            TransmitPayload::Borrowed(r) => r.ptr,
-            TransmitPayload::Owned(v) => v.as_ptr(),
-        }
+        payload_ptr(&self.payload)
+    }
+}
+
+/// Where a frame's payload bytes start (null when it has none).
+fn payload_ptr(payload: &TransmitPayload) -> *const u8 {
+    match payload {
+        TransmitPayload::None => std::ptr::null(),
+        TransmitPayload::Borrowed(r) => r.ptr,
+        TransmitPayload::Owned(v) => v.as_ptr(),
     }
 }
 
@@ -81,8 +86,8 @@ impl Outgoing {
         }
     }
 
-    /// Queues an engine frame with transport word `word`; numbers it.
-    pub fn enqueue(&mut self, t: Transmit, word: u64) {
+    /// Numbers the next frame and encodes its prefix.
+    fn prefix(&mut self, t: &Transmit, word: u64) -> [u8; PREFIX] {
         let mut header = t.header;
         header.seq = self.seq;
         header.payload_len = t.payload.len() as u64;
@@ -90,6 +95,44 @@ impl Outgoing {
         let mut prefix = [0u8; PREFIX];
         prefix[..HEADER_LEN].copy_from_slice(&header.encode());
         prefix[HEADER_LEN..].copy_from_slice(&word.to_le_bytes());
+        prefix
+    }
+
+    /// Writes a whole frame into the ring at once, when no frame waits
+    /// before it and the ring has room for all of it (a small message,
+    /// nearly always): no queueing, and the request it completes is
+    /// returned. Otherwise gives `t` back, untouched, for `enqueue`.
+    pub fn write_now(
+        &mut self,
+        t: Transmit,
+        word: u64,
+        ringer: &Ringer,
+    ) -> Result<Option<ReqId>, Transmit> {
+        let len = t.payload.len();
+        if !self.out.is_empty() || self.producer.writable(PREFIX + len) < PREFIX + len {
+            return Err(t);
+        }
+        let prefix = self.prefix(&t, word);
+        let payload = payload_ptr(&t.payload);
+        // SAFETY: both sources are live for their lengths (a borrowed
+        // payload until its request completes, after this); the room was
+        // checked above, so each push takes all of its bytes.
+        unsafe {
+            self.producer.push(prefix.as_ptr(), PREFIX);
+            if len > 0 {
+                self.producer.push(payload, len);
+            }
+        }
+        self.producer.publish();
+        if self.bell.must_ring() {
+            ringer.ring(&self.bell_addr);
+        }
+        Ok(t.completes)
+    }
+
+    /// Queues an engine frame with transport word `word`; numbers it.
+    pub fn enqueue(&mut self, t: Transmit, word: u64) {
+        let prefix = self.prefix(&t, word);
         self.out.push_back(OutFrame {
             prefix,
             payload: t.payload,

@@ -329,8 +329,18 @@ impl ShmTransport {
             }
             _ => {}
         }
-        channel.out.as_mut().expect("reaches").enqueue(t, word);
-        self.flush(peer, engine);
+        let out = channel.out.as_mut().expect("reaches");
+        match out.write_now(t, word, &self.ringer) {
+            Ok(completes) => {
+                if let Some(req) = completes {
+                    engine.transmit_done(req);
+                }
+            }
+            Err(t) => {
+                out.enqueue(t, word);
+                self.flush(peer, engine);
+            }
+        }
     }
 
     fn flush(&mut self, peer: u32, engine: &mut Engine) -> bool {
