@@ -12,8 +12,48 @@
 //! ping-pong on idle cores waits are short and the window stays open, even
 //! if an earlier phase of the program (a long computation of the peer)
 //! had closed it.
+//!
+//! What a wait does between two polls depends on whether every process
+//! has a core ([`Polling`]). Where this host runs more processes of the
+//! universe than the CPUs a process may use, a wait that spins holds the
+//! core its peer needs to answer, until the scheduler's tick takes it away:
+//! four processes on two cores took 55 us per barrier over shared memory
+//! that way. Giving the core away after each poll (`sched_yield`, as Open
+//! MPI does when oversubscribed) lets the peer run at once: about 9 us.
+//! Where every process has a core, spinning answers fastest.
 
 use std::time::Duration;
+
+/// What a wait does after a poll that found nothing, inside its window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Polling {
+    /// Busy-polls (a CPU pause hint between polls).
+    Spin,
+    /// Gives the core to another runnable process between polls.
+    Yield,
+}
+
+impl Polling {
+    /// `TETHER_WAIT`'s choice (`auto`, `spin` or `yield`) for a host
+    /// running at least `processes` processes of the universe, where this
+    /// process may use `cpus` CPUs.
+    pub fn choose(setting: &str, processes: usize, cpus: usize) -> Polling {
+        match setting {
+            "spin" => Polling::Spin,
+            "yield" => Polling::Yield,
+            _ if processes > cpus => Polling::Yield,
+            _ => Polling::Spin,
+        }
+    }
+
+    /// What to do after an idle poll.
+    pub fn pause(self) {
+        match self {
+            Polling::Spin => std::hint::spin_loop(),
+            Polling::Yield => std::thread::yield_now(),
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct SpinPolicy {
@@ -51,6 +91,15 @@ impl SpinPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_yields_only_when_processes_outnumber_cpus() {
+        assert_eq!(Polling::choose("auto", 4, 2), Polling::Yield);
+        assert_eq!(Polling::choose("auto", 2, 2), Polling::Spin);
+        assert_eq!(Polling::choose("auto", 1, 1), Polling::Spin);
+        assert_eq!(Polling::choose("spin", 8, 2), Polling::Spin);
+        assert_eq!(Polling::choose("yield", 1, 8), Polling::Yield);
+    }
 
     #[test]
     fn window_backs_off_fast_and_recovers() {

@@ -19,7 +19,7 @@ mod communicators;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::identity::{self, Identity};
-use crate::progress::SpinPolicy;
+use crate::progress::{Polling, SpinPolicy};
 use crate::settings::Settings;
 use crate::transport::{LinkEvent, Transports};
 use crate::universe::{self, addr_key, Universe};
@@ -59,6 +59,13 @@ pub struct Runtime {
     /// Why a peer can no longer be reached.
     unreachable: HashMap<u32, Error>,
     spin: SpinPolicy,
+    /// What a wait does between polls, decided by `TETHER_WAIT` from the
+    /// processes on this host and `cpus`.
+    polling: Polling,
+    /// CPUs this process may use (affinity and quota).
+    cpus: usize,
+    /// The local peers `polling` was decided with.
+    local_peers_seen: usize,
     in_kernel: bool,
     kernel_peers: HashSet<u32>,
     /// Collectives in progress, in the order they started.
@@ -110,6 +117,9 @@ impl Runtime {
         let mut runtime = Runtime {
             comms: CommTable::with_universe(universe.size(), me),
             spin: SpinPolicy::new(Duration::from_micros(settings.number("POLL_SPIN_US"))),
+            polling: Polling::Spin,
+            cpus: std::thread::available_parallelism().map_or(1, usize::from),
+            local_peers_seen: 0,
             in_kernel: settings.flag("IN_KERNEL"),
             settings,
             universe,
@@ -124,6 +134,7 @@ impl Runtime {
             orphaned: Vec::new(),
             collective_errors: HashMap::default(),
         };
+        runtime.choose_polling();
         if runtime.settings.get("CONNECT") == Some("eager") {
             runtime.connect_all();
         }
@@ -507,6 +518,9 @@ impl Runtime {
         } else {
             self.spin.window()
         };
+        if self.transport.local_peers() != self.local_peers_seen {
+            self.choose_polling();
+        }
         let mut idle = IdleClock::default();
         loop {
             let timeout = if idle.past(window) {
@@ -522,9 +536,35 @@ impl Runtime {
             if moved {
                 idle = IdleClock::default();
             } else if timeout.is_zero() {
-                std::hint::spin_loop();
+                self.polling.pause();
             }
         }
+    }
+
+    /// Decides how waits poll (`TETHER_WAIT`): the processes of the
+    /// universe on this host are those `tether run` started here or, if
+    /// more, this one and the peers found through shared memory.
+    fn choose_polling(&mut self) {
+        self.local_peers_seen = self.transport.local_peers();
+        let processes =
+            (self.settings.number("LOCAL_PROCESSES") as usize).max(1 + self.local_peers_seen);
+        let polling = Polling::choose(
+            self.settings.text("WAIT").unwrap_or("auto"),
+            processes,
+            self.cpus,
+        );
+        if polling != self.polling {
+            tracing::debug!(
+                "waits {}: {processes} processes here, {} CPUs",
+                if polling == Polling::Yield {
+                    "yield between polls"
+                } else {
+                    "spin"
+                },
+                self.cpus
+            );
+        }
+        self.polling = polling;
     }
 
     /// Applies a hint (DESIGN 3.6).
@@ -532,6 +572,7 @@ impl Runtime {
         self.settings.set_hint(key, value)?;
         match key {
             "EAGER_LIMIT" => self.engine.set_eager_limit(self.settings.number(key)),
+            "WAIT" => self.choose_polling(),
             "POLL_SPIN_US" => self
                 .spin
                 .set_max(Duration::from_micros(self.settings.number(key))),

@@ -222,6 +222,23 @@ pub static TABLE: &[Setting] = &[
         meaning: "1 while the program is in a communication kernel: waits spin longer instead of sleeping, and the peers used inside are connected at once the next time a kernel starts",
     },
     Setting {
+        key: "WAIT",
+        default: "auto",
+        kind: Kind::Choice(&["auto", "spin", "yield"]),
+        hint: true,
+        meaning: "how a wait polls before it sleeps: `spin` busy-polls (fastest where every process has a core), `yield` gives the core away between polls (sched_yield), so that a process it waits for can run on it; `auto` yields when this host runs more processes of the universe than this process may use CPUs",
+    },
+    Setting {
+        key: "LOCAL_PROCESSES",
+        default: "0",
+        kind: Kind::Number {
+            min: 0,
+            max: 1_000_000,
+        },
+        hint: false,
+        meaning: "processes of the universe on this host, when known (set by `tether run`; 0: unknown); `TETHER_WAIT=auto` also counts the peers found through shared memory",
+    },
+    Setting {
         key: "POLL_SPIN_US",
         default: "50",
         kind: Kind::Number {

@@ -14,6 +14,7 @@ pub const PROGRAM: &str = "TETHER_PROGRAM";
 pub const RUN_ID: &str = "TETHER_RUN_ID";
 pub const RANK: &str = "TETHER_RANK";
 pub const SIZE: &str = "TETHER_SIZE";
+pub const LOCAL_PROCESSES: &str = "TETHER_LOCAL_PROCESSES";
 
 /// What every child of one run shares.
 #[derive(Debug, Clone)]
@@ -21,6 +22,9 @@ pub struct RunEnvironment {
     rendezvous: String,
     programs: String,
     run_id: String,
+    /// Processes started here: the ranks of every `-n` segment, and one
+    /// for each segment that starts its own ranks (at least one).
+    local_processes: u32,
 }
 
 impl RunEnvironment {
@@ -37,6 +41,7 @@ impl RunEnvironment {
             rendezvous,
             programs: names.join(","),
             run_id,
+            local_processes: segments.iter().map(|s| s.ranks.unwrap_or(1)).sum(),
         }
     }
 
@@ -49,7 +54,8 @@ impl RunEnvironment {
             .env(RENDEZVOUS, &self.rendezvous)
             .env(PROGRAMS, &self.programs)
             .env(PROGRAM, program)
-            .env(RUN_ID, &self.run_id);
+            .env(RUN_ID, &self.run_id)
+            .env(LOCAL_PROCESSES, self.local_processes.to_string());
         match rank {
             Some((rank, size)) => command
                 .env(RANK, rank.to_string())

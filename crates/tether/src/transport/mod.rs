@@ -618,6 +618,11 @@ impl Transports {
         }
     }
 
+    /// Peers known to share this host (those reached by shared memory).
+    pub fn local_peers(&self) -> usize {
+        self.shm.as_ref().map_or(0, ShmTransport::local_peers)
+    }
+
     /// Whether any frame is still queued (for finalize).
     pub fn has_output(&self) -> bool {
         self.tcp.has_output()

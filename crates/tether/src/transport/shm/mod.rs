@@ -509,6 +509,11 @@ impl ShmTransport {
         self.events_out.push(LinkEvent::Lost { peer, error });
     }
 
+    /// Peers on this host this process has a channel with.
+    pub fn local_peers(&self) -> usize {
+        self.channels.len()
+    }
+
     /// Announces that this process is about to sleep in epoll. Returns
     /// false (and stays awake) when a ring already holds data for it, or
     /// one it writes has room for frames that wait; after a true, call
