@@ -1,7 +1,6 @@
 //! The boundary: the process-wide state behind one lock, the thread's last
 //! error, pointer checks, and the guard that keeps panics inside.
 
-use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -16,7 +15,7 @@ use crate::types::{tether_request, TETHER_SUCCESS};
 pub(crate) struct State {
     pub runtime: Option<Runtime>,
     /// C request handles (slot + 1) of live requests.
-    pub requests: HashMap<tether_request, ReqId>,
+    pub requests: Handles,
     /// Hints set before `tether_init`, applied by it.
     pub early_hints: Vec<(String, String)>,
 }
@@ -24,10 +23,45 @@ pub(crate) struct State {
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
     Mutex::new(State {
         runtime: None,
-        requests: HashMap::default(),
+        requests: Handles::default(),
         early_hints: Vec::new(),
     })
 });
+
+/// The live C request handles. A handle is its request's engine slot
+/// plus one, so the table is a vector indexed by slot: a send and its
+/// wait look a handle up three times, which hashing made a tenth of a
+/// small message's cost.
+#[derive(Default)]
+pub(crate) struct Handles {
+    by_slot: Vec<Option<ReqId>>,
+}
+
+impl Handles {
+    fn slot(handle: tether_request) -> Option<usize> {
+        usize::try_from(handle).ok()?.checked_sub(1)
+    }
+
+    pub fn insert(&mut self, handle: tether_request, req: ReqId) {
+        let slot = Self::slot(handle).expect("handles are slot + 1");
+        if self.by_slot.len() <= slot {
+            self.by_slot.resize(slot + 1, None);
+        }
+        self.by_slot[slot] = Some(req);
+    }
+
+    pub fn get(&self, handle: &tether_request) -> Option<&ReqId> {
+        self.by_slot.get(Self::slot(*handle)?)?.as_ref()
+    }
+
+    pub fn remove(&mut self, handle: &tether_request) -> Option<ReqId> {
+        self.by_slot.get_mut(Self::slot(*handle)?)?.take()
+    }
+
+    pub fn clear(&mut self) {
+        self.by_slot.clear();
+    }
+}
 
 thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
