@@ -1,6 +1,7 @@
 /* A serial reference for reductions: every datatype, its kind, the values
- * each rank contributes (negatives, zero, the extremes of each integer type,
- * NaN and infinities for floats, ties for MINLOC/MAXLOC) and every operation
+ * each rank contributes (negatives, zero, the minimum and maximum of each
+ * integer width, NaN, infinities and FLT_MAX/DBL_MAX for floats, ties for
+ * MINLOC/MAXLOC) and every operation
  * written out in plain C, folded in rank order. Independent of the library's
  * own implementation. */
 #ifndef TETHER_TEST_COLL_REFERENCE_H
@@ -84,28 +85,50 @@ static uint64_t mix(uint64_t x) {
     return x ^ (x >> 33);
 }
 
-/* A 64-bit pattern for (rank, i): zero, +-1, the extremes, and noise. */
-static uint64_t int_pattern(int rank, int64_t i) {
+/* An integer of `size` bytes for (rank, i), as the low bytes of a 64-bit
+ * pattern: zero, +-1, the minimum and maximum of that width (signed; the
+ * unsigned maximum is -1 and the unsigned minimum 0), values next to them,
+ * small negatives and noise. The first ten elements take the ten kinds in
+ * turn from an offset of the rank, so that counts of 1 and 7 meet the
+ * extremes too; later elements take them at random. */
+static uint64_t int_pattern(int rank, int64_t i, int size) {
     uint64_t h = mix((uint64_t)rank * 1000003u + (uint64_t)i);
-    switch (h % 8) {
+    uint64_t smin = 1ull << (8 * size - 1), smax = smin - 1;
+    switch (i < 10 ? (uint64_t)(rank + i) % 10 : h % 10) {
     case 0: return 0;
     case 1: return 1;
     case 2: return (uint64_t)-1;            /* -1, or the unsigned maximum */
-    case 3: return 0x8000000000000000ull >> (h >> 60); /* near a minimum */
-    case 4: return 0x7fffffffffffffffull;   /* the maximum after truncation */
-    case 5: return (uint64_t)-(int64_t)(h >> 40 & 0xff);
+    case 3: return smin;                    /* the signed minimum of the width */
+    case 4: return smax;                    /* the signed maximum of the width */
+    case 5: return smin + (h >> 60);        /* at or just above the minimum */
+    case 6: return smax - (h >> 60);        /* at or just below the maximum */
+    case 7: return (uint64_t)-(int64_t)(h >> 40 & 0xff);
     default: return h >> 3;
     }
 }
 
-/* Small integers (exact sums and products), with inf, -inf and NaN. */
-static double float_value(int rank, int64_t i, tether_op op) {
+/* Small integers (exact sums and products), with inf, -inf and NaN, and
+ * `big`, the type's largest finite value (FLT_MAX or DBL_MAX), placed so
+ * that the result does not depend on the order the library combines in:
+ * on element i % 37 == 5 every rank gives big with one sign (SUM and PROD
+ * give +-big on one rank and +-inf beyond), on i % 37 == 6 rank 0 alone
+ * gives +-big and the others small integers for SUM, +-1 for PROD (the
+ * result is +-big exactly: big + 4 rounds to big). MIN and MAX take any
+ * value, the extremes of both widths included. */
+static double float_value(int rank, int64_t i, tether_op op, double big) {
     uint64_t h = mix((uint64_t)rank * 7919u + (uint64_t)i * 31u + 5);
     if (op == TETHER_MIN || op == TETHER_MAX) {
-        static const double extremes[] = {0.0, -0.0, 1.0, -1.0, FLT_MAX, -FLT_MAX, FLT_MIN, 1e-40, -2.5, 3.0};
+        const double extremes[] = {0.0, -0.0, 1.0, -1.0, big, -big, FLT_MAX, -FLT_MAX, FLT_MIN, 1e-40, -2.5, 3.0};
         if (h % 23 == 0) return NAN;
         if (h % 19 == 0) return (h & 1) ? INFINITY : -INFINITY;
-        return extremes[h % 10];
+        return extremes[h % 12];
+    }
+    double sign = (i / 37) % 2 ? -1.0 : 1.0;
+    if (i % 37 == 5) return sign * big;
+    if (i % 37 == 6) {
+        if (rank == 0) return sign * big;
+        if (op == TETHER_PROD) return (h & 1) ? -1.0 : 1.0;
+        return (double)((int64_t)(h % 9) - 4);
     }
     if (i % 53 == 7 && rank == 0) return INFINITY;
     if (i % 53 == 7 && rank == 1) return -INFINITY; /* with rank 0: NaN */
@@ -116,14 +139,15 @@ static double float_value(int rank, int64_t i, tether_op op) {
 
 /* Fills element i of rank `rank`'s contribution for (type, op). */
 static void make_element(const type_info *t, tether_op op, int rank, int64_t i, unsigned char *out) {
-    uint64_t bits = int_pattern(rank, i);
+    int width = t->kind == K_SIGNED || t->kind == K_UNSIGNED ? t->size : 8;
+    uint64_t bits = int_pattern(rank, i, width);
     switch (t->kind) {
     case K_SIGNED: case K_UNSIGNED: case K_BYTE: case K_CHAR:
         memcpy(out, &bits, t->size); /* little-endian: the low bytes */
         break;
     case K_LOGICAL: { int32_t v = (int32_t)(bits % 3 == 0 ? 0 : 1); memcpy(out, &v, 4); break; }
-    case K_F32: { float v = (float)float_value(rank, i, op); memcpy(out, &v, 4); break; }
-    case K_F64: { double v = float_value(rank, i, op); memcpy(out, &v, 8); break; }
+    case K_F32: { float v = (float)float_value(rank, i, op, FLT_MAX); memcpy(out, &v, 4); break; }
+    case K_F64: { double v = float_value(rank, i, op, DBL_MAX); memcpy(out, &v, 8); break; }
     case K_C32: { float v[2] = {(float)((int)(bits % 5) - 2), (float)((int)(bits / 5 % 5) - 2)}; memcpy(out, v, 8); break; }
     case K_C64: { double v[2] = {(double)((int)(bits % 5) - 2), (double)((int)(bits / 5 % 5) - 2)}; memcpy(out, v, 16); break; }
     case K_FLOAT_INT: {
@@ -136,7 +160,11 @@ static void make_element(const type_info *t, tether_op op, int rank, int64_t i, 
         v.v = (i % 29 == 3 && rank % 2) ? NAN : (double)((bits % 4) - 2.0); v.i = rank * 3 + (int)(i % 2);
         memcpy(out, &v, sizeof v); break;
     }
-    case K_INT_INT: { int32_t v[2] = {(int32_t)(bits % 4) - 2, rank * 3 + (int)(i % 2)}; memcpy(out, v, 8); break; }
+    case K_INT_INT: { /* with INT32_MIN and INT32_MAX tied across ranks */
+        int32_t v[2] = {(int32_t)(bits % 4) - 2, rank * 3 + (int)(i % 2)};
+        if (i % 11 == 4) v[0] = rank % 2 ? INT32_MIN : INT32_MAX;
+        memcpy(out, v, 8); break;
+    }
     case K_FLOAT_FLOAT: { float v[2] = {(float)((bits % 4) - 2.0), (float)(rank * 3 + i % 2)}; memcpy(out, v, 8); break; }
     case K_DOUBLE_DOUBLE: { double v[2] = {(double)((bits % 4) - 2.0), (double)(rank * 3 + i % 2)}; memcpy(out, v, 16); break; }
     }
@@ -146,11 +174,15 @@ static void make_contribution(const type_info *t, tether_op op, int rank, int64_
     for (int64_t i = 0; i < count; i++) make_element(t, op, rank, i, out + i * t->size);
 }
 
+/* Integer SUM and PROD wrap (DESIGN 3.4): computed in uint64_t, where
+ * nothing overflows (uint16_t operands would be promoted to int, whose
+ * overflow is undefined), cut to the width in U and read back as T. */
 #define INT_OPS(T, U)                                                                       \
+    static T wrap_##T(uint64_t x) { U u = (U)x; T t; memcpy(&t, &u, sizeof t); return t; } \
     static T op_##T(tether_op op, T a, T b) {                                              \
         switch (op) {                                                                       \
-        case TETHER_SUM: return (T)((U)a + (U)b);                                           \
-        case TETHER_PROD: return (T)((U)a * (U)b);                                          \
+        case TETHER_SUM: return wrap_##T((uint64_t)(U)a + (uint64_t)(U)b);                 \
+        case TETHER_PROD: return wrap_##T((uint64_t)(U)a * (uint64_t)(U)b);                \
         case TETHER_MIN: return a < b ? a : b;                                              \
         case TETHER_MAX: return a > b ? a : b;                                              \
         case TETHER_LAND: return (T)((a != 0) && (b != 0));                                 \
