@@ -137,6 +137,18 @@ static void reductions(comm_t c) {
 /* Seed of the block rank `from` sends to rank `to` in call `call`. */
 static uint64_t seed(int from, int to, unsigned call) { return ((uint64_t)call << 32) ^ (uint64_t)(from * 1009 + to); }
 
+/* The elements of a v-collective's receive buffer outside every block
+ * (zeroed before the call) are still zero. */
+static void expect_gaps(const unsigned char *buf, size_t len, const int *counts, const int *displs, size_t p,
+                        size_t sz, const char *what) {
+    size_t at = 0;
+    for (size_t r = 0; r <= p; r++) {
+        size_t end = r < p ? (size_t)displs[r] * sz : len;
+        for (; at < end; at++) EXPECT(buf[at] == 0, "%s wrote byte %zu, in a gap", what, at);
+        if (r < p) at += (size_t)counts[r] * sz;
+    }
+}
+
 static void movement_with(comm_t c, const type_info *t, int64_t count) {
     size_t sz = t->size, block = (size_t)count * sz, p = (size_t)c.size;
     int me = c.rank;
@@ -187,7 +199,8 @@ static void movement_with(comm_t c, const type_info *t, int64_t count) {
     free(one); free(all); free(out);
 
     /* v-variants: rank r's block has count + r % 3 elements, one element of
-     * gap between blocks. */
+     * gap between blocks; in place every other time (gatherv and scatterv
+     * at the root only, as MPI), the gaps left as they were. */
     int *counts = xmalloc(p * sizeof(int)), *displs = xmalloc(p * sizeof(int));
     int extent = 0;
     for (size_t r = 0; r < p; r++) {
@@ -196,29 +209,43 @@ static void movement_with(comm_t c, const type_info *t, int64_t count) {
         extent += counts[r] + 1;
     }
     size_t mine = (size_t)counts[me] * sz;
+    int root_in_place = me == root && in_place;
     unsigned char *vin = xmalloc(mine), *vall = xmalloc((size_t)extent * sz);
     fill(vin, mine, seed(me, root, call + 2));
     memset(vall, 0, (size_t)extent * sz);
-    COLL(gatherv, vin, counts[me], t->type, me == root ? vall : NULL, me == root ? counts : NULL,
-         me == root ? displs : NULL, t->type, root, c.comm);
-    if (me == root)
+    if (root_in_place) memcpy(vall + displs[me] * sz, vin, mine);
+    COLL(gatherv, root_in_place ? TETHER_IN_PLACE : vin, counts[me], t->type, me == root ? vall : NULL,
+         me == root ? counts : NULL, me == root ? displs : NULL, t->type, root, c.comm);
+    if (me == root) {
         for (size_t r = 0; r < p; r++)
             EXPECT(first_mismatch(vall + displs[r] * sz, counts[r] * sz, seed((int)r, root, call + 2)) < 0,
-                   "gatherv block %zu", r);
+                   "gatherv%s %s block %zu", in_place ? " in place" : "", t->name, r);
+        expect_gaps(vall, (size_t)extent * sz, counts, displs, p, sz, "gatherv");
+    }
     if (me == root)
         for (size_t r = 0; r < p; r++) fill(vall + displs[r] * sz, counts[r] * sz, seed(root, (int)r, call + 3));
     memset(vin, 0, mine);
     COLL(scatterv, me == root ? vall : NULL, me == root ? counts : NULL, me == root ? displs : NULL, t->type,
-         vin, counts[me], t->type, root, c.comm);
-    EXPECT(first_mismatch(vin, mine, seed(root, me, call + 3)) < 0, "scatterv %s", t->name);
+         root_in_place ? TETHER_IN_PLACE : vin, counts[me], t->type, root, c.comm);
+    if (root_in_place) /* the root's own block stays where it is */
+        EXPECT(first_mismatch(vall + displs[me] * sz, mine, seed(root, me, call + 3)) < 0,
+               "scatterv in place %s: the root's block", t->name);
+    else
+        EXPECT(first_mismatch(vin, mine, seed(root, me, call + 3)) < 0, "scatterv %s", t->name);
     fill(vin, mine, seed(me, -2, call));
     memset(vall, 0, (size_t)extent * sz);
-    COLL(allgatherv, vin, counts[me], t->type, vall, counts, displs, t->type, c.comm);
+    if (in_place) memcpy(vall + displs[me] * sz, vin, mine);
+    COLL(allgatherv, in_place ? TETHER_IN_PLACE : vin, counts[me], t->type, vall, counts, displs, t->type,
+         c.comm);
     for (size_t r = 0; r < p; r++)
         EXPECT(first_mismatch(vall + displs[r] * sz, counts[r] * sz, seed((int)r, -2, call)) < 0,
-               "allgatherv block %zu", r);
+               "allgatherv%s %s block %zu", in_place ? " in place" : "", t->name, r);
+    expect_gaps(vall, (size_t)extent * sz, counts, displs, p, sz, "allgatherv");
 
-    /* alltoallv: rank i sends count + (i + j) % 3 elements to rank j. */
+    /* alltoallv: rank i sends count + (i + j) % 3 elements to rank j (the
+     * same number j sends back, as in place needs); in place, the blocks
+     * go out of recvbuf by recvcounts and rdispls, and the send counts and
+     * displacements are not significant (NULL here). */
     int *sc = xmalloc(p * sizeof(int)), *sd = xmalloc(p * sizeof(int));
     int *rc = xmalloc(p * sizeof(int)), *rd = xmalloc(p * sizeof(int));
     int sext = 0, rext = 0;
@@ -227,21 +254,44 @@ static void movement_with(comm_t c, const type_info *t, int64_t count) {
         rc[r] = (int)count + (int)((me + r) % 3); rd[r] = rext; rext += rc[r] + 2;
     }
     unsigned char *sbuf = xmalloc((size_t)sext * sz), *rbuf = xmalloc((size_t)rext * sz);
-    for (size_t r = 0; r < p; r++) fill(sbuf + sd[r] * sz, sc[r] * sz, seed(me, (int)r, call + 4));
-    COLL(alltoallv, sbuf, sc, sd, t->type, rbuf, rc, rd, t->type, c.comm);
+    memset(rbuf, 0, (size_t)rext * sz);
+    for (size_t r = 0; r < p; r++) {
+        fill(sbuf + sd[r] * sz, sc[r] * sz, seed(me, (int)r, call + 4));
+        if (in_place) fill(rbuf + rd[r] * sz, rc[r] * sz, seed(me, (int)r, call + 4));
+    }
+    if (in_place)
+        COLL(alltoallv, TETHER_IN_PLACE, NULL, NULL, t->type, rbuf, rc, rd, t->type, c.comm);
+    else
+        COLL(alltoallv, sbuf, sc, sd, t->type, rbuf, rc, rd, t->type, c.comm);
     for (size_t r = 0; r < p; r++)
-        EXPECT(first_mismatch(rbuf + rd[r] * sz, rc[r] * sz, seed((int)r, me, call + 4)) < 0, "alltoallv from %zu", r);
+        EXPECT(first_mismatch(rbuf + rd[r] * sz, rc[r] * sz, seed((int)r, me, call + 4)) < 0,
+               "alltoallv%s %s from %zu", in_place ? " in place" : "", t->name, r);
+    expect_gaps(rbuf, (size_t)rext * sz, rc, rd, p, sz, "alltoallv");
     free(counts); free(displs); free(vin); free(vall); free(sc); free(sd); free(rc); free(rd); free(sbuf); free(rbuf);
-    calls += 5;
+    /* The next call: its 9 collectives moved calls on by 9; 11 in all is odd,
+     * so that the in-place and blocking forms alternate from one call to the
+     * next, and prime to every communicator size here, so the root rotates
+     * over every rank. */
+    calls = call + 11;
 }
+
+static const type_info *type_of(tether_datatype type) {
+    for (int j = 0; j < NTYPES; j++)
+        if (TYPES[j].type == type) return &TYPES[j];
+    EXPECT(0, "datatype %d is listed", type);
+    return NULL;
+}
+
+/* Element sizes 1, 2, 4, 8 and 16, and a pair type with padding. */
+static const tether_datatype MOVE_TYPES[] = {TETHER_BYTE,   TETHER_INT16,          TETHER_INT32,
+                                             TETHER_DOUBLE, TETHER_DOUBLE_COMPLEX, TETHER_DOUBLE_INT};
+#define NMOVE ((int)(sizeof MOVE_TYPES / sizeof MOVE_TYPES[0]))
 
 static void movement(comm_t c) {
     calls = 0; /* roots and seeds follow it: equal on all members */
-    static const tether_datatype types[] = {TETHER_BYTE, TETHER_INT32, TETHER_DOUBLE_COMPLEX, TETHER_DOUBLE_INT};
     for (int k = 0; k < (quick ? 4 : 5); k++)
-        for (int i = 0; i < 4; i++) {
-            const type_info *t = NULL;
-            for (int j = 0; j < NTYPES; j++) if (TYPES[j].type == types[i]) t = &TYPES[j];
+        for (int i = 0; i < NMOVE; i++) {
+            const type_info *t = type_of(MOVE_TYPES[i]);
             movement_with(c, t, counts_of(k, t->size));
         }
     COLL(barrier, c.comm);
