@@ -7,9 +7,12 @@
  *
  * Scenarios: reductions, movement (every data-moving collective), comms
  * (communicators from programs and from universe ranks, each running the
- * movement and reduction suites; two overlapping ones used alternately), nonblocking (collectives interleaved with each other
- * and with point-to-point, completed in varying orders), errors.
- * `quick` leaves out the 1 MiB counts. Prints "ok SCENARIO" on success. */
+ * movement and reduction suites, the odd ranks' one with every count; two
+ * overlapping ones used alternately, each collective on each in turn),
+ * nonblocking (collectives interleaved with each other and with
+ * point-to-point, completed in varying orders), errors.
+ * `quick` leaves out the 1 MiB counts of the reductions and movement
+ * scenarios. Prints "ok SCENARIO" on success. */
 #include "common.h"
 #include "coll_reference.h"
 
@@ -62,9 +65,64 @@ static void expect_same(const type_info *t, const char *what, const unsigned cha
 /* ---- reductions: every valid (type, op) x counts, allreduce (also in
  * place), reduce to a rotating root (in place at the root every other
  * time), reduce_scatter_block; invalid pairs give TETHER_ERR_OP. ---- */
-static void reductions(comm_t c) {
+
+/* Every reduction once for (type, op) and `count` elements on `c`. The
+ * roots and in-place choices follow `calls`: equal on all members. */
+static void reduce_with(comm_t c, const type_info *t, tether_op op, int64_t count) {
+    size_t len = (size_t)count * t->size;
+    unsigned char *mine = xmalloc(len), *want = xmalloc(len), *scratch = xmalloc(len);
+    unsigned char *got = xmalloc(len);
+    make_contribution(t, op, c.rank, count, mine);
+    reference(t, op, c.size, count, want, scratch);
+
+    memset(got, 0xAB, len);
+    COLL(allreduce, mine, got, count, t->type, op, c.comm);
+    expect_same(t, "allreduce", got, want, count, op);
+    if (count <= 1000) {
+        memcpy(got, mine, len);
+        COLL(allreduce, TETHER_IN_PLACE, got, count, t->type, op, c.comm);
+        expect_same(t, "allreduce in place", got, want, count, op);
+    }
+
+    int root = (int)(calls % (unsigned)c.size);
+    int in_place = c.rank == root && calls % 3 == 0;
+    memset(got, 0xCD, len);
+    if (in_place) memcpy(got, mine, len);
+    COLL(reduce, in_place ? TETHER_IN_PLACE : mine, c.rank == root ? got : NULL, count,
+         t->type, op, root, c.comm);
+    if (c.rank == root) expect_same(t, "reduce", got, want, count, op);
+
+    int64_t block = count >= c.size ? count / c.size : count;
+    size_t whole = (size_t)(block * c.size) * t->size;
+    unsigned char *input = mine, *expected = want;
+    if ((int64_t)block * c.size > count) {
+        input = xmalloc(whole);
+        expected = xmalloc(whole);
+        unsigned char *tmp = xmalloc(whole);
+        make_contribution(t, op, c.rank, block * c.size, input);
+        reference(t, op, c.size, block * c.size, expected, tmp);
+        free(tmp);
+    }
+    unsigned char *part = xmalloc((size_t)block * t->size);
+    COLL(reduce_scatter_block, input, part, block, t->type, op, c.comm);
+    expect_same(t, "reduce_scatter_block", part, expected + (size_t)(c.rank * block) * t->size,
+                block, op);
+    if (block <= 1000) {
+        unsigned char *inout = xmalloc(whole);
+        memcpy(inout, input, whole);
+        COLL(reduce_scatter_block, TETHER_IN_PLACE, inout, block, t->type, op, c.comm);
+        expect_same(t, "reduce_scatter_block in place", inout,
+                    expected + (size_t)(c.rank * block) * t->size, block, op);
+        free(inout);
+    }
+    if (input != mine) { free(input); free(expected); }
+    free(part); free(mine); free(want); free(scratch); free(got);
+}
+
+/* The first `ncounts` of counts_of: 4 leaves out the 1 MiB counts. */
+static void reductions(comm_t c, int ncounts) {
     calls = 0; /* roots and in-place choices follow it: equal on all members */
-    int ncounts = quick ? 4 : 5, pairs = 0;
+    int pairs = 0;
     for (int ti = 0; ti < NTYPES; ti++) {
         const type_info *t = &TYPES[ti];
         for (int oi = 0; oi < NOPS; oi++) {
@@ -76,57 +134,7 @@ static void reductions(comm_t c) {
                 continue;
             }
             pairs++;
-            for (int k = 0; k < ncounts; k++) {
-                int64_t count = counts_of(k, t->size);
-                size_t len = (size_t)count * t->size;
-                unsigned char *mine = xmalloc(len), *want = xmalloc(len), *scratch = xmalloc(len);
-                unsigned char *got = xmalloc(len);
-                make_contribution(t, op, c.rank, count, mine);
-                reference(t, op, c.size, count, want, scratch);
-
-                memset(got, 0xAB, len);
-                COLL(allreduce, mine, got, count, t->type, op, c.comm);
-                expect_same(t, "allreduce", got, want, count, op);
-                if (count <= 1000) {
-                    memcpy(got, mine, len);
-                    COLL(allreduce, TETHER_IN_PLACE, got, count, t->type, op, c.comm);
-                    expect_same(t, "allreduce in place", got, want, count, op);
-                }
-
-                int root = (int)(calls % (unsigned)c.size);
-                int in_place = c.rank == root && calls % 3 == 0;
-                memset(got, 0xCD, len);
-                if (in_place) memcpy(got, mine, len);
-                COLL(reduce, in_place ? TETHER_IN_PLACE : mine, c.rank == root ? got : NULL, count,
-                     t->type, op, root, c.comm);
-                if (c.rank == root) expect_same(t, "reduce", got, want, count, op);
-
-                int64_t block = count >= c.size ? count / c.size : count;
-                size_t whole = (size_t)(block * c.size) * t->size;
-                unsigned char *input = mine, *expected = want;
-                if ((int64_t)block * c.size > count) {
-                    input = xmalloc(whole);
-                    expected = xmalloc(whole);
-                    unsigned char *tmp = xmalloc(whole);
-                    make_contribution(t, op, c.rank, block * c.size, input);
-                    reference(t, op, c.size, block * c.size, expected, tmp);
-                    free(tmp);
-                }
-                unsigned char *part = xmalloc((size_t)block * t->size);
-                COLL(reduce_scatter_block, input, part, block, t->type, op, c.comm);
-                expect_same(t, "reduce_scatter_block", part, expected + (size_t)(c.rank * block) * t->size,
-                            block, op);
-                if (block <= 1000) {
-                    unsigned char *inout = xmalloc(whole);
-                    memcpy(inout, input, whole);
-                    COLL(reduce_scatter_block, TETHER_IN_PLACE, inout, block, t->type, op, c.comm);
-                    expect_same(t, "reduce_scatter_block in place", inout,
-                                expected + (size_t)(c.rank * block) * t->size, block, op);
-                    free(inout);
-                }
-                if (input != mine) { free(input); free(expected); }
-                free(part); free(mine); free(want); free(scratch); free(got);
-            }
+            for (int k = 0; k < ncounts; k++) reduce_with(c, t, op, counts_of(k, t->size));
         }
     }
     EXPECT(pairs == 160, "160 valid pairs, counted %d", pairs);
@@ -287,9 +295,10 @@ static const tether_datatype MOVE_TYPES[] = {TETHER_BYTE,   TETHER_INT16,       
                                              TETHER_DOUBLE, TETHER_DOUBLE_COMPLEX, TETHER_DOUBLE_INT};
 #define NMOVE ((int)(sizeof MOVE_TYPES / sizeof MOVE_TYPES[0]))
 
-static void movement(comm_t c) {
+/* The first `ncounts` of counts_of: 4 leaves out the 1 MiB counts. */
+static void movement(comm_t c, int ncounts) {
     calls = 0; /* roots and seeds follow it: equal on all members */
-    for (int k = 0; k < (quick ? 4 : 5); k++)
+    for (int k = 0; k < ncounts; k++)
         for (int i = 0; i < NMOVE; i++) {
             const type_info *t = type_of(MOVE_TYPES[i]);
             movement_with(c, t, counts_of(k, t->size));
@@ -313,6 +322,43 @@ static void check_sum(comm_t c, int64_t n) {
     free(in); free(out);
 }
 
+/* A representative set of (type, op) pairs, which the overlapping
+ * communicators take in turn and the program communicator runs: signed and
+ * unsigned integers of every width (SUM and PROD wrapping past the
+ * extremes), floats with MIN/MAX, complex, the pair types, logical and
+ * bitwise operations. */
+static const struct { tether_datatype type; tether_op op; } ALTERNATE[] = {
+    {TETHER_INT8, TETHER_SUM},                  {TETHER_INT16, TETHER_PROD},
+    {TETHER_INT32, TETHER_MAX},                 {TETHER_INT64, TETHER_MIN},
+    {TETHER_UINT16, TETHER_SUM},                {TETHER_UINT64, TETHER_BXOR},
+    {TETHER_FLOAT, TETHER_MIN},                 {TETHER_DOUBLE, TETHER_SUM},
+    {TETHER_DOUBLE_COMPLEX, TETHER_PROD},       {TETHER_FLOAT_INT, TETHER_MINLOC},
+    {TETHER_DOUBLE_INT, TETHER_MAXLOC},         {TETHER_2INT, TETHER_MINLOC},
+    {TETHER_LOGICAL, TETHER_LAND},              {TETHER_BYTE, TETHER_BOR},
+    {TETHER_INT, TETHER_LXOR},                  {TETHER_LONG_LONG, TETHER_BAND},
+    {TETHER_UINT8, TETHER_PROD},                {TETHER_REAL, TETHER_MAX},
+    {TETHER_2DOUBLE_PRECISION, TETHER_MAXLOC},  {TETHER_UINT32, TETHER_LOR},
+};
+#define NALTERNATE ((int)(sizeof ALTERNATE / sizeof ALTERNATE[0]))
+
+/* Turn `k` of the alternation (round k / 2, communicator k % 2) on `c`:
+ * every collective once (barrier, the data-moving ones of movement_with,
+ * the reductions of reduce_with), with a movement type, a (type, op) pair
+ * and a count that change with the round and differ between the two
+ * communicators, and seeds and roots from k (`calls`), so that a message
+ * delivered on the other communicator would show. Over 20 rounds each
+ * communicator meets every pair once, 4 of them at 1 MiB worth. */
+static void every_collective(comm_t c, int k) {
+    int round = k / 2, other = k % 2; /* the second communicator is shifted */
+    calls = (unsigned)k * 64 + (unsigned)(round % 2); /* in place every other round */
+    COLL(barrier, c.comm);
+    const type_info *mt = type_of(MOVE_TYPES[(round + other) % NMOVE]);
+    int pair = (round + other * NALTERNATE / 2) % NALTERNATE, which = (round + 2 * other) % 5;
+    const type_info *rt = type_of(ALTERNATE[pair].type);
+    movement_with(c, mt, counts_of(which, mt->size));
+    reduce_with(c, rt, ALTERNATE[pair].op, counts_of(which, rt->size));
+}
+
 /* ---- communicators ---- */
 static void comms(void) {
     int usize, urank, nprog;
@@ -320,7 +366,9 @@ static void comms(void) {
     CHECK(tether_universe_rank(&urank));
     CHECK(tether_program_count(&nprog));
 
-    /* From programs, last program first. */
+    /* From programs, last program first: movement with every count, and
+     * the reductions of the ALTERNATE pairs at counts up to 1000 (the odd
+     * ranks below take every pair at every count). */
     int programs[2] = {nprog - 1, 0}, myprog;
     CHECK(tether_program_id(&myprog));
     tether_comm pc;
@@ -334,12 +382,18 @@ static void comms(void) {
         CHECK(tether_comm_universe_rank(pc, 0, &first_u));
         EXPECT(first_u == usize - first_last, "rank 0 is the last program's rank 0 (universe %d)", first_u);
         check_sum(c, 1000);
-        movement(c);
+        movement(c, 5);
+        calls = 0;
+        for (int i = 0; i < NALTERNATE; i++) {
+            const type_info *t = type_of(ALTERNATE[i].type);
+            for (int k = 0; k < 4; k++) reduce_with(c, t, ALTERNATE[i].op, counts_of(k, t->size));
+        }
         CHECK(tether_comm_free(&pc));
         EXPECT(pc == TETHER_COMM_NULL, "freed handle reset");
     }
 
-    /* From universe ranks: the odd ones, in reverse order. */
+    /* From universe ranks: the odd ones, in reverse order. Every collective,
+     * every valid (type, op), every count up to 1 MiB worth. */
     int odd[64], n = 0;
     for (int u = usize - 1; u >= 0; u--) if (u % 2 == 1) odd[n++] = u;
     tether_comm oc;
@@ -351,15 +405,17 @@ static void comms(void) {
         CHECK(tether_comm_universe_rank(oc, c.rank, &u));
         EXPECT(u == urank, "rank translation");
         check_sum(c, 7);
-        reductions(c);
-        movement(c);
+        reductions(c, 5);
+        movement(c, 5);
         CHECK(tether_comm_free(&oc));
     } else {
         EXPECT(oc == TETHER_COMM_NULL, "non-member gets TETHER_COMM_NULL");
     }
 
     /* Two overlapping communicators used alternately: A = the first
-     * usize - 1 ranks, B = the last usize - 1, reversed. */
+     * usize - 1 ranks, B = the last usize - 1, reversed. Each round runs
+     * every collective on A, then on B (turns 2 * round and 2 * round + 1),
+     * then a sum on the universe. */
     if (usize >= 3) {
         int a[64], b[64];
         for (int i = 0; i < usize - 1; i++) { a[i] = i; b[i] = usize - 1 - i; }
@@ -367,8 +423,14 @@ static void comms(void) {
         CHECK(tether_comm_create_ranks(usize - 1, a, &ca));
         CHECK(tether_comm_create_ranks(usize - 1, b, &cb));
         for (int round = 0; round < 20; round++) {
-            if (ca != TETHER_COMM_NULL) check_sum(describe(ca), round * 50 + 1);
-            if (cb != TETHER_COMM_NULL) check_sum(describe(cb), round * 50 + 1);
+            if (ca != TETHER_COMM_NULL) {
+                check_sum(describe(ca), round * 50 + 1);
+                every_collective(describe(ca), 2 * round);
+            }
+            if (cb != TETHER_COMM_NULL) {
+                check_sum(describe(cb), round * 50 + 1);
+                every_collective(describe(cb), 2 * round + 1);
+            }
             check_sum(describe(TETHER_COMM_UNIVERSE), 3);
         }
         if (ca != TETHER_COMM_NULL) CHECK(tether_comm_free(&ca));
@@ -512,8 +574,8 @@ int main(int argc, char **argv) {
     CHECK(tether_init(&argc, &argv));
     const char *s = argv[1];
     comm_t u = describe(TETHER_COMM_UNIVERSE);
-    if (strcmp(s, "reductions") == 0) reductions(u);
-    else if (strcmp(s, "movement") == 0) movement(u);
+    if (strcmp(s, "reductions") == 0) reductions(u, quick ? 4 : 5);
+    else if (strcmp(s, "movement") == 0) movement(u, quick ? 4 : 5);
     else if (strcmp(s, "comms") == 0) comms();
     else if (strcmp(s, "nonblocking") == 0) nonblocking();
     else if (strcmp(s, "errors") == 0) errors();
