@@ -8,7 +8,7 @@ Open MPI's mpicc.openmpi) and runs barrier, bcast and allreduce (8 B,
   * Tether: 2 programs of 2 processes (`tether run --name a -n 2 ... :
     --name b -n 2 ...`), TETHER_TRANSPORTS=tcp;
   * MPICH: one job of 4 ranks, its TCP (UCX_TLS=tcp, UCX_NET_DEVICES=lo,
-    -iface lo);
+    -iface lo, MPIR_CVAR_NOLOCAL=1);
   * Open MPI: one job of 4 ranks, its TCP BTL pinned to lo
     (--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo).
 
@@ -26,6 +26,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -65,9 +66,11 @@ def command(name, exe, args, transport):
         return [tether, "run", "--name", "a", "-n", "2", str(exe), *args,
                 ":", "--name", "b", "-n", "2", str(exe), *args], {"TETHER_TRANSPORTS": transport}
     if name == "MPICH":
-        tls = {"tcp": "tcp", "shm": "sm,self"}[transport]
-        return ["mpiexec.mpich", "-iface", "lo", "-n", "4", str(exe), *args], {
-            "UCX_TLS": tls, "UCX_NET_DEVICES": "lo"}
+        # Over tcp, MPIR_CVAR_NOLOCAL=1 keeps MPICH off its own shared
+        # memory between ranks of one host, as in compare_p2p.py.
+        env = {"tcp": {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "lo", "MPIR_CVAR_NOLOCAL": "1"},
+               "shm": {"UCX_TLS": "sm,self", "UCX_NET_DEVICES": "lo"}}[transport]
+        return ["mpiexec.mpich", "-iface", "lo", "-n", "4", str(exe), *args], env
     btl = {"tcp": "tcp,self", "shm": "vader,self"}[transport]
     return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", "4",
             "--mca", "pml", "ob1", "--mca", "btl", btl,
@@ -83,18 +86,22 @@ def run_once(name, exe, args, transport):
     """Figures of one run; a run that fails or passes RUN_LIMIT_S gives what
     it printed before, and a note."""
     cmd, extra = command(name, exe, args, transport)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("TETHER_", "UCX_", "MPIR_CVAR_", "OMPI_MCA_"))}
     env.update(extra)
+    # Its own session, so that a run past the limit is ended with all the
+    # processes it started (the launcher's children too), by group id.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=RUN_LIMIT_S)
-        out = proc.stdout
+        out, _ = proc.communicate(timeout=RUN_LIMIT_S)
         if proc.returncode != 0:
             NOTES.append(f"{name} over {transport} exited with {proc.returncode}")
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
         NOTES.append(f"{name} over {transport} did not finish within {RUN_LIMIT_S} s "
                      "(sizes without a figure did not complete)")
-        subprocess.run(["pkill", "-f", str(exe)], check=False)
     figures = {}
     for line in out.splitlines():
         m = re.search(r"(barrier|bcast|allreduce) (\d+) ([\d.]+)", line)
@@ -157,16 +164,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="tiny iteration counts (smoke run)")
-    ap.add_argument("--iters", type=int, default=100,
-                    help="timed iterations per size (MPI on oversubscribed cores needs milliseconds each)")
+    ap.add_argument("--budget-ms", type=float, default=300,
+                    help="timed iterations per size fill about this long (20 to 20000 of them): "
+                         "MPICH on oversubscribed cores needs milliseconds per operation, the others microseconds")
     ap.add_argument("--write", type=Path, help="replace the collectives section of this report")
     opts = ap.parse_args()
     exes = build()
-    args = ["--iters", "5", "--sizes", "8,65536"] if opts.quick else ["--iters", str(opts.iters)]
+    args = ["--iters", "5", "--sizes", "8,65536"] if opts.quick else ["--budget-ms", str(opts.budget_ms)]
     text = (
         f"{BEGIN}\n"
         f"4 processes on {machine()}. Medians of {opts.repeats} runs (min-max) "
-        f"of {opts.iters} timed iterations each, "
+        f"of {opts.budget_ms:g} ms of timed iterations per size (at least 20), "
         "microseconds per operation (the slowest rank's mean). Command: "
         "`python3 benches/compare_coll.py --write docs/PERFORMANCE.md`.\n"
     )

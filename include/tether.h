@@ -7,6 +7,33 @@
 
 #include <stddef.h>
 #include <stdint.h>
+/** Pass as a status pointer to ignore the status. */
+#define TETHER_STATUS_IGNORE ((tether_status *)0)
+/** Pass as a status array to ignore the statuses. */
+#define TETHER_STATUSES_IGNORE ((tether_status *)0)
+/** Pass as a collective's send (or, for scatter, receive) buffer where MPI
+ *  allows MPI_IN_PLACE: the data is taken from, and left in, the other buffer. */
+#define TETHER_IN_PLACE ((void *)-1)
+
+/* Errors of the collectives (tether_barrier ... tether_ialltoallv): each
+ * call returns TETHER_SUCCESS or an error class, and tether_last_error
+ * names what was wrong (the rank, the sizes expected and got).
+ *   TETHER_ERR_COMM      comm is not a live communicator (freed, never made)
+ *   TETHER_ERR_RANK      root is not a rank of comm
+ *   TETHER_ERR_TYPE      datatype is not a datatype
+ *   TETHER_ERR_OP        op is not an operation, or MPI does not define it
+ *                        for datatype (e.g. TETHER_BAND on doubles)
+ *   TETHER_ERR_COUNT     a negative or overflowing count; send and receive
+ *                        blocks of different sizes; this process sent more
+ *                        than a peer expected
+ *   TETHER_ERR_TRUNCATE  this process expected more than a peer sent
+ *   TETHER_ERR_ARG       a NULL buffer holding bytes, NULL counts or
+ *                        displacements where they matter, a negative
+ *                        displacement, TETHER_IN_PLACE where MPI forbids it,
+ *                        a NULL req
+ *   TETHER_ERR_PEER_LOST a process of comm died or left
+ * The receive buffer of a failed collective is undefined. */
+
 
 #define TETHER_SUCCESS 0
 
@@ -704,11 +731,3 @@ int tether_comm_universe_rank(tether_comm comm, int rank, int *universe_rank);
 #endif  // __cplusplus
 
 #endif  /* TETHER_H */
-
-/** Pass as a status pointer to ignore the status. */
-#define TETHER_STATUS_IGNORE ((tether_status *)0)
-/** Pass as a status array to ignore the statuses. */
-#define TETHER_STATUSES_IGNORE ((tether_status *)0)
-/** Pass as a collective's send (or, for scatter, receive) buffer where MPI
- *  allows MPI_IN_PLACE: the data is taken from, and left in, the other buffer. */
-#define TETHER_IN_PLACE ((void *)-1)

@@ -1,7 +1,8 @@
 /* Collective latency, osu_barrier/osu_bcast/osu_allreduce style, written
  * once for Tether and for MPI (compile with -DBENCH_MPI and mpicc).
  *
- *   coll_bench [--sizes 8,65536,4194304] [--iters N] [--ops barrier,bcast,allreduce]
+ *   coll_bench [--sizes 8,65536,4194304] [--iters N | --budget-ms MS]
+ *              [--ops barrier,bcast,allreduce]
  *
  * Each size runs warm-up iterations, then timed ones; the figure is the
  * slowest rank's mean time per operation (microseconds), printed by rank 0:
@@ -43,6 +44,29 @@ static long iterations(long bytes, long forced) {
     return bytes <= 8192 ? 2000 : bytes <= (1 << 20) ? 200 : 40;
 }
 
+/* --budget-ms: the timed iterations of each size fill about this long
+ * (between 20 and 20000 of them), from the slowest rank's mean time of 10
+ * calibration iterations; 0 (default): the counts of `iterations`. */
+static double budget_us = 0;
+
+#define BUDGET_MIN 20
+#define BUDGET_MAX 20000
+
+/* Untimed iterations before the measurement. */
+static long warmups(long n) {
+    return budget_us > 0 ? 10 : n / 10;
+}
+
+/* The timed iteration count for an operation whose 10 calibration
+ * iterations started at `t0` on this rank; every rank gets the same. */
+static long fitted(double t0, long n) {
+    if (budget_us <= 0) return n;
+    double mine = (now_us() - t0) / 10, worst;
+    MAX_DOUBLE(&mine, &worst);
+    double k = budget_us / (worst > 0.01 ? worst : 0.01);
+    return k < BUDGET_MIN ? BUDGET_MIN : k > BUDGET_MAX ? BUDGET_MAX : (long)k;
+}
+
 static void fail(const char *what) {
     fprintf(stderr, "coll_bench: %s\n", what);
     exit(1);
@@ -59,6 +83,8 @@ int main(int argc, char **argv) {
             for (char *s = strtok(argv[i + 1], ","); s && nsizes < 16; s = strtok(NULL, ",")) sizes[nsizes++] = atol(s);
         } else if (strcmp(argv[i], "--iters") == 0) {
             forced = atol(argv[i + 1]);
+        } else if (strcmp(argv[i], "--budget-ms") == 0) {
+            budget_us = atof(argv[i + 1]) * 1000;
         } else if (strcmp(argv[i], "--ops") == 0) {
             ops = argv[i + 1];
         }
@@ -81,8 +107,11 @@ int main(int argc, char **argv) {
 
     if (strstr(ops, "barrier")) {
         long n = iterations(0, forced);
-        for (long i = 0; i < n / 10; i++) BARRIER();
+        for (long i = 0; i < warmups(n); i++) BARRIER();
         double t0 = now_us();
+        for (long i = 0; budget_us > 0 && i < 10; i++) BARRIER();
+        n = fitted(t0, n);
+        t0 = now_us();
         for (long i = 0; i < n; i++) BARRIER();
         double mine = (now_us() - t0) / n, worst;
         MAX_DOUBLE(&mine, &worst);
@@ -92,9 +121,12 @@ int main(int argc, char **argv) {
         long bytes = sizes[s], n = iterations(bytes, forced);
         memset(buf, rank == 0 ? 7 : 0, bytes);
         if (BCAST(buf, bytes, 0) != 0 || buf[bytes - 1] != 7) fail("bcast result is wrong");
-        for (long i = 0; i < n / 10; i++) BCAST(buf, bytes, (int)(i % size));
-        BARRIER();
+        for (long i = 0; i < warmups(n); i++) BCAST(buf, bytes, (int)(i % size));
         double t0 = now_us();
+        for (long i = 0; budget_us > 0 && i < 10; i++) BCAST(buf, bytes, (int)(i % size));
+        n = fitted(t0, n);
+        BARRIER();
+        t0 = now_us();
         for (long i = 0; i < n; i++) BCAST(buf, bytes, (int)(i % size));
         double mine = (now_us() - t0) / n, worst;
         MAX_DOUBLE(&mine, &worst);
@@ -104,9 +136,12 @@ int main(int argc, char **argv) {
         long bytes = sizes[s], count = bytes / 8, n = iterations(bytes, forced);
         for (long i = 0; i < count; i++) in[i] = rank + 1;
         if (ALLREDUCE(in, out, count) != 0 || out[count - 1] != size * (size + 1) / 2.0) fail("allreduce result is wrong");
-        for (long i = 0; i < n / 10; i++) ALLREDUCE(in, out, count);
-        BARRIER();
+        for (long i = 0; i < warmups(n); i++) ALLREDUCE(in, out, count);
         double t0 = now_us();
+        for (long i = 0; budget_us > 0 && i < 10; i++) ALLREDUCE(in, out, count);
+        n = fitted(t0, n);
+        BARRIER();
+        t0 = now_us();
         for (long i = 0; i < n; i++) ALLREDUCE(in, out, count);
         double mine = (now_us() - t0) / n, worst;
         MAX_DOUBLE(&mine, &worst);
