@@ -167,6 +167,7 @@ def main():
     ap.add_argument("--budget-ms", type=float, default=300,
                     help="timed iterations per size fill about this long (20 to 20000 of them): "
                          "MPICH on oversubscribed cores needs milliseconds per operation, the others microseconds")
+    ap.add_argument("--transports", default="tcp,shm", help="which transport classes to compare (tcp, shm)")
     ap.add_argument("--write", type=Path, help="replace the collectives section of this report")
     opts = ap.parse_args()
     exes = build()
@@ -180,6 +181,8 @@ def main():
     )
     for transport, title in [("tcp", "Loopback TCP (Tether `TETHER_TRANSPORTS=tcp`, MPICH UCX tcp, Open MPI btl tcp)"),
                              ("shm", "Shared memory (Tether `TETHER_TRANSPORTS=shm`, MPICH UCX sm, Open MPI btl vader)")]:
+        if transport not in opts.transports.split(","):
+            continue
         samples = measure(exes, 1 if opts.quick else opts.repeats, args, transport)
         text += f"\n#### {title}\n\n" + table(samples, opts.repeats)
     for note in sorted(set(NOTES)):

@@ -35,6 +35,8 @@ pub struct Comm {
     by_universe: HashMap<u32, u32>,
     /// Collectives started on this communicator: the tag of the next one.
     collectives: u64,
+    /// The schedules of its last collectives.
+    pub schedules: crate::coll::cache::ScheduleCache,
 }
 
 impl Comm {
@@ -51,6 +53,7 @@ impl Comm {
             my_rank,
             by_universe,
             collectives: 0,
+            schedules: Default::default(),
         })
     }
 

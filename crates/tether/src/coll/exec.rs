@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tether_proto::{Completion, CompletionError, Engine, Region, ReqId};
+use tether_proto::{CompletionError, Engine, Region, ReqId};
 
 use super::schedule::{Buf, Local, Schedule, Span, Transfer};
 use crate::datatype::Datatype;
@@ -42,7 +42,7 @@ pub enum Failure {
 /// A collective in progress.
 #[derive(Debug)]
 pub struct Running {
-    schedule: Schedule,
+    schedule: Arc<Schedule>,
     channel: Channel,
     buffers: Buffers,
     reduction: Option<(Op, Datatype)>,
@@ -62,7 +62,7 @@ unsafe impl Send for Running {}
 
 impl Running {
     pub fn new(
-        schedule: Schedule,
+        schedule: Arc<Schedule>,
         channel: Channel,
         buffers: Buffers,
         reduction: Option<(Op, Datatype)>,
@@ -96,30 +96,40 @@ impl Running {
                 }
                 self.post(engine);
             }
-            if let Some(failure) = self.check_failures(engine) {
-                return Some(Err(failure));
+            // One look at each request of the round (this runs on every
+            // poll of a wait): a failed one ends the collective, a pending
+            // one ends this pass.
+            let mut all_done = true;
+            for (i, (req, _, _)) in self.pending.iter().enumerate() {
+                match engine.completion(*req) {
+                    None => all_done = false,
+                    Some(c) if c.error.is_some() => return Some(Err(self.failed(i, engine))),
+                    Some(_) => {}
+                }
             }
-            if self
-                .pending
-                .iter()
-                .any(|(req, _, _)| engine.completion(*req).is_none())
-            {
+            if !all_done {
                 return None;
             }
-            for (req, rank, expect) in std::mem::take(&mut self.pending) {
+            // Every request is freed, even after a short message.
+            let mut short = None;
+            for (req, rank, expect) in self.pending.drain(..) {
                 let done = engine.take_completion(req).expect("checked complete");
-                if let Some(span) = expect {
-                    if done.bytes < span.len as u64 {
-                        return Some(Err(Failure::ShortMessage {
+                match expect {
+                    Some(span) if done.bytes < span.len as u64 && short.is_none() => {
+                        short = Some(Failure::ShortMessage {
                             rank,
                             got: done.bytes,
                             expected: span.len as u64,
-                        }));
+                        });
                     }
+                    _ => {}
                 }
             }
-            let locals = std::mem::take(&mut self.schedule.rounds[self.round].locals);
-            for local in &locals {
+            if let Some(failure) = short {
+                return Some(Err(failure));
+            }
+            let schedule = Arc::clone(&self.schedule);
+            for local in &schedule.rounds[self.round].locals {
                 self.run_local(local);
             }
             self.round += 1;
@@ -140,24 +150,21 @@ impl Running {
             .collect()
     }
 
-    fn check_failures(&mut self, engine: &mut Engine) -> Option<Failure> {
-        let index = self.pending.iter().position(|(req, _, _)| {
-            engine
-                .completion(*req)
-                .is_some_and(|c: Completion| c.error.is_some())
-        })?;
+    /// The failure of the request at `index` of `pending`, which failed;
+    /// frees it.
+    fn failed(&mut self, index: usize, engine: &mut Engine) -> Failure {
         let (req, rank, _) = self.pending.remove(index);
         let error = engine
             .take_completion(req)
             .and_then(|c| c.error)
             .expect("checked failed");
-        Some(Failure::Transfer { rank, error })
+        Failure::Transfer { rank, error }
     }
 
     fn post(&mut self, engine: &mut Engine) {
-        let transfers = std::mem::take(&mut self.schedule.rounds[self.round].transfers);
-        for transfer in transfers {
-            let (req, rank, expect) = match transfer {
+        let schedule = Arc::clone(&self.schedule);
+        for transfer in &schedule.rounds[self.round].transfers {
+            let (req, rank, expect) = match *transfer {
                 Transfer::Send { to, span } => {
                     let (ptr, len) = self.resolve(span, false);
                     let region = Region::from_const(ptr, len);

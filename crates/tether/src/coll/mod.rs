@@ -6,8 +6,10 @@
 //! the engine whenever the runtime makes progress, so blocking and
 //! non-blocking collectives are one mechanism. The algorithm is chosen by
 //! message size and communicator size, as MPI libraries do; the thresholds
-//! are in [`tuning`].
+//! are in [`tuning`]. A communicator keeps the schedules it ran last
+//! ([`cache`]), so a collective called in a loop is not planned again.
 
+pub mod cache;
 pub mod exec;
 pub mod pairwise;
 pub mod ring;

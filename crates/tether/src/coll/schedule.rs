@@ -5,10 +5,11 @@
 //! Contract: the transfers of a round are posted together; the round's local
 //! steps run, in order, once all of its transfers have completed; then the
 //! next round starts. Ranks are ranks of the communicator the schedule runs
-//! on. A schedule never writes the send buffer.
+//! on. A schedule never writes the send buffer. A schedule is not changed
+//! by running it, so one schedule may run many times ([`super::cache`]).
 
 /// Which buffer a [`Span`] lies in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Buf {
     /// The caller's send buffer (read only).
     Send,
@@ -19,7 +20,7 @@ pub enum Buf {
 }
 
 /// `len` bytes at `offset` in a buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Span {
     pub buf: Buf,
     pub offset: usize,
@@ -37,13 +38,13 @@ impl Span {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transfer {
     Send { to: u32, span: Span },
     Recv { from: u32, span: Span },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Local {
     /// Copies bytes; the spans may overlap.
     Copy { from: Span, to: Span },

@@ -42,7 +42,7 @@ fn run(
             let (send, mut recv) = buffers(rank);
             let schedule = build(Shape { rank, size });
             let running = Running::new(
-                schedule,
+                schedule.into(),
                 Channel {
                     members: (0..size).collect(),
                     context: CONTEXT,

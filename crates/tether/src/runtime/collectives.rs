@@ -6,9 +6,12 @@
 //! other. Arguments follow MPI, including which are significant only at the
 //! root, and [`IN_PLACE`] where MPI allows `MPI_IN_PLACE`.
 
+use std::sync::Arc;
+
 use tether_proto::{Completion, CompletionError, ReqId};
 
 use super::{Runtime, ANY_TAG};
+use crate::coll::cache::Key;
 use crate::coll::{
     pairwise, ring, tree, Buf, Buffers, Channel, Failure, Running, Schedule, Shape, Span,
 };
@@ -177,7 +180,7 @@ impl Runtime {
         &mut self,
         comm: i32,
         what: &'static str,
-        schedule: Schedule,
+        schedule: impl Into<Arc<Schedule>>,
         buffers: Buffers,
         reduction: Option<(Op, Datatype)>,
     ) -> Result<ReqId> {
@@ -193,11 +196,22 @@ impl Runtime {
             req,
             what,
             comm,
-            running: Running::new(schedule, channel, buffers, reduction),
+            running: Running::new(schedule.into(), channel, buffers, reduction),
         });
         self.advance_collectives();
         self.push_transmits();
         Ok(req)
+    }
+
+    /// The schedule `build` makes for `key` on `comm`, kept from an earlier
+    /// call when there was one.
+    fn cached(
+        &mut self,
+        comm: i32,
+        key: Key,
+        build: impl FnOnce() -> Schedule,
+    ) -> Result<Arc<Schedule>> {
+        Ok(self.comms.get_mut(comm)?.schedules.get_or_build(key, build))
     }
 
     /// Moves every collective in progress as far as it can go.
@@ -226,6 +240,9 @@ impl Runtime {
                 }
             }
             self.engine.complete_generalized(active.req, completion);
+        }
+        if self.orphaned.is_empty() {
+            return;
         }
         let engine = &mut self.engine;
         self.orphaned.retain_mut(|o| {
@@ -326,7 +343,8 @@ impl Runtime {
     /// Starts a barrier.
     pub fn ibarrier(&mut self, comm: i32) -> Result<ReqId> {
         let me = self.shape(comm)?;
-        self.start(comm, "barrier", tree::barrier(me), no_buffers(), None)
+        let schedule = self.cached(comm, Key::Barrier, || tree::barrier(me))?;
+        self.start(comm, "barrier", schedule, no_buffers(), None)
     }
 
     /// Starts a broadcast of `buf` from `root`.
@@ -339,7 +357,10 @@ impl Runtime {
         let root = self.root(root, me)?;
         let (_, len) = buf.bytes("buffer")?;
         let buffers = recv_only(buf.ptr, len);
-        self.start(comm, "bcast", tree::bcast(me, root, len), buffers, None)
+        let schedule = self.cached(comm, Key::Bcast { root, len }, || {
+            tree::bcast(me, root, len)
+        })?;
+        self.start(comm, "bcast", schedule, buffers, None)
     }
 
     /// Starts a reduction to `root`. `send` may be in place at the root.
@@ -415,7 +436,9 @@ impl Runtime {
             recv,
             recv_len: len,
         };
-        let schedule = ring::allreduce(me, len, datatype.size, input);
+        let elem = datatype.size;
+        let key = Key::Allreduce { len, elem, input };
+        let schedule = self.cached(comm, key, || ring::allreduce(me, len, elem, input))?;
         self.start(comm, "allreduce", schedule, buffers, Some((op, datatype)))
     }
 

@@ -108,7 +108,7 @@ impl Runtime {
             recv_len: len,
         };
         let uint64 = datatype::lookup(10)?;
-        let mut running = Running::new(schedule, channel, buffers, Some((Op::Max, uint64)));
+        let mut running = Running::new(schedule.into(), channel, buffers, Some((Op::Max, uint64)));
         let mut outcome = None;
         self.wait_until(|rt| loop {
             outcome = running.advance(&mut rt.engine);
