@@ -33,6 +33,9 @@ pub struct Comm {
     /// This process's rank in the communicator.
     pub my_rank: u32,
     by_universe: HashMap<u32, u32>,
+    /// Whether rank i is universe rank i for every member (the universe,
+    /// and a communicator of its first ranks): `rank_of` needs no lookup.
+    identity: bool,
     /// Collectives started on this communicator: the tag of the next one.
     collectives: u64,
     /// The schedules of its last collectives.
@@ -47,11 +50,13 @@ impl Comm {
             .map(|(i, u)| (*u, i as u32))
             .collect();
         let my_rank = *by_universe.get(&me)?;
+        let identity = members.iter().enumerate().all(|(i, u)| *u as usize == i);
         Some(Comm {
             context,
             members: members.into(),
             my_rank,
             by_universe,
+            identity,
             collectives: 0,
             schedules: Default::default(),
         })
@@ -93,6 +98,9 @@ impl Comm {
 
     /// Communicator rank of a universe rank, if a member.
     pub fn rank_of(&self, universe_rank: u32) -> Option<u32> {
+        if self.identity {
+            return (universe_rank < self.size()).then_some(universe_rank);
+        }
         self.by_universe.get(&universe_rank).copied()
     }
 }
@@ -183,6 +191,9 @@ mod tests {
         assert_eq!(c.my_rank, 2);
         assert_eq!(c.universe_rank(1).unwrap(), 2);
         assert_eq!(c.rank_of(5), Some(0));
+        assert_eq!(c.rank_of(0), None);
+        let first = Comm::new(0, vec![0, 1, 2], 1).unwrap();
+        assert_eq!((first.rank_of(2), first.rank_of(3)), (Some(2), None));
         assert_eq!(c.universe_rank(3).unwrap_err().class, ErrorClass::Rank);
         assert_eq!(c.universe_rank(-1).unwrap_err().class, ErrorClass::Rank);
         assert!(Comm::new(0, vec![1], 2).is_none());
