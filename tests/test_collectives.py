@@ -5,12 +5,13 @@ counts 0, 1, 7, 1000 and 1 MiB worth, on a universe of one process and on
 three programs of 1, 2 and 4 processes; communicators from programs and
 from universe ranks (the odd ranks' one runs every collective, every pair
 and every count), two overlapping ones running every collective
-alternately; non-blocking collectives interleaved with point-to-point;
-invalid arguments."""
+alternately; non-blocking collectives interleaved with point-to-point,
+and advancing while their starter only posts point-to-point operations
+(tests/c/coll_overlap.c); invalid arguments."""
 
 import pytest
 
-from conftest import tether_run
+from conftest import clean_env, tether_run
 
 SCENARIOS = ["reductions", "movement", "comms", "nonblocking", "errors"]
 
@@ -45,3 +46,14 @@ def test_mismatched_counts_are_reported_with_the_peer(built, suite):
     assert "TETHER_ERR_TRUNCATE: allreduce on communicator" in proc.stdout
     assert "rank 0 (a:0) sent more bytes" in proc.stdout
     assert "sent 32 bytes where 64 were expected" in proc.stdout
+
+
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+def test_nonblocking_collective_advances_in_point_to_point_posts(built, program, tmp_path, transport):
+    """Rank 0 only posts isend/irecv after starting an ibcast; rank 1's
+    blocking bcast must still finish (tests/c/coll_overlap.c)."""
+    prog = program("coll_overlap")
+    marker = str(tmp_path / "bcast-done")
+    proc = tether_run(["--name", "a", "-n", "2", prog, marker],
+                      env=clean_env(TETHER_TRANSPORTS=transport), timeout=60)
+    assert proc.stdout.count("ok overlap") == 2
