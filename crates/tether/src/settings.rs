@@ -104,7 +104,7 @@ pub static TABLE: &[Setting] = &[
     },
     Setting {
         key: "SHM_RING_BYTES",
-        default: "65536",
+        default: "262144",
         kind: Kind::Number {
             min: 4096,
             max: 1 << 30,
