@@ -169,7 +169,6 @@ pub extern "C" fn tether_recv(
 /// frees it, sets `*req = TETHER_REQUEST_NULL` and returns its code, as
 /// `tether_send` would. Otherwise `*req` is the pending request, for
 /// `tether_wait`. Not part of the C API.
-#[allow(clippy::too_many_arguments)]
 pub fn send_started(
     buf: *const c_void,
     count: i64,

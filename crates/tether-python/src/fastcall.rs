@@ -262,5 +262,5 @@ unsafe fn call<'py>(
     };
     let (first, second) = (integer(1)?, integer(2)?);
     let buf = bound[0].ok_or_else(|| PySystemError::new_err("buf is required"))?;
-    (method.body)(comm.get(), py, &buf.to_owned(), first, second)
+    (method.body)(comm.get(), py, &buf, first, second)
 }

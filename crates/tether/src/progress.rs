@@ -19,7 +19,7 @@
 //! core its peer needs to answer, until the scheduler's tick takes it away:
 //! four processes on two cores took 55 us per barrier over shared memory
 //! that way. Giving the core away after each poll (`sched_yield`, as Open
-//! MPI does when oversubscribed) lets the peer run at once: about 9 us.
+//! MPI does when oversubscribed) lets the peer run at once: 6 to 7 us.
 //! Where every process has a core, spinning answers fastest.
 
 use std::time::Duration;

@@ -5,10 +5,10 @@
 //! serialises calls behind a lock). Progress happens inside calls: every
 //! test, wait, probe and send moves the engine and the sockets forward.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tether_proto::{Completion, CompletionError, Engine, EngineConfig, Region, ReqId};
 use tether_rendezvous::Rendezvous;
 

@@ -29,12 +29,11 @@ pub mod shm;
 pub mod tcp;
 
 use std::collections::VecDeque;
-
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tether_proto::{Engine, FrameKind, Transmit};
 use tether_rendezvous::Rendezvous;
 

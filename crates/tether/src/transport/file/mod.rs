@@ -699,37 +699,27 @@ impl FileTransport {
     /// Rendezvous data: straight into the granted receive buffer, checked
     /// before the receive completes.
     fn deliver_data(&mut self, arrival: Arrival<'_>, engine: &mut Engine) -> bool {
-        let Arrival {
-            from,
-            frame,
-            opened,
-            path,
-        } = arrival;
-        match engine.on_header(from, frame) {
+        match engine.on_header(arrival.from, arrival.frame) {
             Err(e) => {
-                self.broke_protocol(from, path, e, engine);
+                self.broke_protocol(arrival.from, arrival.path, e, engine);
                 true
             }
             Ok(PayloadSink::None) => true,
             Ok(PayloadSink::Region { region, token, .. })
-                if region.len as u64 == frame.payload_len =>
+                if region.len as u64 == arrival.frame.payload_len =>
             {
                 // SAFETY: the granted region is valid and reserved for this
                 // data until its receive completes.
                 let dst = unsafe { std::slice::from_raw_parts_mut(region.ptr, region.len) };
-                match opened.read_checked(dst, Checksum::Beside) {
-                    Ok(()) => {
-                        engine.payload_done(token, None);
-                        true
-                    }
-                    Err(problem) => {
-                        self.refuse(from, frame.seq, path, problem);
-                        false
-                    }
+                let read = self.read_arrival(arrival, dst, Checksum::Beside);
+                if read {
+                    engine.payload_done(token, None);
                 }
+                read
             }
             Ok(_) => {
-                self.broke_protocol(from, path, WireError::data_not_awaited(), engine);
+                let e = WireError::data_not_awaited();
+                self.broke_protocol(arrival.from, arrival.path, e, engine);
                 true
             }
         }
@@ -743,20 +733,14 @@ impl FileTransport {
         arrival: Arrival<'_>,
         engine: &mut Engine,
     ) -> Option<bool> {
-        let Arrival {
-            from,
-            frame,
-            opened,
-            path,
-        } = arrival;
+        let Arrival { from, frame, .. } = arrival;
         let region = engine
             .eager_destination(from, frame)
             .filter(|r| r.len as u64 == frame.payload_len && r.len > 0)?;
         // SAFETY: a posted receive's buffer is reserved for it until it
         // completes; its bytes are undefined until then.
         let dst = unsafe { std::slice::from_raw_parts_mut(region.ptr, region.len) };
-        if let Err(problem) = opened.read_checked(dst, Checksum::Beside) {
-            self.refuse(from, frame.seq, path, problem);
+        if !self.read_arrival(arrival, dst, Checksum::Beside) {
             return Some(false);
         }
         match engine.on_header(from, frame) {
@@ -778,25 +762,21 @@ impl FileTransport {
             }
             Ok(PayloadSink::Owned { token, .. }) => engine.payload_done(token, Some(dst.to_vec())),
             Ok(PayloadSink::None) => {}
-            Err(e) => self.broke_protocol(from, path, e, engine),
+            Err(e) => self.broke_protocol(from, arrival.path, e, engine),
         }
         Some(true)
     }
 
     /// Any other frame: read and checked whole, then handed to the engine.
     fn deliver_frame(&mut self, arrival: Arrival<'_>, engine: &mut Engine) -> bool {
-        let Arrival {
-            from,
-            frame,
-            opened,
-            path,
-        } = arrival;
         if let Some(delivered) = self.deliver_eager_in_place(arrival, engine) {
             return delivered;
         }
+        let Arrival {
+            from, frame, path, ..
+        } = arrival;
         let mut payload = vec![0u8; frame.payload_len as usize];
-        if let Err(problem) = opened.read_checked(&mut payload, Checksum::Beside) {
-            self.refuse(from, frame.seq, path, problem);
+        if !self.read_arrival(arrival, &mut payload, Checksum::Beside) {
             return false;
         }
         match frame.kind {
@@ -833,6 +813,19 @@ impl FileTransport {
     /// is moved aside and reported, and the real message, which can never
     /// have replaced it, is published under the freed name. Whether the
     /// sender is still there is for its heartbeat to tell.
+    /// Reads `arrival`'s payload into `dst` and verifies it with
+    /// `checksum`; a file that fails is refused (`refuse`) and false
+    /// returned.
+    fn read_arrival(&mut self, arrival: Arrival<'_>, dst: &mut [u8], checksum: Checksum) -> bool {
+        match arrival.opened.read_checked(dst, checksum) {
+            Ok(()) => true,
+            Err(problem) => {
+                self.refuse(arrival.from, arrival.frame.seq, arrival.path, problem);
+                false
+            }
+        }
+    }
+
     fn refuse(&mut self, from: u32, seq: u64, path: &Path, what: String) {
         let who = self.universe.describe(from);
         let error = file_error(format!(

@@ -99,22 +99,18 @@ impl FileTransport {
     /// nowhere, its receive gone) and verifies it; advances `incoming` on
     /// success, refuses the file otherwise.
     fn read_part(&mut self, arrival: Arrival<'_>, incoming: &mut Incoming) -> bool {
-        let Arrival {
-            from,
-            frame,
-            opened,
-            path,
-        } = arrival;
-        let len = frame.payload_len;
+        let len = arrival.frame.payload_len;
         let read = match incoming.region {
             Some(region) => {
                 let at = incoming.progress.destination(region, len);
                 // SAFETY: within the granted region, reserved for this data
                 // until its receive completes (checked above).
                 let dst = unsafe { std::slice::from_raw_parts_mut(at.ptr, at.len) };
-                opened.read_checked(dst, Checksum::Inline)
+                arrival.opened.read_checked(dst, Checksum::Inline)
             }
-            None => opened.read_checked(&mut vec![0u8; len as usize], Checksum::Inline),
+            None => arrival
+                .opened
+                .read_checked(&mut vec![0u8; len as usize], Checksum::Inline),
         };
         let Err(problem) = read else {
             incoming.progress.offset += len;
@@ -125,7 +121,7 @@ impl FileTransport {
             "{problem} (part of {len} bytes at offset {} of a {}-byte payload)",
             progress.offset, progress.first.msg_size
         );
-        self.refuse(from, frame.seq, path, what);
+        self.refuse(arrival.from, arrival.frame.seq, arrival.path, what);
         false
     }
 }

@@ -123,10 +123,7 @@ impl Outgoing {
                 self.producer.push(payload, len);
             }
         }
-        self.producer.publish();
-        if self.bell.must_ring() {
-            ringer.ring(&self.bell_addr);
-        }
+        self.publish(ringer);
         Ok(t.completes)
     }
 
@@ -203,15 +200,19 @@ impl Outgoing {
         }
         let moved = self.producer.position() != before;
         if moved {
-            self.producer.publish();
-            if self.bell.must_ring() {
-                ringer.ring(&self.bell_addr);
-            }
+            self.publish(ringer);
         }
         if !self.out.is_empty() {
             self.copy_blocked_eager(done);
         }
         moved
+    }
+
+    /// Makes the bytes pushed so far visible to the peer and wakes it if
+    /// it sleeps.
+    fn publish(&mut self, ringer: &Ringer) {
+        self.producer.publish();
+        self.wake_peer(ringer);
     }
 
     /// Eager sends complete locally: what the ring did not take is copied

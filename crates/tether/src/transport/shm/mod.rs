@@ -30,7 +30,6 @@ mod channel;
 mod cma;
 mod segment;
 
-use rustc_hash::FxHashMap as HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
+use rustc_hash::FxHashMap as HashMap;
 use tether_proto::{Engine, FrameKind, ReqId, Transmit, TransmitPayload};
 use tether_ring::{Consumer, Doorbell, Producer};
 

@@ -15,8 +15,6 @@
 mod conn;
 
 use std::collections::VecDeque;
-
-use rustc_hash::FxHashMap as HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
+use rustc_hash::FxHashMap as HashMap;
 use tether_proto::{Engine, FrameKind, Hello, ReqId, Transmit};
 use tether_rendezvous::Rendezvous;
 
