@@ -10,7 +10,7 @@ import pytest
 
 from conftest import TRANSPORTS, clean_env, tether_run, universe
 
-SCENARIOS = ["identity", "pairs", "wildcards", "truncation", "probe", "cancel", "odd", "errors"]
+SCENARIOS = ["identity", "pairs", "wildcards", "truncation", "probe", "cancel", "odd", "errors", "blocking_order"]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

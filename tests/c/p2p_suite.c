@@ -267,6 +267,81 @@ static void odd_cases(void) {
     EXPECT(flag == 1, "testall of null requests");
 }
 
+/* Blocking receives keep MPI's matching order when a small message could
+ * go straight from the link into the caller's buffer (the short path of
+ * runtime/direct.rs): a receive posted earlier takes the message it
+ * matches first, a message that arrived earlier is taken before a newer
+ * one, a rendezvous message before the eager one behind it, and a message
+ * of another communicator is left for that one. Between ranks 0 and 1. */
+static void blocking_order(void) {
+    int both[2] = {0, 1};
+    tether_comm pair;
+    CHECK(tether_comm_create_ranks(2, both, &pair));
+    if (me > 1) return;
+    enum { BIG = 1 << 20 };
+    unsigned char *big = xmalloc(BIG);
+    int64_t v, got;
+    tether_status st;
+    if (me == 0) {
+        /* 1: two messages of one envelope; an irecv posted first takes the first. */
+        for (v = 1; v <= 2; v++) CHECK(tether_send(&v, 1, TETHER_INT64, 1, 5, TETHER_COMM_UNIVERSE));
+        /* 2: a message that waits in the unexpected queue, then a newer one. */
+        v = 3;
+        CHECK(tether_send(&v, 1, TETHER_INT64, 1, 7, TETHER_COMM_UNIVERSE));
+        CHECK(tether_recv(&got, 1, TETHER_INT64, 1, 70, TETHER_COMM_UNIVERSE, TETHER_STATUS_IGNORE));
+        v = 4;
+        CHECK(tether_send(&v, 1, TETHER_INT64, 1, 7, TETHER_COMM_UNIVERSE));
+        /* 3: rendezvous, then an eager message of the same envelope. */
+        fill(big, BIG, seed_of(0, 1, 99));
+        CHECK(tether_send(big, BIG, TETHER_BYTE, 1, 9, TETHER_COMM_UNIVERSE));
+        v = 5;
+        CHECK(tether_send(&v, 1, TETHER_INT64, 1, 9, TETHER_COMM_UNIVERSE));
+        /* 4: another communicator's message first, then the universe's. */
+        v = 6;
+        CHECK(tether_send(&v, 1, TETHER_INT64, 1, 11, pair));
+        v = 7;
+        CHECK(tether_send(&v, 1, TETHER_INT64, 1, 11, TETHER_COMM_UNIVERSE));
+        /* 5: a wildcard tag takes the oldest message of the source. */
+        for (v = 8; v <= 9; v++) CHECK(tether_send(&v, 1, TETHER_INT64, 1, 20 + (int)v, TETHER_COMM_UNIVERSE));
+    } else {
+        int64_t first = 0;
+        tether_request req;
+        v = 0;
+        CHECK(tether_irecv(&first, 1, TETHER_INT64, TETHER_ANY_SOURCE, 5, TETHER_COMM_UNIVERSE, &req));
+        CHECK(tether_recv(&got, 1, TETHER_INT64, 0, 5, TETHER_COMM_UNIVERSE, &st));
+        CHECK(tether_wait(&req, TETHER_STATUS_IGNORE));
+        EXPECT(first == 1 && got == 2, "posted irecv got %lld, blocking recv %lld (expected 1, 2)",
+               (long long)first, (long long)got);
+
+        CHECK(tether_probe(0, 7, TETHER_COMM_UNIVERSE, &st));
+        CHECK(tether_send(&v, 1, TETHER_INT64, 0, 70, TETHER_COMM_UNIVERSE));
+        CHECK(tether_recv(&got, 1, TETHER_INT64, 0, 7, TETHER_COMM_UNIVERSE, &st));
+        EXPECT(got == 3, "blocking recv after a probe got %lld, expected the probed 3", (long long)got);
+        CHECK(tether_recv(&got, 1, TETHER_INT64, 0, 7, TETHER_COMM_UNIVERSE, &st));
+        EXPECT(got == 4, "got %lld, expected 4", (long long)got);
+
+        memset(big, 0, BIG);
+        CHECK(tether_recv(big, BIG, TETHER_BYTE, 0, 9, TETHER_COMM_UNIVERSE, &st));
+        EXPECT(st.bytes == BIG && first_mismatch(big, BIG, seed_of(0, 1, 99)) < 0, "rendezvous first: %lld bytes",
+               (long long)st.bytes);
+        CHECK(tether_recv(&got, 1, TETHER_INT64, 0, 9, TETHER_COMM_UNIVERSE, &st));
+        EXPECT(got == 5 && st.bytes == 8, "eager after rendezvous got %lld", (long long)got);
+
+        CHECK(tether_recv(&got, 1, TETHER_INT64, 0, 11, TETHER_COMM_UNIVERSE, &st));
+        EXPECT(got == 7, "universe receive got %lld, expected 7 (6 is the pair communicator's)", (long long)got);
+        CHECK(tether_recv(&got, 1, TETHER_INT64, 0, 11, pair, &st));
+        EXPECT(got == 6, "pair communicator receive got %lld", (long long)got);
+
+        for (int64_t want = 8; want <= 9; want++) {
+            CHECK(tether_recv(&got, 1, TETHER_INT64, 0, TETHER_ANY_TAG, TETHER_COMM_UNIVERSE, &st));
+            EXPECT(got == want && st.tag == 20 + (int)want && st.source == 0 && st.bytes == 8,
+                   "wildcard tag got %lld tag %d source %d", (long long)got, st.tag, st.source);
+        }
+    }
+    free(big);
+    CHECK(tether_comm_free(&pair));
+}
+
 /* Wrong arguments give the documented classes and a message. */
 static void errors(void) {
     int x = 0;
@@ -433,6 +508,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(what, "cancel")) cancel();
     if (all || !strcmp(what, "odd")) odd_cases();
     if (all || !strcmp(what, "errors")) errors();
+    if (all || !strcmp(what, "blocking_order")) blocking_order();
     if (!strcmp(what, "lost")) lost();
     if (!strcmp(what, "abort")) abort_universe();
     if (!strcmp(what, "victim")) victim();

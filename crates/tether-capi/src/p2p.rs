@@ -55,14 +55,11 @@ fn buffer_region(
 
 fn start_send(
     st: &mut State,
-    buf: *const c_void,
-    count: i64,
-    datatype: tether_datatype,
+    (ptr, len): (*mut u8, usize),
     dest: c_int,
     tag: c_int,
     comm: tether_comm,
 ) -> Result<tether_request> {
-    let (ptr, len) = buffer_region(buf, count, datatype)?;
     // SAFETY: the caller keeps the buffer valid until the request completes (API contract).
     let req = unsafe { st.runtime()?.isend(ptr, len, dest, tag, comm)? };
     Ok(st.register(req))
@@ -70,14 +67,11 @@ fn start_send(
 
 fn start_recv(
     st: &mut State,
-    buf: *mut c_void,
-    count: i64,
-    datatype: tether_datatype,
+    (ptr, len): (*mut u8, usize),
     source: c_int,
     tag: c_int,
     comm: tether_comm,
 ) -> Result<tether_request> {
-    let (ptr, len) = buffer_region(buf, count, datatype)?;
     // SAFETY: the caller keeps the buffer valid until the request completes (API contract).
     let req = unsafe { st.runtime()?.irecv(ptr, len, source, tag, comm)? };
     Ok(st.register(req))
@@ -96,7 +90,8 @@ pub extern "C" fn tether_isend(
 ) -> c_int {
     run(|| {
         let req = out(req, "req")?;
-        *req = start_send(&mut state(), buf, count, datatype, dest, tag, comm)?;
+        let region = buffer_region(buf, count, datatype)?;
+        *req = start_send(&mut state(), region, dest, tag, comm)?;
         Ok(())
     })
 }
@@ -114,7 +109,8 @@ pub extern "C" fn tether_irecv(
 ) -> c_int {
     run(|| {
         let req = out(req, "req")?;
-        *req = start_recv(&mut state(), buf, count, datatype, source, tag, comm)?;
+        let region = buffer_region(buf, count, datatype)?;
+        *req = start_recv(&mut state(), region, source, tag, comm)?;
         Ok(())
     })
 }
@@ -137,9 +133,9 @@ pub extern "C" fn tether_send(
     comm: tether_comm,
 ) -> c_int {
     guard(|| {
-        let mut st = state();
-        let handle = start_send(&mut st, buf, count, datatype, dest, tag, comm)?;
-        let status = wait_handle(&mut st, handle)?;
+        let (ptr, len) = buffer_region(buf, count, datatype)?;
+        // SAFETY: the buffer is valid during the call (API contract).
+        let status = unsafe { state().runtime()?.send(ptr, len, dest, tag, comm)? };
         Ok(report(&status, std::ptr::null_mut()))
     })
 }
@@ -156,9 +152,9 @@ pub extern "C" fn tether_recv(
     status: *mut tether_status,
 ) -> c_int {
     guard(|| {
-        let mut st = state();
-        let handle = start_recv(&mut st, buf, count, datatype, source, tag, comm)?;
-        let done = wait_handle(&mut st, handle)?;
+        let (ptr, len) = buffer_region(buf, count, datatype)?;
+        // SAFETY: the buffer is valid during the call (API contract).
+        let done = unsafe { state().runtime()?.recv(ptr, len, source, tag, comm)? };
         Ok(report(&done, status))
     })
 }
@@ -181,7 +177,12 @@ pub fn send_started(
     *req = TETHER_REQUEST_NULL;
     guard(|| {
         let mut st = state();
-        let handle = start_send(&mut st, buf, count, datatype, dest, tag, comm)?;
+        let (ptr, len) = buffer_region(buf, count, datatype)?;
+        // SAFETY: the buffer is valid during the call (API contract).
+        if let Some(done) = unsafe { st.runtime()?.send_direct(ptr, len, dest, tag, comm)? } {
+            return Ok(report(&done, std::ptr::null_mut()));
+        }
+        let handle = start_send(&mut st, (ptr, len), dest, tag, comm)?;
         finish_if_done(&mut st, handle, req, std::ptr::null_mut())
     })
 }
@@ -204,7 +205,12 @@ pub fn recv_started(
     *req = TETHER_REQUEST_NULL;
     guard(|| {
         let mut st = state();
-        let handle = start_recv(&mut st, buf, count, datatype, source, tag, comm)?;
+        let (ptr, len) = buffer_region(buf, count, datatype)?;
+        // SAFETY: the buffer is valid during the call (API contract).
+        if let Some(done) = unsafe { st.runtime()?.recv_direct(ptr, len, source, tag, comm)? } {
+            return Ok(report(&done, status));
+        }
+        let handle = start_recv(&mut st, (ptr, len), source, tag, comm)?;
         finish_if_done(&mut st, handle, req, status)
     })
 }

@@ -23,7 +23,15 @@
 //! 2. for every decoded header of kind `Eager`, `Rts`, `Cts` or `Data`,
 //!    call [`Engine::on_header`], fill the returned [`PayloadSink`] from the
 //!    link, then call [`Engine::payload_done`] with its token;
-//! 3. when a link to a peer fails, call [`Engine::peer_lost`].
+//! 3. when a link to a peer fails, call [`Engine::peer_lost`];
+//! 4. a blocking call may move an eager message without the engine (the
+//!    runtime's short path): a send may hand its own `Eager` frame (no
+//!    request handle) to the link when [`Engine::eager_limit`] allows it
+//!    and the peer is not lost; a receive may take an `Eager` frame
+//!    straight from the link when nothing [`Engine::iprobe`] finds matches
+//!    it and [`Engine::eager_destination`] names no posted receive for
+//!    the frame. The engine then never sees that message, which is what
+//!    it would have done with it.
 
 use std::collections::VecDeque;
 
@@ -209,7 +217,8 @@ impl Engine {
         self.peer_eager_limits[index] = limit.min(NO_PEER_LIMIT - 1);
     }
 
-    fn eager_limit(&self, peer: u32) -> u64 {
+    /// The largest message sent eagerly to `peer`.
+    pub fn eager_limit(&self, peer: u32) -> u64 {
         match self.peer_eager_limits.get(peer as usize) {
             Some(&limit) if limit != NO_PEER_LIMIT => limit,
             _ => self.config.eager_limit,
@@ -424,6 +433,11 @@ impl Engine {
     /// How `req` completed, if it has; `None` for pending or unknown requests.
     pub fn completion(&self, req: ReqId) -> Option<Completion> {
         self.requests.get(req).and_then(|r| r.done)
+    }
+
+    /// Whether the link to `peer` was reported lost.
+    pub fn is_lost(&self, peer: u32) -> bool {
+        !self.lost.is_empty() && self.lost.contains(&peer)
     }
 
     /// Whether `req` names a request of this engine that was not freed.

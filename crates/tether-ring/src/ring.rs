@@ -176,6 +176,17 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
     /// # Safety
     /// `dst` is valid for `len` writes.
     pub unsafe fn pop(&mut self, dst: *mut u8, len: usize) -> usize {
+        let n = self.peek(dst, len);
+        self.tail += n as u64;
+        n
+    }
+
+    /// Copies up to `len` ready bytes to `dst` without consuming them (a
+    /// later `pop` returns the same bytes); returns how many.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` writes.
+    pub unsafe fn peek(&mut self, dst: *mut u8, len: usize) -> usize {
         let n = len.min(self.readable(len));
         let cap = self.bytes.capacity();
         let at = (self.tail as usize) & (cap - 1);
@@ -184,7 +195,6 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
         if n > first {
             self.bytes.load(0, dst.add(first), n - first);
         }
-        self.tail += n as u64;
         n
     }
 

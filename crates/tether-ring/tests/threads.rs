@@ -74,6 +74,40 @@ fn bytes_arrive_in_order_across_wraps() {
 }
 
 #[test]
+fn peek_shows_what_pop_then_takes_across_the_wrap() {
+    let control = Arc::new(RingControl::new());
+    let storage = Arc::new(Storage((0..16).map(|_| UnsafeCell::new(0)).collect()));
+    // SAFETY: one producer and one consumer over the same storage.
+    let mut producer = unsafe { Producer::new(control.clone(), Heap(storage.clone())) };
+    let mut consumer = unsafe { Consumer::new(control, Heap(storage)) };
+    let mut buf = [0u8; 16];
+    // Move both cursors to 12 so that the next 8 bytes wrap.
+    // SAFETY: the sources and destinations are valid for their lengths.
+    unsafe {
+        producer.push([0u8; 12].as_ptr(), 12);
+        producer.publish();
+        consumer.pop(buf.as_mut_ptr(), 12);
+        consumer.release();
+        producer.push([1, 2, 3, 4, 5, 6, 7, 8].as_ptr(), 8);
+    }
+    // SAFETY: `buf` is valid for 16 writes.
+    assert_eq!(
+        unsafe { consumer.peek(buf.as_mut_ptr(), 8) },
+        0,
+        "unpublished"
+    );
+    producer.publish();
+    let mut peeked = [0u8; 8];
+    // SAFETY: as above.
+    assert_eq!(unsafe { consumer.peek(peeked.as_mut_ptr(), 16) }, 8);
+    assert_eq!(peeked, [1, 2, 3, 4, 5, 6, 7, 8]);
+    // SAFETY: as above.
+    assert_eq!(unsafe { consumer.pop(buf.as_mut_ptr(), 16) }, 8);
+    assert_eq!(buf[..8], peeked);
+    assert!(!consumer.has_data(), "pop consumed what peek showed");
+}
+
+#[test]
 fn doorbell_rings_once_per_sleep() {
     let bell = Doorbell::new();
     assert!(!bell.must_ring());

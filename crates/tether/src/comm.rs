@@ -108,6 +108,10 @@ impl Comm {
 /// The communicators of this process, by handle.
 #[derive(Debug, Default)]
 pub struct CommTable {
+    /// `COMM_UNIVERSE`, apart: nearly every message names it, and it needs
+    /// no lookup.
+    universe: Option<Comm>,
+    /// Every other communicator.
     comms: HashMap<i32, Comm>,
     next_handle: i32,
     next_context: u32,
@@ -115,13 +119,9 @@ pub struct CommTable {
 
 impl CommTable {
     pub fn with_universe(size: u32, me: u32) -> CommTable {
-        let mut comms = HashMap::default();
-        comms.insert(
-            COMM_UNIVERSE,
-            Comm::new(0, (0..size).collect(), me).expect("member of the universe"),
-        );
         CommTable {
-            comms,
+            universe: Some(Comm::new(0, (0..size).collect(), me).expect("member of the universe")),
+            comms: HashMap::default(),
             next_handle: COMM_UNIVERSE + 1,
             next_context: FIRST_FREE_CONTEXT,
         }
@@ -167,18 +167,27 @@ impl CommTable {
     }
 
     pub fn get_mut(&mut self, handle: i32) -> Result<&mut Comm> {
-        self.get(handle)?;
-        Ok(self.comms.get_mut(&handle).expect("checked"))
+        let comm = match handle {
+            COMM_UNIVERSE => self.universe.as_mut(),
+            _ => self.comms.get_mut(&handle),
+        };
+        comm.ok_or_else(|| unknown(handle))
     }
 
     pub fn get(&self, handle: i32) -> Result<&Comm> {
-        self.comms.get(&handle).ok_or_else(|| {
-            err(
-                ErrorClass::Comm,
-                format!("{handle} is not a communicator handle (freed, or never created)"),
-            )
-        })
+        let comm = match handle {
+            COMM_UNIVERSE => self.universe.as_ref(),
+            _ => self.comms.get(&handle),
+        };
+        comm.ok_or_else(|| unknown(handle))
     }
+}
+
+fn unknown(handle: i32) -> crate::error::Error {
+    err(
+        ErrorClass::Comm,
+        format!("{handle} is not a communicator handle (freed, or never created)"),
+    )
 }
 
 #[cfg(test)]

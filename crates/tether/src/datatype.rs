@@ -51,38 +51,48 @@ datatypes! {
     TWO_DOUBLE_PRECISION = 28, 16;
 }
 
-/// Looks up a datatype handle.
+/// Looks up a datatype handle: handle `h` is `DATATYPES[h - 1]`.
+#[inline]
 pub fn lookup(handle: i32) -> Result<Datatype> {
-    DATATYPES
-        .iter()
+    usize::try_from(handle)
+        .ok()
+        .and_then(|h| h.checked_sub(1))
+        .and_then(|i| DATATYPES.get(i))
         .copied()
-        .find(|t| t.handle == handle)
-        .ok_or_else(|| {
-            err(
-                ErrorClass::Type,
-                format!("{handle} is not a datatype handle"),
-            )
-        })
+        .ok_or_else(|| unknown(handle))
 }
 
 /// Bytes of `count` elements of `datatype`, checked.
+#[inline]
 pub fn byte_len(count: i64, datatype: Datatype) -> Result<usize> {
+    u64::try_from(count)
+        .ok()
+        .and_then(|c| c.checked_mul(datatype.size as u64))
+        .filter(|b| *b <= isize::MAX as u64)
+        .map(|b| b as usize)
+        .ok_or_else(|| bad_count(count, datatype))
+}
+
+#[cold]
+fn unknown(handle: i32) -> crate::error::Error {
+    err(
+        ErrorClass::Type,
+        format!("{handle} is not a datatype handle"),
+    )
+}
+
+#[cold]
+fn bad_count(count: i64, datatype: Datatype) -> crate::error::Error {
     if count < 0 {
-        return Err(err(ErrorClass::Count, format!("count {count} is negative")));
+        return err(ErrorClass::Count, format!("count {count} is negative"));
     }
-    (count as u64)
-        .checked_mul(datatype.size as u64)
-        .and_then(|b| usize::try_from(b).ok())
-        .filter(|b| *b <= isize::MAX as usize)
-        .ok_or_else(|| {
-            err(
-                ErrorClass::Count,
-                format!(
-                    "{count} elements of {} overflow the address space",
-                    datatype.name
-                ),
-            )
-        })
+    err(
+        ErrorClass::Count,
+        format!(
+            "{count} elements of {} overflow the address space",
+            datatype.name
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -91,9 +101,11 @@ mod tests {
 
     #[test]
     fn handles_are_unique_and_sizes_match_c() {
-        for (i, a) in DATATYPES.iter().enumerate() {
-            assert!(DATATYPES[i + 1..].iter().all(|b| b.handle != a.handle));
+        for (i, t) in DATATYPES.iter().enumerate() {
+            assert_eq!(t.handle as usize, i + 1, "{} is found by its index", t.name);
         }
+        assert_eq!(lookup(0).unwrap_err().class, ErrorClass::Type);
+        assert_eq!(lookup(-3).unwrap_err().class, ErrorClass::Type);
         assert_eq!(
             lookup(19).unwrap().size,
             16,

@@ -16,6 +16,7 @@ use crate::comm::{Comm, CommTable};
 
 mod collectives;
 mod communicators;
+mod direct;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::identity::{self, Identity};

@@ -25,6 +25,7 @@
 //! (`file/mod.rs`). The file transport is created on first use.
 
 pub mod file;
+mod peer_table;
 pub mod shm;
 pub mod tcp;
 
@@ -33,8 +34,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use tether_proto::{Engine, FrameKind, Transmit};
+use rustc_hash::FxHashSet as HashSet;
+use tether_proto::{Engine, FrameHeader, FrameKind, Region, Transmit};
 use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
@@ -42,6 +43,8 @@ use crate::host;
 use crate::settings::Settings;
 use crate::universe::{addr_key, PeerAddress, Universe};
 use file::{FileConfig, FilePayload, FileTransport, NotifyMode};
+use peer_table::PeerTable;
+pub use shm::Direct;
 use shm::{AttachError, ShmConfig, ShmTransport};
 use tcp::{TcpConfig, TcpTransport};
 
@@ -87,7 +90,7 @@ pub struct Transports {
     tcp: TcpTransport,
     shm: Option<ShmTransport>,
     shm_problem: String,
-    routes: HashMap<u32, Route>,
+    routes: PeerTable<Route>,
     /// How many of `routes` are `Pending`.
     pending_routes: usize,
     order: Vec<String>,
@@ -223,7 +226,7 @@ impl Transports {
             tcp,
             shm,
             shm_problem,
-            routes: HashMap::default(),
+            routes: PeerTable::default(),
             pending_routes: 0,
             order: settings.list("TRANSPORTS"),
             host: bound.host,
@@ -333,6 +336,35 @@ impl Transports {
             },
             Some(Route::Pending { queue, .. }) => queue.push_back(t),
             None => {}
+        }
+    }
+
+    /// The short path of a blocking send (`runtime/direct.rs`): writes an
+    /// `Eager` frame to `peer` at once when its route is shared memory and
+    /// the ring takes it; returns whether it did. Nothing is sent
+    /// otherwise, and the send takes the engine's path.
+    pub fn send_eager(&mut self, peer: u32, header: &FrameHeader, payload: Region) -> bool {
+        match (self.routes.get(&peer), self.shm.as_mut()) {
+            (Some(Route::Shm), Some(shm)) => shm.send_eager(peer, header, payload),
+            _ => false,
+        }
+    }
+
+    /// The short path of a blocking receive: takes the next frame from
+    /// `peer`'s shared-memory ring into `buf` if it is an `Eager` frame
+    /// that `accepts` agrees to. A peer writes to this process through one
+    /// transport for the whole run, so when it writes through shared
+    /// memory its ring holds its frames in order, and `Empty` means none
+    /// arrived; `Other` when its route is not shared memory.
+    pub fn take_eager(
+        &mut self,
+        peer: u32,
+        buf: Region,
+        accepts: impl FnOnce(&FrameHeader) -> bool,
+    ) -> Direct {
+        match (self.routes.get(&peer), self.shm.as_mut()) {
+            (Some(Route::Shm), Some(shm)) => shm.take_eager(peer, buf, accepts),
+            _ => Direct::Other,
         }
     }
 

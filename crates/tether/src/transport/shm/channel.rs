@@ -87,10 +87,10 @@ impl Outgoing {
     }
 
     /// Numbers the next frame and encodes its prefix.
-    fn prefix(&mut self, t: &Transmit, word: u64) -> [u8; PREFIX] {
-        let mut header = t.header;
+    fn prefix(&mut self, header: &FrameHeader, payload_len: usize, word: u64) -> [u8; PREFIX] {
+        let mut header = *header;
         header.seq = self.seq;
-        header.payload_len = t.payload.len() as u64;
+        header.payload_len = payload_len as u64;
         self.seq += 1;
         let mut prefix = [0u8; PREFIX];
         prefix[..HEADER_LEN].copy_from_slice(&header.encode());
@@ -108,15 +108,36 @@ impl Outgoing {
         word: u64,
         ringer: &Ringer,
     ) -> Result<Option<ReqId>, Transmit> {
-        let len = t.payload.len();
-        if !self.out.is_empty() || self.producer.writable(PREFIX + len) < PREFIX + len {
-            return Err(t);
-        }
-        let prefix = self.prefix(&t, word);
         let payload = payload_ptr(&t.payload);
-        // SAFETY: both sources are live for their lengths (a borrowed
-        // payload until its request completes, after this); the room was
-        // checked above, so each push takes all of its bytes.
+        // SAFETY: a borrowed payload is valid until its request completes,
+        // after this; an owned one lives in `t`.
+        if unsafe { self.write_whole(&t.header, word, payload, t.payload.len(), ringer) } {
+            Ok(t.completes)
+        } else {
+            Err(t)
+        }
+    }
+
+    /// [`Outgoing::write_now`] for a frame that is not an engine
+    /// [`Transmit`] (the short path's eager message); returns whether it
+    /// was written (otherwise nothing was).
+    ///
+    /// # Safety
+    /// `payload` is valid for `len` reads (or `len` is 0).
+    pub unsafe fn write_whole(
+        &mut self,
+        header: &FrameHeader,
+        word: u64,
+        payload: *const u8,
+        len: usize,
+        ringer: &Ringer,
+    ) -> bool {
+        if !self.out.is_empty() || self.producer.writable(PREFIX + len) < PREFIX + len {
+            return false;
+        }
+        let prefix = self.prefix(header, len, word);
+        // SAFETY: `prefix` is local, `payload` valid by contract; the room
+        // was checked above, so each push takes all of its bytes.
         unsafe {
             self.producer.push(prefix.as_ptr(), PREFIX);
             if len > 0 {
@@ -124,12 +145,12 @@ impl Outgoing {
             }
         }
         self.publish(ringer);
-        Ok(t.completes)
+        true
     }
 
     /// Queues an engine frame with transport word `word`; numbers it.
     pub fn enqueue(&mut self, t: Transmit, word: u64) {
-        let prefix = self.prefix(&t, word);
+        let prefix = self.prefix(&t.header, t.payload.len(), word);
         self.out.push_back(OutFrame {
             prefix,
             payload: t.payload,
@@ -230,6 +251,17 @@ impl Outgoing {
     }
 }
 
+/// What [`Incoming::take_eager`] found.
+#[derive(Debug)]
+pub enum Direct {
+    /// The frame with this header was taken into the buffer.
+    Taken(FrameHeader),
+    /// Nothing to read yet.
+    Empty,
+    /// A frame the short path does not take: the engine's path reads it.
+    Other,
+}
+
 /// What a channel delivered besides data-path frames.
 #[derive(Debug)]
 pub enum Delivered {
@@ -302,6 +334,47 @@ impl Incoming {
             self.consumer.release();
         }
         result.map(|()| moved)
+    }
+
+    /// Takes the next frame straight into `buf` when it is an `Eager`
+    /// frame that `accepts` agrees to, that fits in `buf`, and whose bytes
+    /// are all in the ring: the short path of a blocking receive that is
+    /// not posted in the engine (`runtime/direct.rs`). Anything else is
+    /// left in the ring for [`Incoming::read`] (`Other`), including a
+    /// frame that does not decode, so that errors are reported in one place.
+    pub fn take_eager(
+        &mut self,
+        buf: Region,
+        accepts: impl FnOnce(&FrameHeader) -> bool,
+    ) -> Direct {
+        if self.mid_frame() {
+            return Direct::Other;
+        }
+        if self.consumer.readable(PREFIX) < PREFIX {
+            return Direct::Empty;
+        }
+        let mut prefix = [0u8; PREFIX];
+        // SAFETY: `prefix` is a local array of PREFIX bytes.
+        unsafe { self.consumer.peek(prefix.as_mut_ptr(), PREFIX) };
+        let bytes: &[u8; HEADER_LEN] = prefix[..HEADER_LEN].try_into().expect("header length");
+        let Ok(header) = FrameHeader::decode(bytes, self.seq, MAX_EAGER_LIMIT) else {
+            return Direct::Other;
+        };
+        let len = header.payload_len as usize;
+        if header.kind != FrameKind::Eager
+            || len > buf.len
+            || self.consumer.readable(PREFIX + len) < PREFIX + len
+            || !accepts(&header)
+        {
+            return Direct::Other;
+        }
+        self.consumer.skip(PREFIX);
+        // SAFETY: `buf` is valid for `buf.len >= len` writes (the caller's
+        // receive buffer); the bytes are ready, checked above.
+        unsafe { self.consumer.pop(buf.ptr, len) };
+        self.consumer.release();
+        self.seq += 1;
+        Direct::Taken(header)
     }
 
     fn read_frames(

@@ -38,15 +38,17 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap as HashMap;
-use tether_proto::{Engine, FrameKind, ReqId, Transmit, TransmitPayload};
+use tether_proto::{Engine, FrameHeader, FrameKind, Region, ReqId, Transmit, TransmitPayload};
 use tether_ring::{Consumer, Doorbell, Producer};
 
 use crate::error::{err, ErrorClass};
 use crate::host;
 use crate::transport::file::FilePayload;
+use crate::transport::peer_table::PeerTable;
 use crate::transport::LinkEvent;
 use crate::universe::Universe;
 use bell::{Bell, Ringer};
+pub use channel::Direct;
 use channel::{Delivered, Incoming, Outgoing, DATA_WRITTEN};
 pub use segment::AttachError;
 use segment::{Segment, Shared, Writer};
@@ -138,7 +140,7 @@ pub struct ShmTransport {
     me: Writer,
     universe: Arc<Universe>,
     config: ShmConfig,
-    channels: HashMap<u32, Channel>,
+    channels: PeerTable<Channel>,
     /// Peers with an incoming ring, in the order they are polled.
     incoming: Vec<u32>,
     next_check: Instant,
@@ -185,7 +187,7 @@ impl ShmTransport {
             me: prepared.me,
             universe,
             config,
-            channels: HashMap::default(),
+            channels: PeerTable::default(),
             incoming: Vec::new(),
             next_check: Instant::now() + LIVENESS_PERIOD,
             polls_since_clock: 0,
@@ -251,7 +253,7 @@ impl ShmTransport {
 
     fn channel(&mut self, peer: u32, pid: u32, start: u64, registry: &Registry) -> &mut Channel {
         let cma = self.config.cma;
-        self.channels.entry(peer).or_insert_with(|| {
+        self.channels.get_or_insert_with(peer, || {
             let pidfd = watch(pid, start, peer, registry);
             Channel {
                 pid,
@@ -341,6 +343,50 @@ impl ShmTransport {
                 self.flush(peer, engine);
             }
         }
+    }
+
+    /// Writes an `Eager` frame with `header` and the bytes of `payload` to
+    /// `peer` now, if its ring takes the whole frame and nothing waits
+    /// before it; returns whether it did (then the send is complete).
+    /// Nothing is written otherwise. The short path of a blocking send.
+    pub fn send_eager(&mut self, peer: u32, header: &FrameHeader, payload: Region) -> bool {
+        let Some(out) = self
+            .channels
+            .get_mut(&peer)
+            .filter(|c| !c.lost)
+            .and_then(|c| c.out.as_mut())
+        else {
+            return false;
+        };
+        // SAFETY: the caller's buffer is valid during the call.
+        unsafe { out.write_whole(header, 0, payload.ptr, payload.len, &self.ringer) }
+    }
+
+    /// Takes the next frame from `peer` straight into `buf` if it is an
+    /// `Eager` frame `accepts` agrees to (see [`Incoming::take_eager`]).
+    /// `Other` also when this process has frames waiting for room in the
+    /// ring to `peer`: the peer may wait for them before it answers, and
+    /// only the full poll writes them.
+    pub fn take_eager(
+        &mut self,
+        peer: u32,
+        buf: Region,
+        accepts: impl FnOnce(&FrameHeader) -> bool,
+    ) -> Direct {
+        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
+            return Direct::Other;
+        };
+        if channel.out.as_ref().is_some_and(Outgoing::has_output) {
+            return Direct::Other;
+        }
+        let Some(inc) = channel.inc.as_mut() else {
+            return Direct::Other;
+        };
+        let found = inc.take_eager(buf, accepts);
+        if let (Direct::Taken(_), Some(out)) = (&found, channel.out.as_ref()) {
+            out.wake_peer(&self.ringer);
+        }
+        found
     }
 
     fn flush(&mut self, peer: u32, engine: &mut Engine) -> bool {

@@ -1,0 +1,193 @@
+//! The short path of blocking point-to-point calls: a small message to or
+//! from a peer over shared memory moves between the user's buffer and the
+//! ring without becoming an engine request.
+//!
+//! The engine's path costs about 1,300 instructions per message (a request
+//! in the slab, a frame in the outbox, the transport's queues, a full
+//! progress round that polls every transport, the completion and its
+//! status), five times what shared-memory MPI libraries spend; the short
+//! path skips all of it and keeps MPI's semantics by taking it only when
+//! the engine could not have done anything different:
+//!
+//! - **send**: the message is eager for its peer, the peer's route is
+//!   shared memory, and the ring takes the whole frame now with nothing
+//!   queued before it. The frame is the one the engine would have made
+//!   (no request handle: an eager receiver never uses it), written in the
+//!   same order, so the receiver cannot tell the difference.
+//! - **receive**: the source is a named peer whose frames arrive through
+//!   shared memory, no message that arrived earlier matches (the engine's
+//!   unexpected queue), and the next frame in the peer's ring is an eager
+//!   message that fits the buffer, that the receive accepts, and that no
+//!   receive posted earlier accepts (MPI's order: the oldest matching
+//!   receive takes it). Anything else (a rendezvous announcement, a frame
+//!   for another receive, a truncating message) is left in the ring and
+//!   the receive goes the engine's way.
+//!
+//! While a non-blocking collective runs, both take the engine's path: its
+//! progress rounds advance the collective.
+//!
+//! Waiting: a receive whose message has not arrived polls that one ring a
+//! bounded number of times ([`DIRECT_POLLS`], fewer when waits yield the
+//! core), then posts the receive in the engine and waits there, which
+//! progresses everything else (other peers, TCP, liveness) and may sleep.
+
+use crate::error::Result;
+use crate::progress::Polling;
+use crate::transport::Direct;
+use crate::{Runtime, Status};
+use tether_proto::{FrameHeader, FrameKind, Region};
+
+use super::ANY_SOURCE;
+
+/// How many times a blocking receive polls its peer's ring before it
+/// waits in the engine: about 5 to 20 us of polling, longer than a
+/// shared-memory round trip and short enough that other peers, which only
+/// the full progress round serves, wait little for it.
+pub const DIRECT_POLLS: u32 = 1024;
+/// The same when waits give the core away between polls (more processes
+/// than CPUs): each poll then costs a `sched_yield`.
+pub const DIRECT_POLLS_YIELDING: u32 = 16;
+
+impl Runtime {
+    /// Sends `len` bytes at `buf` to rank `dest` of `comm` and waits until
+    /// the buffer may be reused (a blocking send).
+    ///
+    /// # Safety
+    /// `buf..buf+len` must be valid for reads during the call.
+    pub unsafe fn send(
+        &mut self,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+        comm: i32,
+    ) -> Result<Status> {
+        if let Some(status) = self.send_direct(buf, len, dest, tag, comm)? {
+            return Ok(status);
+        }
+        let req = self.isend(buf, len, dest, tag, comm)?;
+        self.wait(req)
+    }
+
+    /// Receives at most `len` bytes into `buf` (a blocking receive).
+    ///
+    /// # Safety
+    /// `buf..buf+len` must be valid for writes during the call.
+    pub unsafe fn recv(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        source: i32,
+        tag: i32,
+        comm: i32,
+    ) -> Result<Status> {
+        if let Some(status) = self.recv_direct(buf, len, source, tag, comm)? {
+            return Ok(status);
+        }
+        let req = self.irecv(buf, len, source, tag, comm)?;
+        self.wait(req)
+    }
+
+    /// The short path of a send (see the module documentation): `Some`
+    /// when the message was handed over and the send is complete, `None`
+    /// when the caller must take the engine's path (nothing was sent).
+    /// Arguments are checked as [`Runtime::isend`] checks them.
+    ///
+    /// # Safety
+    /// `buf..buf+len` must be valid for reads during the call.
+    pub unsafe fn send_direct(
+        &mut self,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+        comm: i32,
+    ) -> Result<Option<Status>> {
+        let c = self.comms.get(comm)?;
+        let peer = c.universe_rank(dest)?;
+        let (context, my_rank) = (c.context, c.my_rank);
+        let tag = Self::check_tag(tag, false)?.expect("not a wildcard");
+        if !self.collectives.is_empty()
+            || peer == self.universe.my_universe_rank()
+            || len as u64 > self.engine.eager_limit(peer)
+            || self.engine.is_lost(peer)
+        {
+            return Ok(None);
+        }
+        let mut header = FrameHeader::new(FrameKind::Eager);
+        header.context = context;
+        header.tag = tag;
+        header.msg_size = len as u64;
+        if !self
+            .transport
+            .send_eager(peer, &header, Region::from_const(buf, len))
+        {
+            return Ok(None);
+        }
+        self.note_peer(peer);
+        Ok(Some(Status {
+            source: my_rank as i32,
+            tag,
+            bytes: len as u64,
+            error: None,
+        }))
+    }
+
+    /// The short path of a receive (see the module documentation): `Some`
+    /// when a message was received into `buf`, `None` when the caller
+    /// must take the engine's path (nothing was received). Polls the
+    /// peer's ring a bounded number of times while it is empty.
+    ///
+    /// # Safety
+    /// `buf..buf+len` must be valid for writes during the call.
+    pub unsafe fn recv_direct(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        source: i32,
+        tag: i32,
+        comm: i32,
+    ) -> Result<Option<Status>> {
+        let c = self.comms.get(comm)?;
+        if source == ANY_SOURCE {
+            Self::check_tag(tag, true)?;
+            return Ok(None);
+        }
+        let peer = c.universe_rank(source)?;
+        let context = c.context;
+        let tag = Self::check_tag(tag, true)?;
+        if !self.collectives.is_empty()
+            || peer == self.universe.my_universe_rank()
+            || self.engine.iprobe(Some(peer), context, tag).is_some()
+        {
+            return Ok(None);
+        }
+        self.note_peer(peer);
+        let polls = match self.polling {
+            Polling::Spin => DIRECT_POLLS,
+            Polling::Yield => DIRECT_POLLS_YIELDING,
+        };
+        let region = Region { ptr: buf, len };
+        for _ in 0..polls {
+            let engine = &self.engine;
+            let accepts = |h: &FrameHeader| {
+                h.context == context
+                    && tag.is_none_or(|t| t == h.tag)
+                    && engine.eager_destination(peer, h).is_none()
+            };
+            match self.transport.take_eager(peer, region, accepts) {
+                Direct::Taken(header) => {
+                    return Ok(Some(Status {
+                        source,
+                        tag: header.tag,
+                        bytes: header.payload_len,
+                        error: None,
+                    }))
+                }
+                Direct::Other => return Ok(None),
+                Direct::Empty => self.polling.pause(),
+            }
+        }
+        Ok(None)
+    }
+}
