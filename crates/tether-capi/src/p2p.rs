@@ -4,7 +4,7 @@ use std::ffi::{c_int, c_void};
 
 use tether::datatype::{self, byte_len};
 use tether::error::{err, ErrorClass, Result};
-use tether::{ErrorClass as Class, Status};
+use tether::{Arrival, ErrorClass as Class, Status};
 
 use crate::ffi::{guard, out, record, run, state, State};
 use crate::types::*;
@@ -30,6 +30,21 @@ fn report(status: &Status, ptr: *mut tether_status) -> c_int {
         Some(e) if e.class == Class::Cancelled => TETHER_SUCCESS,
         Some(e) => record(e),
     }
+}
+
+/// `report` for a message the short path received: a success from
+/// `source` (a rank, never a wildcard there).
+fn report_arrival(source: c_int, arrival: Arrival, ptr: *mut tether_status) -> c_int {
+    // SAFETY: a non-null status pointer points to a tether_status by contract.
+    if let Some(s) = unsafe { ptr.as_mut() } {
+        *s = tether_status {
+            source,
+            tag: arrival.tag,
+            error: TETHER_SUCCESS,
+            bytes: arrival.bytes as i64,
+        };
+    }
+    TETHER_SUCCESS
 }
 
 /// The bytes `count` elements of `datatype` at `buf` span. A NULL buffer
@@ -134,9 +149,15 @@ pub extern "C" fn tether_send(
 ) -> c_int {
     guard(|| {
         let (ptr, len) = buffer_region(buf, count, datatype)?;
+        let mut st = state();
+        let rt = st.runtime()?;
         // SAFETY: the buffer is valid during the call (API contract).
-        let status = unsafe { state().runtime()?.send(ptr, len, dest, tag, comm)? };
-        Ok(report(&status, std::ptr::null_mut()))
+        if unsafe { rt.send_direct(ptr, len, dest, tag, comm)? } {
+            return Ok(TETHER_SUCCESS);
+        }
+        // SAFETY: as above; the send is complete when `wait` returns.
+        let req = unsafe { rt.isend(ptr, len, dest, tag, comm)? };
+        Ok(report(&rt.wait(req)?, std::ptr::null_mut()))
     })
 }
 
@@ -153,9 +174,15 @@ pub extern "C" fn tether_recv(
 ) -> c_int {
     guard(|| {
         let (ptr, len) = buffer_region(buf, count, datatype)?;
+        let mut st = state();
+        let rt = st.runtime()?;
         // SAFETY: the buffer is valid during the call (API contract).
-        let done = unsafe { state().runtime()?.recv(ptr, len, source, tag, comm)? };
-        Ok(report(&done, status))
+        if let Some(arrival) = unsafe { rt.recv_direct(ptr, len, source, tag, comm)? } {
+            return Ok(report_arrival(source, arrival, status));
+        }
+        // SAFETY: as above; the receive is complete when `wait` returns.
+        let req = unsafe { rt.irecv(ptr, len, source, tag, comm)? };
+        Ok(report(&rt.wait(req)?, status))
     })
 }
 
@@ -179,8 +206,8 @@ pub fn send_started(
         let mut st = state();
         let (ptr, len) = buffer_region(buf, count, datatype)?;
         // SAFETY: the buffer is valid during the call (API contract).
-        if let Some(done) = unsafe { st.runtime()?.send_direct(ptr, len, dest, tag, comm)? } {
-            return Ok(report(&done, std::ptr::null_mut()));
+        if unsafe { st.runtime()?.send_direct(ptr, len, dest, tag, comm)? } {
+            return Ok(TETHER_SUCCESS);
         }
         let handle = start_send(&mut st, (ptr, len), dest, tag, comm)?;
         finish_if_done(&mut st, handle, req, std::ptr::null_mut())
@@ -207,8 +234,8 @@ pub fn recv_started(
         let mut st = state();
         let (ptr, len) = buffer_region(buf, count, datatype)?;
         // SAFETY: the buffer is valid during the call (API contract).
-        if let Some(done) = unsafe { st.runtime()?.recv_direct(ptr, len, source, tag, comm)? } {
-            return Ok(report(&done, status));
+        if let Some(arrival) = unsafe { st.runtime()?.recv_direct(ptr, len, source, tag, comm)? } {
+            return Ok(report_arrival(source, arrival, status));
         }
         let handle = start_recv(&mut st, (ptr, len), source, tag, comm)?;
         finish_if_done(&mut st, handle, req, status)

@@ -20,7 +20,7 @@ pub mod transport;
 pub mod universe;
 
 pub use error::{Error, ErrorClass, Result};
-pub use runtime::{Arg, Layout, Runtime, Status, ANY_SOURCE, ANY_TAG, IN_PLACE};
+pub use runtime::{Arg, Arrival, Layout, Runtime, Status, ANY_SOURCE, ANY_TAG, IN_PLACE};
 pub use tether_proto::ReqId;
 
 /// This library's version.

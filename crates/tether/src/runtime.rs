@@ -25,6 +25,7 @@ use crate::settings::Settings;
 use crate::transport::{LinkEvent, Transports};
 use crate::universe::{self, addr_key, Universe};
 pub use collectives::{Arg, Layout, IN_PLACE};
+pub use direct::Arrival;
 
 /// Wildcard source for receives and probes.
 pub const ANY_SOURCE: i32 = -1;

@@ -48,6 +48,14 @@ pub const DIRECT_POLLS: u32 = 1024;
 /// than CPUs): each poll then costs a `sched_yield`.
 pub const DIRECT_POLLS_YIELDING: u32 = 16;
 
+/// A message the short path of a receive took: its tag and size (its
+/// source is the receive's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    pub tag: i32,
+    pub bytes: u64,
+}
+
 impl Runtime {
     /// Sends `len` bytes at `buf` to rank `dest` of `comm` and waits until
     /// the buffer may be reused (a blocking send).
@@ -62,8 +70,13 @@ impl Runtime {
         tag: i32,
         comm: i32,
     ) -> Result<Status> {
-        if let Some(status) = self.send_direct(buf, len, dest, tag, comm)? {
-            return Ok(status);
+        if self.send_direct(buf, len, dest, tag, comm)? {
+            return Ok(Status {
+                source: self.comms.get(comm)?.my_rank as i32,
+                tag,
+                bytes: len as u64,
+                error: None,
+            });
         }
         let req = self.isend(buf, len, dest, tag, comm)?;
         self.wait(req)
@@ -81,15 +94,20 @@ impl Runtime {
         tag: i32,
         comm: i32,
     ) -> Result<Status> {
-        if let Some(status) = self.recv_direct(buf, len, source, tag, comm)? {
-            return Ok(status);
+        if let Some(arrival) = self.recv_direct(buf, len, source, tag, comm)? {
+            return Ok(Status {
+                source,
+                tag: arrival.tag,
+                bytes: arrival.bytes,
+                error: None,
+            });
         }
         let req = self.irecv(buf, len, source, tag, comm)?;
         self.wait(req)
     }
 
-    /// The short path of a send (see the module documentation): `Some`
-    /// when the message was handed over and the send is complete, `None`
+    /// The short path of a send (see the module documentation): `true`
+    /// when the message was handed over and the send is complete, `false`
     /// when the caller must take the engine's path (nothing was sent).
     /// Arguments are checked as [`Runtime::isend`] checks them.
     ///
@@ -102,35 +120,29 @@ impl Runtime {
         dest: i32,
         tag: i32,
         comm: i32,
-    ) -> Result<Option<Status>> {
+    ) -> Result<bool> {
         let c = self.comms.get(comm)?;
         let peer = c.universe_rank(dest)?;
-        let (context, my_rank) = (c.context, c.my_rank);
+        let context = c.context;
         let tag = Self::check_tag(tag, false)?.expect("not a wildcard");
         if !self.collectives.is_empty()
             || peer == self.universe.my_universe_rank()
             || len as u64 > self.engine.eager_limit(peer)
             || self.engine.is_lost(peer)
         {
-            return Ok(None);
+            return Ok(false);
         }
         let mut header = FrameHeader::new(FrameKind::Eager);
         header.context = context;
         header.tag = tag;
         header.msg_size = len as u64;
-        if !self
+        let sent = self
             .transport
-            .send_eager(peer, &header, Region::from_const(buf, len))
-        {
-            return Ok(None);
+            .send_eager(peer, &header, Region::from_const(buf, len));
+        if sent {
+            self.note_peer(peer);
         }
-        self.note_peer(peer);
-        Ok(Some(Status {
-            source: my_rank as i32,
-            tag,
-            bytes: len as u64,
-            error: None,
-        }))
+        Ok(sent)
     }
 
     /// The short path of a receive (see the module documentation): `Some`
@@ -147,7 +159,7 @@ impl Runtime {
         source: i32,
         tag: i32,
         comm: i32,
-    ) -> Result<Option<Status>> {
+    ) -> Result<Option<Arrival>> {
         let c = self.comms.get(comm)?;
         if source == ANY_SOURCE {
             Self::check_tag(tag, true)?;
@@ -176,14 +188,7 @@ impl Runtime {
                     && engine.eager_destination(peer, h).is_none()
             };
             match self.transport.take_eager(peer, region, accepts) {
-                Direct::Taken(header) => {
-                    return Ok(Some(Status {
-                        source,
-                        tag: header.tag,
-                        bytes: header.payload_len,
-                        error: None,
-                    }))
-                }
+                Direct::Taken { tag, bytes } => return Ok(Some(Arrival { tag, bytes })),
                 Direct::Other => return Ok(None),
                 Direct::Empty => self.polling.pause(),
             }

@@ -254,8 +254,8 @@ impl Outgoing {
 /// What [`Incoming::take_eager`] found.
 #[derive(Debug)]
 pub enum Direct {
-    /// The frame with this header was taken into the buffer.
-    Taken(FrameHeader),
+    /// A message with this tag and size was taken into the buffer.
+    Taken { tag: i32, bytes: u64 },
     /// Nothing to read yet.
     Empty,
     /// A frame the short path does not take: the engine's path reads it.
@@ -374,7 +374,10 @@ impl Incoming {
         unsafe { self.consumer.pop(buf.ptr, len) };
         self.consumer.release();
         self.seq += 1;
-        Direct::Taken(header)
+        Direct::Taken {
+            tag: header.tag,
+            bytes: header.payload_len,
+        }
     }
 
     fn read_frames(

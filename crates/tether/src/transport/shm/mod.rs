@@ -383,7 +383,7 @@ impl ShmTransport {
             return Direct::Other;
         };
         let found = inc.take_eager(buf, accepts);
-        if let (Direct::Taken(_), Some(out)) = (&found, channel.out.as_ref()) {
+        if let (Direct::Taken { .. }, Some(out)) = (&found, channel.out.as_ref()) {
             out.wake_peer(&self.ringer);
         }
         found
