@@ -50,6 +50,7 @@ fn report_arrival(source: c_int, arrival: Arrival, ptr: *mut tether_status) -> c
 /// The bytes `count` elements of `datatype` at `buf` span. A NULL buffer
 /// is allowed for an empty message and becomes a dangling, never-touched
 /// pointer.
+#[inline]
 fn buffer_region(
     buf: *const c_void,
     count: i64,

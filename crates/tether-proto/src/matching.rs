@@ -53,6 +53,9 @@ impl PostedQueue {
 
     /// The oldest receive that accepts `envelope`, left in place.
     pub fn peek_match(&self, envelope: &Envelope) -> Option<ReqId> {
+        if self.items.is_empty() {
+            return None;
+        }
         self.items
             .iter()
             .find(|(s, _)| s.matches(envelope))
@@ -120,6 +123,9 @@ impl<T> UnexpectedQueue<T> {
 
     /// The oldest message `selector` accepts, left in place (probe).
     pub fn peek_match(&self, selector: &Selector) -> Option<(&Envelope, &T)> {
+        if self.items.is_empty() {
+            return None;
+        }
         self.items
             .iter()
             .find(|(e, _)| selector.matches(e))

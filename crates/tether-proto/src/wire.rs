@@ -110,6 +110,13 @@ impl FrameHeader {
     /// Encodes the header; `seq` is written as given.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut out = [0u8; HEADER_LEN];
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Encodes the header into `out` (no intermediate copy).
+    #[inline]
+    pub fn encode_into(&self, out: &mut [u8; HEADER_LEN]) {
         out[0..4].copy_from_slice(&MAGIC);
         out[4..6].copy_from_slice(&VERSION.to_le_bytes());
         out[6] = self.kind as u8;
@@ -121,7 +128,6 @@ impl FrameHeader {
         out[32..40].copy_from_slice(&self.msg_size.to_le_bytes());
         out[40..48].copy_from_slice(&self.sender_req.to_le_bytes());
         out[48..56].copy_from_slice(&self.receiver_req.to_le_bytes());
-        out
     }
 
     /// Decodes and validates a header.

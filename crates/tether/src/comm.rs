@@ -81,19 +81,23 @@ impl Comm {
     }
 
     /// Universe rank of communicator rank `rank`.
+    #[inline]
     pub fn universe_rank(&self, rank: i32) -> Result<u32> {
         usize::try_from(rank)
             .ok()
             .and_then(|r| self.members.get(r).copied())
-            .ok_or_else(|| {
-                err(
-                    ErrorClass::Rank,
-                    format!(
-                        "rank {rank} is outside a communicator of {} processes",
-                        self.size()
-                    ),
-                )
-            })
+            .ok_or_else(|| self.outside(rank))
+    }
+
+    #[cold]
+    fn outside(&self, rank: i32) -> crate::error::Error {
+        err(
+            ErrorClass::Rank,
+            format!(
+                "rank {rank} is outside a communicator of {} processes",
+                self.size()
+            ),
+        )
     }
 
     /// Communicator rank of a universe rank, if a member.
@@ -174,6 +178,7 @@ impl CommTable {
         comm.ok_or_else(|| unknown(handle))
     }
 
+    #[inline]
     pub fn get(&self, handle: i32) -> Result<&Comm> {
         let comm = match handle {
             COMM_UNIVERSE => self.universe.as_ref(),
@@ -183,6 +188,7 @@ impl CommTable {
     }
 }
 
+#[cold]
 fn unknown(handle: i32) -> crate::error::Error {
     err(
         ErrorClass::Comm,

@@ -33,6 +33,8 @@ pub const PREFIX: usize = 64;
 /// Transport word of a `Data` frame whose bytes were written by
 /// cross-memory attach.
 pub const DATA_WRITTEN: u64 = 1;
+/// Payloads up to this size are written with their prefix in one copy.
+const SMALL_PAYLOAD: usize = 192;
 
 struct OutFrame {
     prefix: [u8; PREFIX],
@@ -52,6 +54,23 @@ impl OutFrame {
     }
 }
 
+/// Encodes the prefix of frame number `seq`: `header` with `seq` and
+/// `payload_len` filled in, then the transport word.
+fn encode_prefix(
+    header: &FrameHeader,
+    seq: u64,
+    payload_len: usize,
+    word: u64,
+    out: &mut [u8; PREFIX],
+) {
+    let mut header = *header;
+    header.seq = seq;
+    header.payload_len = payload_len as u64;
+    let (head, tail) = out.split_at_mut(HEADER_LEN);
+    header.encode_into(head.try_into().expect("header length"));
+    tail.copy_from_slice(&word.to_le_bytes());
+}
+
 /// Where a frame's payload bytes start (null when it has none).
 fn payload_ptr(payload: &TransmitPayload) -> *const u8 {
     match payload {
@@ -69,6 +88,8 @@ pub struct Outgoing {
     bell_addr: SocketAddr,
     seq: u64,
     out: VecDeque<OutFrame>,
+    /// Where a small frame is assembled before its one copy into the ring.
+    small: Box<[u8; PREFIX + SMALL_PAYLOAD]>,
 }
 
 impl Outgoing {
@@ -83,19 +104,20 @@ impl Outgoing {
             bell_addr,
             seq: 0,
             out: VecDeque::new(),
+            small: Box::new([0; PREFIX + SMALL_PAYLOAD]),
         }
     }
 
     /// Numbers the next frame and encodes its prefix.
     fn prefix(&mut self, header: &FrameHeader, payload_len: usize, word: u64) -> [u8; PREFIX] {
-        let mut header = *header;
-        header.seq = self.seq;
-        header.payload_len = payload_len as u64;
-        self.seq += 1;
         let mut prefix = [0u8; PREFIX];
-        prefix[..HEADER_LEN].copy_from_slice(&header.encode());
-        prefix[HEADER_LEN..].copy_from_slice(&word.to_le_bytes());
+        encode_prefix(header, self.next_seq(), payload_len, word, &mut prefix);
         prefix
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq - 1
     }
 
     /// Writes a whole frame into the ring at once, when no frame waits
@@ -135,12 +157,30 @@ impl Outgoing {
         if !self.out.is_empty() || self.producer.writable(PREFIX + len) < PREFIX + len {
             return false;
         }
-        let prefix = self.prefix(header, len, word);
-        // SAFETY: `prefix` is local, `payload` valid by contract; the room
-        // was checked above, so each push takes all of its bytes.
-        unsafe {
-            self.producer.push(prefix.as_ptr(), PREFIX);
-            if len > 0 {
+        if len <= SMALL_PAYLOAD {
+            // One copy into the ring instead of two: a small frame is
+            // assembled in `small` first.
+            let seq = self.next_seq();
+            let (prefix, rest) = self.small.split_at_mut(PREFIX);
+            encode_prefix(
+                header,
+                seq,
+                len,
+                word,
+                prefix.try_into().expect("prefix length"),
+            );
+            // SAFETY: `payload` is valid for `len <= SMALL_PAYLOAD` reads by
+            // contract, `rest` holds SMALL_PAYLOAD bytes; the room was
+            // checked above, so the push takes the whole frame.
+            unsafe {
+                std::ptr::copy_nonoverlapping(payload, rest.as_mut_ptr(), len);
+                self.producer.push(self.small.as_ptr(), PREFIX + len);
+            }
+        } else {
+            let prefix = self.prefix(header, len, word);
+            // SAFETY: as above, in two pushes.
+            unsafe {
+                self.producer.push(prefix.as_ptr(), PREFIX);
                 self.producer.push(payload, len);
             }
         }
