@@ -187,6 +187,24 @@ pub struct Engine {
     /// Eager limits of peers whose transport wants its own (indexed by
     /// universe rank; [`NO_PEER_LIMIT`] where the general one applies).
     peer_eager_limits: Vec<u64>,
+    /// Buffers of unexpected eager messages already delivered, for the
+    /// next ones (see [`Engine::unexpected_buffer`]).
+    spare: Vec<Vec<u8>>,
+}
+
+/// Spare unexpected-message buffers kept at most, and the largest kept
+/// (the default eager limit).
+const SPARE_BUFFERS: usize = 16;
+const SPARE_MAX_BYTES: usize = 128 * 1024;
+
+/// Makes `buf` `len` bytes long for reuse, zeroing only bytes it never
+/// held (the others keep old, initialized contents).
+pub fn reuse(buf: &mut Vec<u8>, len: usize) {
+    if buf.len() >= len {
+        buf.truncate(len);
+    } else {
+        buf.resize(len, 0);
+    }
 }
 
 /// Marks a peer without an eager limit of its own.
@@ -202,6 +220,29 @@ impl Engine {
             outbox: VecDeque::new(),
             lost: HashSet::default(),
             peer_eager_limits: Vec::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// A buffer of `len` bytes for an unexpected eager message, which the
+    /// transport fills completely (its bytes before that are unspecified):
+    /// messages that arrive before their receive (the usual case in a
+    /// collective, where a peer runs ahead) would otherwise cost an
+    /// allocation, zeroing and a free each.
+    fn unexpected_buffer(&mut self, len: usize) -> Vec<u8> {
+        match self.spare.pop() {
+            Some(mut buf) => {
+                reuse(&mut buf, len);
+                buf
+            }
+            None => vec![0; len],
+        }
+    }
+
+    /// Keeps the buffer of a delivered unexpected message for the next one.
+    fn recycle(&mut self, buf: Vec<u8>) {
+        if self.spare.len() < SPARE_BUFFERS && buf.capacity() <= SPARE_MAX_BYTES {
+            self.spare.push(buf);
         }
     }
 
@@ -327,7 +368,10 @@ impl Engine {
             done: None,
         });
         match self.unexpected.take_match(&selector) {
-            Some((envelope, Unexpected::Eager(data))) => self.deliver(req, envelope, &data),
+            Some((envelope, Unexpected::Eager(data))) => {
+                self.deliver(req, envelope, &data);
+                self.recycle(data);
+            }
             Some((envelope, Unexpected::Rts { sender_req, size })) => {
                 self.grant(req, envelope, sender_req, size);
             }
@@ -541,7 +585,7 @@ impl Engine {
                 PayloadSink::None
             }
             None => PayloadSink::Owned {
-                buf: vec![0; len as usize],
+                buf: self.unexpected_buffer(len as usize),
                 token: SinkToken(Token::Unexpected(envelope)),
             },
         }
@@ -709,7 +753,10 @@ impl Engine {
             Token::Unexpected(envelope) => {
                 let data = owned.unwrap_or_default();
                 match self.posted.take_match(&envelope) {
-                    Some(req) => self.deliver(req, envelope, &data),
+                    Some(req) => {
+                        self.deliver(req, envelope, &data);
+                        self.recycle(data);
+                    }
                     None => self.unexpected.push(envelope, Unexpected::Eager(data)),
                 }
             }

@@ -76,6 +76,8 @@ pub struct Runtime {
     orphaned: Vec<collectives::Orphaned>,
     /// The detailed error of each failed collective request.
     collective_errors: HashMap<ReqId, Error>,
+    /// Scratch buffers of finished collectives, for the next ones.
+    scratch: crate::coll::ScratchPool,
 }
 
 impl Runtime {
@@ -135,6 +137,7 @@ impl Runtime {
             collectives: Vec::new(),
             orphaned: Vec::new(),
             collective_errors: HashMap::default(),
+            scratch: Default::default(),
         };
         runtime.choose_polling();
         if runtime.settings.get("CONNECT") == Some("eager") {

@@ -60,14 +60,54 @@ pub struct Running {
 // `Running` is used by one thread at a time.
 unsafe impl Send for Running {}
 
+/// Scratch buffers of finished collectives, kept for the next ones: a
+/// small collective in a loop would otherwise allocate and free its
+/// scratch every time (a tenth of a small allreduce's instructions).
+#[derive(Debug, Default)]
+pub struct ScratchPool {
+    free: Vec<Vec<u8>>,
+}
+
+impl ScratchPool {
+    /// Buffers kept at most.
+    const KEEP: usize = 16;
+    /// Larger buffers are freed: their allocation costs little next to
+    /// moving their bytes, and they would hold memory.
+    const MAX_BYTES: usize = 256 * 1024;
+
+    /// A buffer of `len` bytes whose contents are unspecified: a schedule
+    /// writes its scratch (a receive or a copy) before it reads it.
+    pub fn take(&mut self, len: usize) -> Vec<u8> {
+        match self.free.iter().position(|b| b.capacity() >= len) {
+            Some(at) => {
+                let mut buf = self.free.swap_remove(at);
+                tether_proto::engine::reuse(&mut buf, len);
+                buf
+            }
+            None => vec![0; len],
+        }
+    }
+
+    /// Keeps `buffers` for later (within the bounds).
+    pub fn give(&mut self, buffers: Vec<Vec<u8>>) {
+        for buf in buffers {
+            if self.free.len() < Self::KEEP && buf.capacity() <= Self::MAX_BYTES {
+                self.free.push(buf);
+            }
+        }
+    }
+}
+
 impl Running {
+    /// A collective about to run `schedule`, with scratch buffers from `pool`.
     pub fn new(
         schedule: Arc<Schedule>,
         channel: Channel,
         buffers: Buffers,
         reduction: Option<(Op, Datatype)>,
+        pool: &mut ScratchPool,
     ) -> Running {
-        let temps = schedule.temps.iter().map(|len| vec![0u8; *len]).collect();
+        let temps = schedule.temps.iter().map(|len| pool.take(*len)).collect();
         Running {
             schedule,
             channel,
@@ -78,6 +118,11 @@ impl Running {
             in_flight: false,
             pending: Vec::new(),
         }
+    }
+
+    /// The scratch buffers, once the collective is over (for the pool).
+    pub fn into_scratch(self) -> Vec<Vec<u8>> {
+        self.temps
     }
 
     /// Where this collective sends and receives.

@@ -20,6 +20,14 @@ struct Rank {
     running: Running,
 }
 
+/// A scratch pool whose buffers hold garbage, as reused ones may: a
+/// schedule that read its scratch before writing it would fail the tests.
+fn garbage_scratch() -> ScratchPool {
+    let mut pool = ScratchPool::default();
+    pool.give(vec![vec![0xA5; 256 * 1024]; 16]);
+    pool
+}
+
 /// Runs one schedule per rank (built by `build(rank)`) to completion.
 /// `buffers(rank)` gives the initial send and receive buffers. Returns the
 /// receive buffers.
@@ -55,6 +63,7 @@ fn run(
                     recv_len: recv.len(),
                 },
                 reduction,
+                &mut garbage_scratch(),
             );
             Rank {
                 send,

@@ -196,7 +196,13 @@ impl Runtime {
             req,
             what,
             comm,
-            running: Running::new(schedule.into(), channel, buffers, reduction),
+            running: Running::new(
+                schedule.into(),
+                channel,
+                buffers,
+                reduction,
+                &mut self.scratch,
+            ),
         });
         self.advance_collectives();
         self.push_transmits();
@@ -229,14 +235,17 @@ impl Runtime {
                 bytes: 0,
                 error: None,
             };
-            if let Err(failure) = outcome {
-                let (class, error) = self.collective_error(&active, &failure);
-                completion.error = Some(class);
-                self.collective_errors.insert(active.req, error);
-                let requests = active.running.orphans(&mut self.engine);
-                if !requests.is_empty() {
-                    self.orphaned
-                        .push(Orphaned::new(requests, active.running, None));
+            match outcome {
+                Ok(()) => self.scratch.give(active.running.into_scratch()),
+                Err(failure) => {
+                    let (class, error) = self.collective_error(&active, &failure);
+                    completion.error = Some(class);
+                    self.collective_errors.insert(active.req, error);
+                    let requests = active.running.orphans(&mut self.engine);
+                    if !requests.is_empty() {
+                        self.orphaned
+                            .push(Orphaned::new(requests, active.running, None));
+                    }
                 }
             }
             self.engine.complete_generalized(active.req, completion);

@@ -108,7 +108,13 @@ impl Runtime {
             recv_len: len,
         };
         let uint64 = datatype::lookup(10)?;
-        let mut running = Running::new(schedule.into(), channel, buffers, Some((Op::Max, uint64)));
+        let mut running = Running::new(
+            schedule.into(),
+            channel,
+            buffers,
+            Some((Op::Max, uint64)),
+            &mut self.scratch,
+        );
         let mut outcome = None;
         self.wait_until(|rt| loop {
             outcome = running.advance(&mut rt.engine);
