@@ -9,10 +9,15 @@ use std::ffi::{c_int, c_void};
 use tether::error::Result;
 use tether::{Arg, Layout, ReqId, Runtime};
 
-use crate::ffi::{guard, out, record, state};
+use crate::ffi::{guard, out, record, run, state};
 use crate::types::*;
 
 /// Starts a collective and waits for it; returns its error class.
+/// Runs a collective that the runtime completes in the call.
+fn in_call(body: impl FnOnce(&mut Runtime) -> Result<()>) -> c_int {
+    run(|| body(state().runtime()?))
+}
+
 fn blocking(start: impl FnOnce(&mut Runtime) -> Result<ReqId>) -> c_int {
     guard(|| {
         let mut st = state();
@@ -62,7 +67,7 @@ fn layout<'a>(
 /// Blocks until every process of `comm` has entered the barrier.
 #[no_mangle]
 pub extern "C" fn tether_barrier(comm: tether_comm) -> c_int {
-    blocking(|rt| rt.ibarrier(comm))
+    in_call(|rt| rt.barrier(comm))
 }
 
 /// Non-blocking `tether_barrier`: completes through `tether_wait`/`tether_test`.
@@ -80,7 +85,7 @@ pub extern "C" fn tether_bcast(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
-    blocking(|rt| unsafe { rt.ibcast(arg(buf, count, datatype), root, comm) })
+    in_call(|rt| unsafe { rt.bcast(arg(buf, count, datatype), root, comm) })
 }
 
 /// Non-blocking `tether_bcast`: completes through `tether_wait`/`tether_test`.
@@ -157,9 +162,7 @@ pub extern "C" fn tether_allreduce(
     op: tether_op,
     comm: tether_comm,
 ) -> c_int {
-    blocking(|rt| unsafe {
-        rt.iallreduce(sendbuf.cast(), recvbuf.cast(), count, datatype, op, comm)
-    })
+    in_call(|rt| unsafe { rt.allreduce(sendbuf.cast(), recvbuf.cast(), count, datatype, op, comm) })
 }
 
 /// Non-blocking `tether_allreduce`: completes through `tether_wait`/`tether_test`.

@@ -99,6 +99,16 @@ fn extent(blocks: &[(usize, usize)]) -> usize {
     blocks.iter().map(|(o, l)| o + l).max().unwrap_or(0)
 }
 
+/// A collective about to run: its communicator, name (for errors),
+/// schedule, buffers and reduction.
+pub(super) struct Plan {
+    comm: i32,
+    what: &'static str,
+    schedule: Arc<Schedule>,
+    buffers: Buffers,
+    reduction: Option<(Op, Datatype)>,
+}
+
 /// A collective in progress, with what it is for error messages.
 pub(super) struct Active {
     req: ReqId,
@@ -184,29 +194,86 @@ impl Runtime {
         buffers: Buffers,
         reduction: Option<(Op, Datatype)>,
     ) -> Result<ReqId> {
-        let c = self.comms.get_mut(comm)?;
-        let channel = Channel {
-            members: c.members.clone(),
-            context: c.collective_context(),
-            tag: c.next_collective_tag(),
-        };
+        self.start_plan(Plan {
+            comm,
+            what,
+            schedule: schedule.into(),
+            buffers,
+            reduction,
+        })
+    }
+
+    /// Starts `plan` as a non-blocking collective: a generalized request
+    /// that progress completes.
+    fn start_plan(&mut self, plan: Plan) -> Result<ReqId> {
+        let (comm, what) = (plan.comm, plan.what);
+        let running = self.running(plan)?;
         let req = self.engine.start_generalized();
         self.remember_comm(req, comm);
         self.collectives.push(Active {
             req,
             what,
             comm,
-            running: Running::new(
-                schedule.into(),
-                channel,
-                buffers,
-                reduction,
-                &mut self.scratch,
-            ),
+            running,
         });
         self.advance_collectives();
         self.push_transmits();
         Ok(req)
+    }
+
+    /// Runs `plan` to its end in this call: the blocking forms of the
+    /// collectives whose latency matters most (barrier, bcast, allreduce)
+    /// need no request, no entry among the collectives in progress and no
+    /// status, a fifth of a small collective's instructions.
+    fn run_plan(&mut self, plan: Plan) -> Result<()> {
+        let (comm, what) = (plan.comm, plan.what);
+        let mut running = self.running(plan)?;
+        match self.run_to_end(&mut running) {
+            Ok(()) => {
+                self.scratch.give(running.into_scratch());
+                Ok(())
+            }
+            Err(failure) => {
+                let (_, error) = self.collective_error(what, comm, &running, &failure);
+                let requests = running.orphans(&mut self.engine);
+                if !requests.is_empty() {
+                    self.orphaned.push(Orphaned::new(requests, running, None));
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// The collective `plan` describes, about to run on its communicator
+    /// with the communicator's next collective tag.
+    fn running(&mut self, plan: Plan) -> Result<Running> {
+        let c = self.comms.get_mut(plan.comm)?;
+        let channel = Channel {
+            members: c.members.clone(),
+            context: c.collective_context(),
+            tag: c.next_collective_tag(),
+        };
+        Ok(Running::new(
+            plan.schedule,
+            channel,
+            plan.buffers,
+            plan.reduction,
+            &mut self.scratch,
+        ))
+    }
+
+    /// Advances `running` until it ends, making progress on everything
+    /// else while it waits.
+    pub(super) fn run_to_end(&mut self, running: &mut Running) -> std::result::Result<(), Failure> {
+        let mut outcome = None;
+        self.wait_until(|rt| loop {
+            outcome = running.advance(&mut rt.engine);
+            if outcome.is_some() || !rt.engine.has_transmit() {
+                return outcome.is_some();
+            }
+            rt.push_transmits();
+        });
+        outcome.expect("wait_until returns once the collective ended")
     }
 
     /// The schedule `build` makes for `key` on `comm`, kept from an earlier
@@ -238,7 +305,8 @@ impl Runtime {
             match outcome {
                 Ok(()) => self.scratch.give(active.running.into_scratch()),
                 Err(failure) => {
-                    let (class, error) = self.collective_error(&active, &failure);
+                    let (class, error) =
+                        self.collective_error(active.what, active.comm, &active.running, &failure);
                     completion.error = Some(class);
                     self.collective_errors.insert(active.req, error);
                     let requests = active.running.orphans(&mut self.engine);
@@ -260,15 +328,21 @@ impl Runtime {
         });
     }
 
-    fn collective_error(&self, active: &Active, failure: &Failure) -> (CompletionError, Error) {
-        let members = &active.running.channel().members;
+    fn collective_error(
+        &self,
+        what: &str,
+        comm: i32,
+        running: &Running,
+        failure: &Failure,
+    ) -> (CompletionError, Error) {
+        let members = &running.channel().members;
         let who = |rank: u32| {
             format!(
                 "rank {rank} ({})",
                 self.universe.describe(members[rank as usize])
             )
         };
-        let prefix = format!("{} on communicator {}", active.what, active.comm);
+        let prefix = format!("{what} on communicator {comm}");
         match failure {
             Failure::Transfer {
                 rank,
@@ -351,9 +425,26 @@ impl Runtime {
 
     /// Starts a barrier.
     pub fn ibarrier(&mut self, comm: i32) -> Result<ReqId> {
+        let plan = self.plan_barrier(comm)?;
+        self.start_plan(plan)
+    }
+
+    /// Blocks until every member of `comm` has entered the barrier.
+    pub fn barrier(&mut self, comm: i32) -> Result<()> {
+        let plan = self.plan_barrier(comm)?;
+        self.run_plan(plan)
+    }
+
+    fn plan_barrier(&mut self, comm: i32) -> Result<Plan> {
         let me = self.shape(comm)?;
         let schedule = self.cached(comm, Key::Barrier, || tree::barrier(me))?;
-        self.start(comm, "barrier", schedule, no_buffers(), None)
+        Ok(Plan {
+            comm,
+            what: "barrier",
+            schedule,
+            buffers: no_buffers(),
+            reduction: None,
+        })
     }
 
     /// Starts a broadcast of `buf` from `root`.
@@ -362,14 +453,33 @@ impl Runtime {
     /// Every buffer stays valid (and a send buffer unmodified) until the
     /// request completes. The same holds for every collective below.
     pub unsafe fn ibcast(&mut self, buf: Arg, root: i32, comm: i32) -> Result<ReqId> {
+        let plan = self.plan_bcast(buf, root, comm)?;
+        self.start_plan(plan)
+    }
+
+    /// Broadcasts `buf` from `root`, blocking.
+    ///
+    /// # Safety
+    /// The buffer is valid during the call.
+    pub unsafe fn bcast(&mut self, buf: Arg, root: i32, comm: i32) -> Result<()> {
+        let plan = self.plan_bcast(buf, root, comm)?;
+        self.run_plan(plan)
+    }
+
+    fn plan_bcast(&mut self, buf: Arg, root: i32, comm: i32) -> Result<Plan> {
         let me = self.shape(comm)?;
         let root = self.root(root, me)?;
         let (_, len) = buf.bytes("buffer")?;
-        let buffers = recv_only(buf.ptr, len);
         let schedule = self.cached(comm, Key::Bcast { root, len }, || {
             tree::bcast(me, root, len)
         })?;
-        self.start(comm, "bcast", schedule, buffers, None)
+        Ok(Plan {
+            comm,
+            what: "bcast",
+            schedule,
+            buffers: recv_only(buf.ptr, len),
+            reduction: None,
+        })
     }
 
     /// Starts a reduction to `root`. `send` may be in place at the root.
@@ -428,6 +538,36 @@ impl Runtime {
         op: i32,
         comm: i32,
     ) -> Result<ReqId> {
+        let plan = self.plan_allreduce(send, recv, count, datatype, op, comm)?;
+        self.start_plan(plan)
+    }
+
+    /// An allreduce, blocking. `send` may be in place.
+    ///
+    /// # Safety
+    /// The buffers are valid during the call.
+    pub unsafe fn allreduce(
+        &mut self,
+        send: *const u8,
+        recv: *mut u8,
+        count: i64,
+        datatype: i32,
+        op: i32,
+        comm: i32,
+    ) -> Result<()> {
+        let plan = self.plan_allreduce(send, recv, count, datatype, op, comm)?;
+        self.run_plan(plan)
+    }
+
+    fn plan_allreduce(
+        &mut self,
+        send: *const u8,
+        recv: *mut u8,
+        count: i64,
+        datatype: i32,
+        op: i32,
+        comm: i32,
+    ) -> Result<Plan> {
         let me = self.shape(comm)?;
         let (datatype, op) = self.reduction(datatype, op)?;
         let len = byte_len(count, datatype)?;
@@ -448,7 +588,13 @@ impl Runtime {
         let elem = datatype.size;
         let key = Key::Allreduce { len, elem, input };
         let schedule = self.cached(comm, key, || ring::allreduce(me, len, elem, input))?;
-        self.start(comm, "allreduce", schedule, buffers, Some((op, datatype)))
+        Ok(Plan {
+            comm,
+            what: "allreduce",
+            schedule,
+            buffers,
+            reduction: Some((op, datatype)),
+        })
     }
 
     /// Starts a reduce-scatter with `count` elements for each rank. `send`

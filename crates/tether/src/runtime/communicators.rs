@@ -115,15 +115,7 @@ impl Runtime {
             Some((Op::Max, uint64)),
             &mut self.scratch,
         );
-        let mut outcome = None;
-        self.wait_until(|rt| loop {
-            outcome = running.advance(&mut rt.engine);
-            if outcome.is_some() || !rt.engine.has_transmit() {
-                return outcome.is_some();
-            }
-            rt.push_transmits();
-        });
-        if let Some(Err(failure)) = outcome {
+        if let Err(failure) = self.run_to_end(&mut running) {
             let requests = running.orphans(&mut self.engine);
             self.orphaned
                 .push(Orphaned::new(requests, running, Some(values)));
