@@ -9,7 +9,7 @@ use tether::datatype::DATATYPES;
 use tether::op::Op;
 use tether::{Arg, Runtime};
 
-use super::{complete, elapsed_us, Counts};
+use super::{elapsed_us, Counts};
 
 fn datatype(name: &str) -> i32 {
     DATATYPES
@@ -25,9 +25,9 @@ fn allreduce_doubles(
     output: &mut [f64],
     op: Op,
 ) -> Result<(), String> {
-    // SAFETY: both buffers outlive the request, which completes here.
-    let req = unsafe {
-        rt.iallreduce(
+    // SAFETY: both buffers outlive the call, which completes the allreduce.
+    unsafe {
+        rt.allreduce(
             input.as_ptr().cast(),
             output.as_mut_ptr().cast(),
             input.len() as i64,
@@ -36,8 +36,7 @@ fn allreduce_doubles(
             COMM_UNIVERSE,
         )
     }
-    .map_err(|e| e.to_string())?;
-    complete(rt, req)
+    .map_err(|e| e.to_string())
 }
 
 /// The largest of every process's `value`.
@@ -48,8 +47,7 @@ pub fn max_over_all(rt: &mut Runtime, value: f64) -> Result<f64, String> {
 }
 
 fn barrier_once(rt: &mut Runtime) -> Result<(), String> {
-    let req = rt.ibarrier(COMM_UNIVERSE).map_err(|e| e.to_string())?;
-    complete(rt, req)
+    rt.barrier(COMM_UNIVERSE).map_err(|e| e.to_string())
 }
 
 /// Runs `op` for the warm-up and then the timed iterations (after a
@@ -98,9 +96,8 @@ pub fn allreduce(rt: &mut Runtime, size: u64, counts: Counts) -> Result<f64, Str
 
 fn bcast_once(rt: &mut Runtime, buf: &mut [u8], root: i32) -> Result<(), String> {
     let arg = Arg::new(buf.as_mut_ptr(), buf.len() as i64, datatype("BYTE"));
-    // SAFETY: the buffer outlives the request, which completes here.
-    let req = unsafe { rt.ibcast(arg, root, COMM_UNIVERSE) }.map_err(|e| e.to_string())?;
-    complete(rt, req)
+    // SAFETY: the buffer outlives the call, which completes the broadcast.
+    unsafe { rt.bcast(arg, root, COMM_UNIVERSE) }.map_err(|e| e.to_string())
 }
 
 /// Broadcast of `size` bytes from a root that rotates over the processes

@@ -55,14 +55,20 @@ fn irecv(rt: &mut Runtime, buf: &mut [u8], peer: i32, tag: i32) -> Result<ReqId,
         .map_err(|e| e.to_string())
 }
 
+/// A blocking send (`Runtime::send`, as `tether_send`).
 fn send(rt: &mut Runtime, buf: &[u8], peer: i32, tag: i32) -> Result<(), String> {
-    let req = isend(rt, buf, peer, tag)?;
-    complete(rt, req)
+    // SAFETY: the buffer outlives the call, which completes the send.
+    let status = unsafe { rt.send(buf.as_ptr(), buf.len(), peer, tag, COMM_UNIVERSE) }
+        .map_err(|e| e.to_string())?;
+    status.error.map_or(Ok(()), |e| Err(e.to_string()))
 }
 
+/// A blocking receive (`Runtime::recv`, as `tether_recv`).
 fn recv(rt: &mut Runtime, buf: &mut [u8], peer: i32, tag: i32) -> Result<(), String> {
-    let req = irecv(rt, buf, peer, tag)?;
-    complete(rt, req)
+    // SAFETY: as in `send`.
+    let status = unsafe { rt.recv(buf.as_mut_ptr(), buf.len(), peer, tag, COMM_UNIVERSE) }
+        .map_err(|e| e.to_string())?;
+    status.error.map_or(Ok(()), |e| Err(e.to_string()))
 }
 
 /// Half the round trip of a blocking send and receive, in microseconds.
