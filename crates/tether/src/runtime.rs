@@ -26,6 +26,7 @@ use crate::transport::{LinkEvent, Transports};
 use crate::universe::{self, addr_key, Universe};
 pub use collectives::{Arg, Layout, IN_PLACE};
 pub use direct::Arrival;
+use direct::RingShortcut;
 
 /// Wildcard source for receives and probes.
 pub const ANY_SOURCE: i32 = -1;

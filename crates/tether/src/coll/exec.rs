@@ -39,6 +39,43 @@ pub enum Failure {
     ShortMessage { rank: u32, got: u64, expected: u64 },
 }
 
+/// How a transfer may move without becoming an engine request, for a
+/// transport that can write to or read from a peer at once (shared
+/// memory). Both may decline (`false`/`None`), and the transfer then goes
+/// through the engine.
+///
+/// Contract: `send` hands over a whole message with envelope (`context`,
+/// `tag`) to universe rank `dest` and returns true only if nothing queued
+/// for that peer (in the engine or the transport) goes before it; `recv`
+/// fills `region` with the next message from `source` and returns its
+/// size only if the engine could not have matched it differently (no
+/// earlier message matches the receive, no posted receive takes the
+/// message), the message fits, and it is the peer's next frame.
+pub trait Shortcut {
+    fn send(&mut self, engine: &Engine, dest: u32, context: u32, tag: i32, region: Region) -> bool;
+    fn recv(
+        &mut self,
+        engine: &Engine,
+        source: u32,
+        context: u32,
+        tag: i32,
+        region: Region,
+    ) -> Option<u64>;
+}
+
+/// The shortcut that always declines: every transfer through the engine.
+pub struct NoShortcut;
+
+impl Shortcut for NoShortcut {
+    fn send(&mut self, _: &Engine, _: u32, _: u32, _: i32, _: Region) -> bool {
+        false
+    }
+
+    fn recv(&mut self, _: &Engine, _: u32, _: u32, _: i32, _: Region) -> Option<u64> {
+        None
+    }
+}
+
 /// A collective in progress.
 #[derive(Debug)]
 pub struct Running {
@@ -134,12 +171,24 @@ impl Running {
     /// `None` while it runs, then its outcome once. After a failure the
     /// requests still pending are left in [`Running::orphans`].
     pub fn advance(&mut self, engine: &mut Engine) -> Option<Result<(), Failure>> {
+        self.advance_via(engine, &mut NoShortcut)
+    }
+
+    /// [`Running::advance`], moving the transfers that `shortcut` takes
+    /// without engine requests.
+    pub fn advance_via(
+        &mut self,
+        engine: &mut Engine,
+        shortcut: &mut dyn Shortcut,
+    ) -> Option<Result<(), Failure>> {
         loop {
             if !self.in_flight {
                 if self.round == self.schedule.rounds.len() {
                     return Some(Ok(()));
                 }
-                self.post(engine);
+                if let Err(failure) = self.post(engine, shortcut) {
+                    return Some(Err(failure));
+                }
             }
             // One look at each request of the round (this runs on every
             // poll of a wait): a failed one ends the collective, a pending
@@ -206,32 +255,46 @@ impl Running {
         Failure::Transfer { rank, error }
     }
 
-    fn post(&mut self, engine: &mut Engine) {
+    /// Posts the current round's transfers; those `shortcut` moves at
+    /// once need no request. A message the shortcut received that is
+    /// shorter than its span fails the collective, as through the engine.
+    fn post(&mut self, engine: &mut Engine, shortcut: &mut dyn Shortcut) -> Result<(), Failure> {
         let schedule = Arc::clone(&self.schedule);
+        let (context, tag) = (self.channel.context, self.channel.tag);
+        let mut short = None;
         for transfer in &schedule.rounds[self.round].transfers {
             let (req, rank, expect) = match *transfer {
                 Transfer::Send { to, span } => {
                     let (ptr, len) = self.resolve(span, false);
                     let region = Region::from_const(ptr, len);
                     let dest = self.channel.members[to as usize];
-                    let req = engine.isend(dest, self.channel.context, self.channel.tag, region);
-                    (req, to, None)
+                    if shortcut.send(engine, dest, context, tag, region) {
+                        continue;
+                    }
+                    (engine.isend(dest, context, tag, region), to, None)
                 }
                 Transfer::Recv { from, span } => {
                     let (ptr, len) = self.resolve(span, true);
+                    let region = Region { ptr, len };
                     let source = self.channel.members[from as usize];
-                    let req = engine.irecv(
-                        Some(source),
-                        self.channel.context,
-                        Some(self.channel.tag),
-                        Region { ptr, len },
-                    );
+                    if let Some(got) = shortcut.recv(engine, source, context, tag, region) {
+                        if got < span.len as u64 && short.is_none() {
+                            short = Some(Failure::ShortMessage {
+                                rank: from,
+                                got,
+                                expected: span.len as u64,
+                            });
+                        }
+                        continue;
+                    }
+                    let req = engine.irecv(Some(source), context, Some(tag), region);
                     (req, from, Some(span))
                 }
             };
             self.pending.push((req, rank, expect));
         }
         self.in_flight = true;
+        short.map_or(Ok(()), Err)
     }
 
     /// The address and length of `span`, checked against its buffer.

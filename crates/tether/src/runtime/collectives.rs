@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tether_proto::{Completion, CompletionError, ReqId};
 
-use super::{Runtime, ANY_TAG};
+use super::{RingShortcut, Runtime, ANY_TAG};
 use crate::coll::cache::Key;
 use crate::coll::{
     pairwise, ring, tree, Buf, Buffers, Channel, Failure, Running, Schedule, Shape, Span,
@@ -267,7 +267,10 @@ impl Runtime {
     pub(super) fn run_to_end(&mut self, running: &mut Running) -> std::result::Result<(), Failure> {
         let mut outcome = None;
         self.wait_until(|rt| loop {
-            outcome = running.advance(&mut rt.engine);
+            let mut shortcut = RingShortcut {
+                transport: &mut rt.transport,
+            };
+            outcome = running.advance_via(&mut rt.engine, &mut shortcut);
             if outcome.is_some() || !rt.engine.has_transmit() {
                 return outcome.is_some();
             }
@@ -291,7 +294,11 @@ impl Runtime {
     pub(super) fn advance_collectives(&mut self) {
         let mut i = 0;
         while i < self.collectives.len() {
-            let Some(outcome) = self.collectives[i].running.advance(&mut self.engine) else {
+            let mut shortcut = RingShortcut {
+                transport: &mut self.transport,
+            };
+            let running = &mut self.collectives[i].running;
+            let Some(outcome) = running.advance_via(&mut self.engine, &mut shortcut) else {
                 i += 1;
                 continue;
             };

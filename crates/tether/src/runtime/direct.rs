@@ -31,11 +31,12 @@
 //! core), then posts the receive in the engine and waits there, which
 //! progresses everything else (other peers, TCP, liveness) and may sleep.
 
+use crate::coll::Shortcut;
 use crate::error::Result;
 use crate::progress::Polling;
-use crate::transport::Direct;
+use crate::transport::{Direct, Transports};
 use crate::{Runtime, Status};
-use tether_proto::{FrameHeader, FrameKind, Region};
+use tether_proto::{Engine, FrameHeader, FrameKind, Region};
 
 use super::ANY_SOURCE;
 
@@ -125,20 +126,17 @@ impl Runtime {
         let peer = c.universe_rank(dest)?;
         let context = c.context;
         let tag = Self::check_tag(tag, false)?.expect("not a wildcard");
-        if !self.collectives.is_empty()
-            || peer == self.universe.my_universe_rank()
-            || len as u64 > self.engine.eager_limit(peer)
-            || self.engine.is_lost(peer)
-        {
+        if !self.collectives.is_empty() || peer == self.universe.my_universe_rank() {
             return Ok(false);
         }
-        let mut header = FrameHeader::new(FrameKind::Eager);
-        header.context = context;
-        header.tag = tag;
-        header.msg_size = len as u64;
-        let sent = self
-            .transport
-            .send_eager(peer, &header, Region::from_const(buf, len));
+        let sent = send_now(
+            &mut self.transport,
+            &self.engine,
+            peer,
+            context,
+            tag,
+            Region::from_const(buf, len),
+        );
         if sent {
             self.note_peer(peer);
         }
@@ -168,10 +166,7 @@ impl Runtime {
         let peer = c.universe_rank(source)?;
         let context = c.context;
         let tag = Self::check_tag(tag, true)?;
-        if !self.collectives.is_empty()
-            || peer == self.universe.my_universe_rank()
-            || self.engine.iprobe(Some(peer), context, tag).is_some()
-        {
+        if !self.collectives.is_empty() || peer == self.universe.my_universe_rank() {
             return Ok(None);
         }
         self.note_peer(peer);
@@ -181,18 +176,94 @@ impl Runtime {
         };
         let region = Region { ptr: buf, len };
         for _ in 0..polls {
-            let engine = &self.engine;
-            let accepts = |h: &FrameHeader| {
-                h.context == context
-                    && tag.is_none_or(|t| t == h.tag)
-                    && engine.eager_destination(peer, h).is_none()
-            };
-            match self.transport.take_eager(peer, region, accepts) {
+            match take_now(
+                &mut self.transport,
+                &self.engine,
+                peer,
+                context,
+                tag,
+                region,
+            ) {
                 Direct::Taken { tag, bytes } => return Ok(Some(Arrival { tag, bytes })),
                 Direct::Other => return Ok(None),
                 Direct::Empty => self.polling.pause(),
             }
         }
         Ok(None)
+    }
+}
+
+/// Writes an eager message to `peer` straight into its ring, if the
+/// engine allows (within the peer's eager limit, the peer not lost,
+/// nothing of the engine's queued before it) and the transport can (see
+/// [`Transports::send_eager`]).
+fn send_now(
+    transport: &mut Transports,
+    engine: &Engine,
+    peer: u32,
+    context: u32,
+    tag: i32,
+    payload: Region,
+) -> bool {
+    if engine.has_transmit()
+        || payload.len as u64 > engine.eager_limit(peer)
+        || engine.is_lost(peer)
+    {
+        return false;
+    }
+    let mut header = FrameHeader::new(FrameKind::Eager);
+    header.context = context;
+    header.tag = tag;
+    header.msg_size = payload.len as u64;
+    transport.send_eager(peer, &header, payload)
+}
+
+/// Takes the next frame from `peer` into `region` if it is an eager
+/// message that a receive of (`context`, `tag`) accepts and the engine
+/// could not have matched differently: no message already here matches
+/// the receive, no receive posted earlier takes the message.
+fn take_now(
+    transport: &mut Transports,
+    engine: &Engine,
+    peer: u32,
+    context: u32,
+    tag: Option<i32>,
+    region: Region,
+) -> Direct {
+    if engine.iprobe(Some(peer), context, tag).is_some() {
+        return Direct::Other;
+    }
+    let accepts = |h: &FrameHeader| {
+        h.context == context
+            && tag.is_none_or(|t| t == h.tag)
+            && engine.eager_destination(peer, h).is_none()
+    };
+    transport.take_eager(peer, region, accepts)
+}
+
+/// The short path for the transfers of a collective ([`Shortcut`]): its
+/// sends written straight into the peers' rings, its receives taken
+/// straight from them when the message is already there.
+pub(super) struct RingShortcut<'a> {
+    pub transport: &'a mut Transports,
+}
+
+impl Shortcut for RingShortcut<'_> {
+    fn send(&mut self, engine: &Engine, dest: u32, context: u32, tag: i32, region: Region) -> bool {
+        send_now(self.transport, engine, dest, context, tag, region)
+    }
+
+    fn recv(
+        &mut self,
+        engine: &Engine,
+        source: u32,
+        context: u32,
+        tag: i32,
+        region: Region,
+    ) -> Option<u64> {
+        match take_now(self.transport, engine, source, context, Some(tag), region) {
+            Direct::Taken { bytes, .. } => Some(bytes),
+            Direct::Empty | Direct::Other => None,
+        }
     }
 }
