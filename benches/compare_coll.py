@@ -59,20 +59,28 @@ def build():
     return exes
 
 
+# Set by --bind: every launcher binds each process to one core,
+# round-robin (ranks 0 and 2 on the first core, 1 and 3 on the second).
+BIND = False
+
+
 def command(name, exe, args, transport):
     """The command line and environment of one run over `transport` (tcp or shm)."""
     if name == "Tether":
         tether = str(ROOT / "build" / "bin" / "tether")
-        return [tether, "run", "--name", "a", "-n", "2", str(exe), *args,
+        bind = ["--bind-to", "core"] if BIND else []
+        return [tether, "run", *bind, "--name", "a", "-n", "2", str(exe), *args,
                 ":", "--name", "b", "-n", "2", str(exe), *args], {"TETHER_TRANSPORTS": transport}
     if name == "MPICH":
         # Over tcp, MPIR_CVAR_NOLOCAL=1 keeps MPICH off its own shared
         # memory between ranks of one host, as in compare_p2p.py.
         env = {"tcp": {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "lo", "MPIR_CVAR_NOLOCAL": "1"},
                "shm": {"UCX_TLS": "sm,self", "UCX_NET_DEVICES": "lo"}}[transport]
-        return ["mpiexec.mpich", "-iface", "lo", "-n", "4", str(exe), *args], env
+        bind = ["-bind-to", "core"] if BIND else []
+        return ["mpiexec.mpich", *bind, "-iface", "lo", "-n", "4", str(exe), *args], env
     btl = {"tcp": "tcp,self", "shm": "vader,self"}[transport]
-    return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", "4",
+    bind = ["--bind-to", "core:overload-allowed"] if BIND else []
+    return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", *bind, "-np", "4",
             "--mca", "pml", "ob1", "--mca", "btl", btl,
             "--mca", "btl_tcp_if_include", "lo", str(exe), *args], {
             "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -169,15 +177,26 @@ def main():
                          "MPICH on oversubscribed cores needs milliseconds per operation, the others microseconds")
     ap.add_argument("--transports", default="tcp,shm", help="which transport classes to compare (tcp, shm)")
     ap.add_argument("--write", type=Path, help="replace the collectives section of this report")
+    ap.add_argument("--bind", action="store_true",
+                    help="bind every process to one core, round-robin, with each launcher's own option "
+                         "(tether run --bind-to core, mpiexec -bind-to core, mpirun --bind-to core:overload-allowed); "
+                         "its report has a section of its own")
     opts = ap.parse_args()
+    global BIND, BEGIN, END
+    BIND = opts.bind
+    if BIND:
+        BEGIN = BEGIN.replace("collectives", "collectives, bound to cores")
+        END = END.replace("collectives", "collectives, bound to cores")
     exes = build()
     args = ["--iters", "5", "--sizes", "8,65536"] if opts.quick else ["--budget-ms", str(opts.budget_ms)]
     text = (
         f"{BEGIN}\n"
-        f"4 processes on {machine()}. Medians of {opts.repeats} runs (min-max) "
+        f"4 processes on {machine()}"
+        f"{', each bound to one core (round-robin)' if BIND else ', placed by the scheduler'}. "
+        f"Medians of {opts.repeats} runs (min-max) "
         f"of {opts.budget_ms:g} ms of timed iterations per size (at least 20), "
         "microseconds per operation (the slowest rank's mean). Command: "
-        "`python3 benches/compare_coll.py --write docs/PERFORMANCE.md`.\n"
+        f"`python3 benches/compare_coll.py{' --bind' if BIND else ''} --write docs/PERFORMANCE.md`.\n"
     )
     for transport, title in [("tcp", "Loopback TCP (Tether `TETHER_TRANSPORTS=tcp`, MPICH UCX tcp, Open MPI btl tcp)"),
                              ("shm", "Shared memory (Tether `TETHER_TRANSPORTS=shm`, MPICH UCX sm, Open MPI btl vader)")]:
@@ -195,6 +214,9 @@ def main():
             pre, rest = report.split(BEGIN, 1)
             post = rest.split(END, 1)[1].lstrip("\n")
             report = pre + text + post
+        elif BIND and "<!-- END collectives -->" in report:
+            pre, post = report.split("<!-- END collectives -->", 1)
+            report = pre + "<!-- END collectives -->\n\n" + text + post
         else:
             report = report.rstrip("\n") + "\n\n## Collectives\n\n" + text
         opts.write.write_text(report)

@@ -1,6 +1,7 @@
 //! `tether run`: start every program of a coupled run on this machine
 //! (DESIGN 3.9), relay their output, and end them together.
 
+mod binding;
 mod children;
 mod environment;
 mod relay;
@@ -15,6 +16,7 @@ use clap::error::ErrorKind;
 use clap::Args;
 use tether_rendezvous::{Server, ServerHandle};
 
+pub(crate) use binding::BindTo;
 use children::Children;
 use environment::RunEnvironment;
 use segments::Segment;
@@ -26,7 +28,7 @@ const START_FAILED: u8 = 127;
 /// Start the programs of a coupled run on this machine.
 #[derive(Args)]
 #[command(
-    override_usage = "tether run [--timeout S] [--rendezvous SPEC] \
+    override_usage = "tether run [--timeout S] [--rendezvous SPEC] [--bind-to core|none] \
                       --name NAME [-n N] CMD [ARGS...] [: --name NAME [-n N] CMD [ARGS...]]...",
     after_help = "Each program gets TETHER_RENDEZVOUS, TETHER_PROGRAMS, TETHER_PROGRAM and \
                   TETHER_RUN_ID (yours when set, else a fresh one); with -n N it is started N \
@@ -46,6 +48,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "SPEC")]
     rendezvous: Option<String>,
 
+    /// Place each process started with -n on one CPU of the launcher's,
+    /// round-robin in command-line order (as mpirun --bind-to core); `none`
+    /// leaves placement to the scheduler. Programs without -n are not bound.
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "none")]
+    bind_to: BindTo,
+
     /// The programs, separated by `:`, each `--name NAME [-n N] CMD [ARGS...]`.
     #[arg(
         value_name = "PROGRAMS",
@@ -61,7 +69,7 @@ pub fn main(args: RunArgs) -> ExitCode {
         Ok(segments) => segments,
         Err(e) => usage_error(&e),
     };
-    match execute(&segments, args.rendezvous, args.timeout) {
+    match execute(&segments, args.rendezvous, args.timeout, args.bind_to) {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
             eprintln!("tether run: {message}");
@@ -80,7 +88,15 @@ pub(crate) fn execute(
     segments: &[Segment],
     rendezvous: Option<String>,
     timeout: Option<Timeout>,
+    bind_to: BindTo,
 ) -> Result<u8, String> {
+    let cpus = match bind_to {
+        BindTo::Core => Some(
+            binding::allowed_cpus()
+                .map_err(|e| format!("--bind-to core: cannot read this process's CPUs: {e}"))?,
+        ),
+        BindTo::None => None,
+    };
     signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let (spec, _server): (String, Option<ServerHandle>) = match rendezvous {
         Some(spec) => (spec, None),
@@ -93,19 +109,22 @@ pub(crate) fn execute(
     };
     let environment = RunEnvironment::new(spec, segments);
     let mut children = Children::new();
-    let failed_start = start_all(segments, &environment, &mut children).err();
+    let failed_start = start_all(segments, &environment, cpus.as_deref(), &mut children).err();
     Ok(supervise::supervise(&children, timeout, failed_start))
 }
 
 /// Starts every rank of every segment in command-line order, stopping at the
-/// first that cannot be started.
+/// first that cannot be started; with `cpus`, each rank goes on one of
+/// them, round-robin.
 ///
 /// Errors: [`START_FAILED`], after printing which child and why.
 fn start_all(
     segments: &[Segment],
     environment: &RunEnvironment,
+    cpus: Option<&[usize]>,
     children: &mut Children,
 ) -> Result<(), u8> {
+    let mut bound = 0;
     for segment in segments {
         let instances: Vec<(String, Option<(u32, u32)>)> = match segment.ranks {
             Some(size) => (0..size)
@@ -117,6 +136,10 @@ fn start_all(
             let mut command = Command::new(&segment.command[0]);
             command.args(&segment.command[1..]);
             environment.apply(&mut command, &segment.name, rank);
+            if let (Some(cpus), Some(_)) = (cpus, rank) {
+                binding::bind(&mut command, binding::cpu_for(cpus, bound));
+                bound += 1;
+            }
             if let Err(e) = children.start(label.clone(), command) {
                 eprintln!(
                     "tether run: cannot start {label} ({}): {e}",

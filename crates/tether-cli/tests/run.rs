@@ -364,3 +364,71 @@ fn invalid_syntax_is_a_usage_error() {
     );
     assert!(done.stderr.contains("Usage: tether run"), "{}", done.stderr);
 }
+
+/// The CPUs `/proc/self/status` of each child lists, by label.
+fn cpus_of_children(args: &[&str]) -> Vec<String> {
+    let done = run(args);
+    assert!(done.status.success(), "{}", done.stderr);
+    sorted_lines(&done.stdout)
+        .into_iter()
+        .map(|line| {
+            line.replace("Cpus_allowed_list:", "")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+#[test]
+fn bind_to_core_places_ranks_round_robin_and_leaves_others_alone() {
+    let show = "grep Cpus_allowed_list /proc/self/status";
+    let unbound = cpus_of_children(&["run", "--name", "a", "-n", "1", "sh", "-c", show]);
+    let all = unbound[0].split(' ').nth(1).unwrap().to_string();
+    let bound = cpus_of_children(&[
+        "run",
+        "--bind-to",
+        "core",
+        "--name",
+        "a",
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        show,
+        ":",
+        "--name",
+        "b",
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        show,
+        ":",
+        "--name",
+        "c",
+        "sh",
+        "-c",
+        show,
+    ]);
+    // CPUs of the launcher, in order: what the children must cycle through.
+    let mut cpus = Vec::new();
+    for part in all.split(',') {
+        match part.split_once('-') {
+            Some((lo, hi)) => cpus.extend(lo.parse::<usize>().unwrap()..=hi.parse().unwrap()),
+            None => cpus.push(part.parse().unwrap()),
+        }
+    }
+    let expect = |i: usize| cpus[i % cpus.len()].to_string();
+    assert_eq!(
+        bound,
+        [
+            format!("[a:0] {}", expect(0)),
+            format!("[a:1] {}", expect(1)),
+            format!("[a:2] {}", expect(2)),
+            format!("[b:0] {}", expect(3)),
+            format!("[c] {all}"),
+        ],
+        "a program without -n keeps every CPU"
+    );
+}

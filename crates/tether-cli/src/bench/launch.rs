@@ -78,7 +78,7 @@ pub fn run_tether(
             command: command.clone(),
         })
         .collect();
-    let code = run::execute(&segments, None, Some(timeout))?;
+    let code = run::execute(&segments, None, Some(timeout), run::BindTo::None)?;
     if code != 0 {
         return Err(format!(
             "the Tether run of {} exited with code {code} (see the messages above)",
