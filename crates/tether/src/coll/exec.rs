@@ -90,6 +90,11 @@ pub struct Running {
     /// Posted requests of the current round, with the span each receive
     /// must fill.
     pending: Vec<(ReqId, u32, Option<Span>)>,
+    /// A short message the shortcut received in the current round,
+    /// reported once the round's requests are all complete (as one that
+    /// came through the engine), so that nothing of the round still uses
+    /// the caller's buffers when the collective fails.
+    short: Option<Failure>,
 }
 
 // SAFETY: the raw pointers are the caller's buffers, which the API contract
@@ -154,6 +159,7 @@ impl Running {
             round: 0,
             in_flight: false,
             pending: Vec::new(),
+            short: None,
         }
     }
 
@@ -186,9 +192,7 @@ impl Running {
                 if self.round == self.schedule.rounds.len() {
                     return Some(Ok(()));
                 }
-                if let Err(failure) = self.post(engine, shortcut) {
-                    return Some(Err(failure));
-                }
+                self.post(engine, shortcut);
             }
             // One look at each request of the round (this runs on every
             // poll of a wait): a failed one ends the collective, a pending
@@ -205,7 +209,7 @@ impl Running {
                 return None;
             }
             // Every request is freed, even after a short message.
-            let mut short = None;
+            let mut short = self.short.take();
             for (req, rank, expect) in self.pending.drain(..) {
                 let done = engine.take_completion(req).expect("checked complete");
                 match expect {
@@ -257,11 +261,11 @@ impl Running {
 
     /// Posts the current round's transfers; those `shortcut` moves at
     /// once need no request. A message the shortcut received that is
-    /// shorter than its span fails the collective, as through the engine.
-    fn post(&mut self, engine: &mut Engine, shortcut: &mut dyn Shortcut) -> Result<(), Failure> {
+    /// shorter than its span fails the collective once the round's
+    /// requests are complete, as one through the engine does.
+    fn post(&mut self, engine: &mut Engine, shortcut: &mut dyn Shortcut) {
         let schedule = Arc::clone(&self.schedule);
         let (context, tag) = (self.channel.context, self.channel.tag);
-        let mut short = None;
         for transfer in &schedule.rounds[self.round].transfers {
             let (req, rank, expect) = match *transfer {
                 Transfer::Send { to, span } => {
@@ -278,8 +282,8 @@ impl Running {
                     let region = Region { ptr, len };
                     let source = self.channel.members[from as usize];
                     if let Some(got) = shortcut.recv(engine, source, context, tag, region) {
-                        if got < span.len as u64 && short.is_none() {
-                            short = Some(Failure::ShortMessage {
+                        if got < span.len as u64 && self.short.is_none() {
+                            self.short = Some(Failure::ShortMessage {
                                 rank: from,
                                 got,
                                 expected: span.len as u64,
@@ -294,7 +298,6 @@ impl Running {
             self.pending.push((req, rank, expect));
         }
         self.in_flight = true;
-        short.map_or(Ok(()), Err)
     }
 
     /// The address and length of `span`, checked against its buffer.

@@ -263,20 +263,33 @@ impl Runtime {
     }
 
     /// Advances `running` until it ends, making progress on everything
-    /// else while it waits.
+    /// else while it waits. The first round is posted before any polling:
+    /// a message already in a peer's ring is then taken straight by the
+    /// shortcut instead of being read into the unexpected queue first.
     pub(super) fn run_to_end(&mut self, running: &mut Running) -> std::result::Result<(), Failure> {
-        let mut outcome = None;
-        self.wait_until(|rt| loop {
-            let mut shortcut = RingShortcut {
-                transport: &mut rt.transport,
-            };
-            outcome = running.advance_via(&mut rt.engine, &mut shortcut);
-            if outcome.is_some() || !rt.engine.has_transmit() {
-                return outcome.is_some();
-            }
-            rt.push_transmits();
-        });
+        let mut outcome = self.advance_one(running);
+        if outcome.is_none() {
+            self.wait_until(|rt| {
+                outcome = rt.advance_one(running);
+                outcome.is_some()
+            });
+        }
         outcome.expect("wait_until returns once the collective ended")
+    }
+
+    /// Advances `running` as far as it goes now, handing its frames to
+    /// the transports as it posts them.
+    fn advance_one(&mut self, running: &mut Running) -> Option<std::result::Result<(), Failure>> {
+        loop {
+            let mut shortcut = RingShortcut {
+                transport: &mut self.transport,
+            };
+            let outcome = running.advance_via(&mut self.engine, &mut shortcut);
+            if outcome.is_some() || !self.engine.has_transmit() {
+                return outcome;
+            }
+            self.push_transmits();
+        }
     }
 
     /// The schedule `build` makes for `key` on `comm`, kept from an earlier

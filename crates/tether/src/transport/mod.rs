@@ -301,7 +301,7 @@ impl Transports {
     pub fn send(&mut self, mut t: Transmit, engine: &mut Engine) {
         let peer = t.peer;
         if !self.routes.contains_key(&peer) {
-            self.resolve(peer, engine, false);
+            self.resolve(peer, engine, None);
         }
         // The size test first: most frames are not large hybrid data, and
         // it spares them the lookups.
@@ -380,13 +380,13 @@ impl Transports {
         match self.routes.get(&peer) {
             Some(Route::Tcp) => self.tcp.start_connect(peer),
             Some(_) => {}
-            None => self.resolve(peer, engine, false),
+            None => self.resolve(peer, engine, None),
         }
     }
 
-    /// Chooses the route of `peer` by the transport order; `no_shm` when
-    /// shared memory turned out not to reach it.
-    fn resolve(&mut self, peer: u32, engine: &mut Engine, no_shm: bool) {
+    /// Chooses the route of `peer` by the transport order; `no_shm` is why
+    /// shared memory turned out not to reach it, when it did not.
+    fn resolve(&mut self, peer: u32, engine: &mut Engine, no_shm: Option<String>) {
         let mut reasons = Vec::new();
         for name in self.order.clone() {
             match name.as_str() {
@@ -396,8 +396,8 @@ impl Transports {
                     if name == "hybrid" {
                         self.hybrid.insert(peer);
                     }
-                    if no_shm {
-                        reasons.push("shm: it does not reach it".to_string());
+                    if let Some(why) = &no_shm {
+                        reasons.push(format!("shm: {why}"));
                     } else {
                         match self.try_shm(peer) {
                             Ok(()) => return self.route(peer, Route::Shm, engine),
@@ -527,14 +527,14 @@ impl Transports {
                         }
                     }
                 }
-                Err(Some(_)) => {
+                Err(Some(why)) => {
                     // Shared memory turned out not to reach it: the next
                     // transport in the order decides, with the queue kept.
                     let queue = match self.remove_route(peer) {
                         Some(Route::Pending { queue, .. }) => queue,
                         _ => VecDeque::new(),
                     };
-                    self.resolve(peer, engine, true);
+                    self.resolve(peer, engine, Some(why));
                     for t in queue {
                         self.send(t, engine);
                     }
