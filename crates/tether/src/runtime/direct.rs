@@ -30,6 +30,10 @@
 //! bounded number of times ([`DIRECT_POLLS`], fewer when waits yield the
 //! core), then posts the receive in the engine and waits there, which
 //! progresses everything else (other peers, TCP, liveness) and may sleep.
+//!
+//! Collectives use the same two moves for the transfers of their rounds
+//! ([`RingShortcut`], the executor's [`Shortcut`]), without the polling: a
+//! transfer that cannot move at once becomes an engine request.
 
 use crate::coll::Shortcut;
 use crate::error::Result;
