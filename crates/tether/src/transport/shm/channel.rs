@@ -291,7 +291,7 @@ impl Outgoing {
     }
 }
 
-/// What [`Incoming::take_eager`] found.
+/// What `Incoming::take_eager` found.
 #[derive(Debug)]
 pub enum Direct {
     /// A message with this tag and size was taken into the buffer.
