@@ -64,7 +64,7 @@ pub fn explicit(program: &str, rank: i64, size: i64) -> Result<Identity> {
 }
 
 /// The identity from the environment: `program` is `TETHER_PROGRAM`; rank
-/// and size from the first pair of [`RANK_SOURCES`] whose rank is set; a
+/// and size from the first pair of `RANK_SOURCES` whose rank is set; a
 /// process with none of them is rank 0 of 1.
 pub fn from_env(program: Option<&str>, var: impl Fn(&str) -> Option<String>) -> Result<Identity> {
     let program = program.ok_or_else(|| {

@@ -291,7 +291,7 @@ impl FileTransport {
     }
 
     /// Sends an engine frame to `peer` as a file, or, for a `Data` frame
-    /// above [`chunks::CHUNK`], as consecutive files of its parts, each
+    /// above `chunks::CHUNK`, as consecutive files of its parts, each
     /// published as soon as it is written so that the receiver reads it
     /// while the next is written.
     pub fn send(&mut self, mut t: Transmit, engine: &mut Engine) {

@@ -363,7 +363,7 @@ impl ShmTransport {
     }
 
     /// Takes the next frame from `peer` straight into `buf` if it is an
-    /// `Eager` frame `accepts` agrees to (see [`Incoming::take_eager`]).
+    /// `Eager` frame `accepts` agrees to (see `Incoming::take_eager`).
     /// `Other` also when this process has frames waiting for room in the
     /// ring to `peer`: the peer may wait for them before it answers, and
     /// only the full poll writes them.
