@@ -38,6 +38,7 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::matching::{Envelope, PostedQueue, Selector, UnexpectedQueue};
+use crate::pool::BufferPool;
 use crate::request::{Completion, CompletionError, Region, ReqId, Slab};
 use crate::wire::{FrameHeader, FrameKind, WireError};
 
@@ -188,24 +189,16 @@ pub struct Engine {
     /// universe rank; [`NO_PEER_LIMIT`] where the general one applies).
     peer_eager_limits: Vec<u64>,
     /// Buffers of unexpected eager messages already delivered, for the
-    /// next ones (see [`Engine::unexpected_buffer`]).
-    spare: Vec<Vec<u8>>,
+    /// next ones: messages that arrive before their receive (the usual
+    /// case in a collective, where a peer runs ahead) reuse them. The
+    /// transport fills such a buffer completely.
+    spare: BufferPool,
 }
 
 /// Spare unexpected-message buffers kept at most, and the largest kept
 /// (the default eager limit).
 const SPARE_BUFFERS: usize = 16;
 const SPARE_MAX_BYTES: usize = 128 * 1024;
-
-/// Makes `buf` `len` bytes long for reuse, zeroing only bytes it never
-/// held (the others keep old, initialized contents).
-pub fn reuse(buf: &mut Vec<u8>, len: usize) {
-    if buf.len() >= len {
-        buf.truncate(len);
-    } else {
-        buf.resize(len, 0);
-    }
-}
 
 /// Marks a peer without an eager limit of its own.
 const NO_PEER_LIMIT: u64 = u64::MAX;
@@ -220,29 +213,7 @@ impl Engine {
             outbox: VecDeque::new(),
             lost: HashSet::default(),
             peer_eager_limits: Vec::new(),
-            spare: Vec::new(),
-        }
-    }
-
-    /// A buffer of `len` bytes for an unexpected eager message, which the
-    /// transport fills completely (its bytes before that are unspecified):
-    /// messages that arrive before their receive (the usual case in a
-    /// collective, where a peer runs ahead) would otherwise cost an
-    /// allocation, zeroing and a free each.
-    fn unexpected_buffer(&mut self, len: usize) -> Vec<u8> {
-        match self.spare.pop() {
-            Some(mut buf) => {
-                reuse(&mut buf, len);
-                buf
-            }
-            None => vec![0; len],
-        }
-    }
-
-    /// Keeps the buffer of a delivered unexpected message for the next one.
-    fn recycle(&mut self, buf: Vec<u8>) {
-        if self.spare.len() < SPARE_BUFFERS && buf.capacity() <= SPARE_MAX_BYTES {
-            self.spare.push(buf);
+            spare: BufferPool::new(SPARE_BUFFERS, SPARE_MAX_BYTES),
         }
     }
 
@@ -370,7 +341,7 @@ impl Engine {
         match self.unexpected.take_match(&selector) {
             Some((envelope, Unexpected::Eager(data))) => {
                 self.deliver(req, envelope, &data);
-                self.recycle(data);
+                self.spare.give(data);
             }
             Some((envelope, Unexpected::Rts { sender_req, size })) => {
                 self.grant(req, envelope, sender_req, size);
@@ -585,7 +556,7 @@ impl Engine {
                 PayloadSink::None
             }
             None => PayloadSink::Owned {
-                buf: self.unexpected_buffer(len as usize),
+                buf: self.spare.take(len as usize),
                 token: SinkToken(Token::Unexpected(envelope)),
             },
         }
@@ -755,7 +726,7 @@ impl Engine {
                 match self.posted.take_match(&envelope) {
                     Some(req) => {
                         self.deliver(req, envelope, &data);
-                        self.recycle(data);
+                        self.spare.give(data);
                     }
                     None => self.unexpected.push(envelope, Unexpected::Eager(data)),
                 }

@@ -14,6 +14,7 @@
 
 pub mod engine;
 pub mod matching;
+pub mod pool;
 pub mod request;
 pub mod wire;
 

@@ -195,10 +195,7 @@ impl Runtime {
         tag: i32,
         comm: i32,
     ) -> Result<ReqId> {
-        let c = self.comms.get(comm)?;
-        let peer = c.universe_rank(dest)?;
-        let context = c.context;
-        let tag = Self::check_tag(tag, false)?.expect("not a wildcard");
+        let (peer, context, tag) = self.destination(dest, tag, comm)?;
         self.note_peer(peer);
         let req = self
             .engine
@@ -221,13 +218,7 @@ impl Runtime {
         tag: i32,
         comm: i32,
     ) -> Result<ReqId> {
-        let c = self.comms.get(comm)?;
-        let source = match source {
-            ANY_SOURCE => None,
-            s => Some(c.universe_rank(s)?),
-        };
-        let context = c.context;
-        let tag = Self::check_tag(tag, true)?;
+        let (source, context, tag) = self.selector(source, tag, comm)?;
         if let Some(peer) = source {
             self.note_peer(peer);
         }
@@ -421,6 +412,17 @@ impl Runtime {
         }
     }
 
+    /// The universe rank, context and tag a send to rank `dest` of `comm`
+    /// with `tag` goes with, checked.
+    fn destination(&self, dest: i32, tag: i32, comm: i32) -> Result<(u32, u32, i32)> {
+        let c = self.comms.get(comm)?;
+        let peer = c.universe_rank(dest)?;
+        let tag = Self::check_tag(tag, false)?.expect("not a wildcard");
+        Ok((peer, c.context, tag))
+    }
+
+    /// What a receive or probe from `source` with `tag` on `comm` accepts
+    /// (`None`: any), checked.
     fn selector(
         &self,
         source: i32,

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use tether_proto::pool::BufferPool;
 use tether_proto::{CompletionError, Engine, Region, ReqId};
 
 use super::schedule::{Buf, Local, Schedule, Span, Transfer};
@@ -102,40 +103,28 @@ pub struct Running {
 // `Running` is used by one thread at a time.
 unsafe impl Send for Running {}
 
-/// Scratch buffers of finished collectives, kept for the next ones: a
-/// small collective in a loop would otherwise allocate and free its
-/// scratch every time (a tenth of a small allreduce's instructions).
-#[derive(Debug, Default)]
-pub struct ScratchPool {
-    free: Vec<Vec<u8>>,
+/// Scratch buffers of finished collectives, kept for the next ones. Their
+/// contents are unspecified when taken: a schedule writes its scratch (a
+/// receive or a copy) before it reads it.
+#[derive(Debug)]
+pub struct ScratchPool(BufferPool);
+
+impl Default for ScratchPool {
+    fn default() -> Self {
+        ScratchPool(BufferPool::new(16, 256 * 1024))
+    }
 }
 
 impl ScratchPool {
-    /// Buffers kept at most.
-    const KEEP: usize = 16;
-    /// Larger buffers are freed: their allocation costs little next to
-    /// moving their bytes, and they would hold memory.
-    const MAX_BYTES: usize = 256 * 1024;
-
-    /// A buffer of `len` bytes whose contents are unspecified: a schedule
-    /// writes its scratch (a receive or a copy) before it reads it.
+    /// A buffer of `len` bytes (contents unspecified).
     pub fn take(&mut self, len: usize) -> Vec<u8> {
-        match self.free.iter().position(|b| b.capacity() >= len) {
-            Some(at) => {
-                let mut buf = self.free.swap_remove(at);
-                tether_proto::engine::reuse(&mut buf, len);
-                buf
-            }
-            None => vec![0; len],
-        }
+        self.0.take(len)
     }
 
-    /// Keeps `buffers` for later (within the bounds).
+    /// Keeps `buffers` for later (within the pool's bounds).
     pub fn give(&mut self, buffers: Vec<Vec<u8>>) {
         for buf in buffers {
-            if self.free.len() < Self::KEEP && buf.capacity() <= Self::MAX_BYTES {
-                self.free.push(buf);
-            }
+            self.0.give(buf);
         }
     }
 }
