@@ -18,6 +18,8 @@ SETUPS = {
     "shm": {"TETHER_TRANSPORTS": "shm"},
     "shm-no-cma": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_CMA": "0"},
     "shm-small-ring": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_RING_BYTES": "4096"},
+    "shm-no-split": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_SPLIT_BYTES": "0"},
+    "shm-split-all": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_SPLIT_BYTES": "1", "TETHER_EAGER_LIMIT": "4096"},
 }
 
 
@@ -33,6 +35,34 @@ def test_sizes_across_protocol_boundaries(built, program, setup):
     assert proc.stdout.count("ok sizes") == 2
     assert "size 67108864 ok" in proc.stdout and "size 0 ok" in proc.stdout
     assert dev_shm() <= before
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_split_copy_when_one_side_declines(built, program, side):
+    """A process that never splits (TETHER_SHM_SPLIT_BYTES=0) beside one
+    that does: offers are not taken, or not made, and every size still
+    arrives whole, both ways."""
+    prog = program("sizes")
+    off = ["env", "TETHER_SHM_SPLIT_BYTES=0", prog]
+    a, b = (off, [prog]) if side == "a" else ([prog], off)
+    proc = tether_run(["--name", "a", "-n", "1", *a, ":", "--name", "b", "-n", "1", *b],
+                      env=clean_env(TETHER_TRANSPORTS="shm"), timeout=120)
+    assert proc.stdout.count("ok sizes") == 2
+    assert "size 67108864 ok" in proc.stdout
+
+
+def test_split_copy_when_the_kernel_refuses_the_read(built, program):
+    """Rank 1 may write to rank 0 by cross-memory attach but not read from
+    it (a seccomp filter on process_vm_readv): its first split read is
+    refused, it says so, the sender writes that part too, and from then on
+    it does not take offers. Every size arrives whole."""
+    prog = program("sizes")
+    proc = tether_run(["--name", "a", "-n", "1", prog, ":", "--name", "b", "-n", "1",
+                       "env", "SIZES_DENY_READV=1", prog],
+                      env=clean_env(TETHER_TRANSPORTS="shm", TETHER_LOG_LEVEL="info"), timeout=120)
+    assert proc.stdout.count("ok sizes") == 2
+    assert "size 67108864 ok" in proc.stdout
+    assert proc.stderr.count("by cross-memory attach refused") == 1, proc.stderr
 
 
 def launch(prog, scenario, rdv, rank, size, **extra):

@@ -1,8 +1,31 @@
 /* Message sizes across every protocol boundary, both directions between
  * ranks 0 and 1: 0 B, the shared-memory ring's one-piece frame limit
  * (ring bytes - 64 B prefix) and the ring size itself +-1, the eager
- * limit +-1, and 64 MiB. Each message is echoed back and checked. */
+ * limit +-1, and 64 MiB. Each message is echoed back and checked.
+ *
+ * With SIZES_DENY_READV=1 in its environment, the process first installs
+ * a seccomp filter that fails process_vm_readv with EPERM (as some
+ * container policies do) while process_vm_writev stays allowed. */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
 #include "common.h"
+
+static void deny_process_vm_readv(void) {
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = (unsigned short)(sizeof filter / sizeof filter[0]), .filter = filter};
+    EXPECT(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "PR_SET_NO_NEW_PRIVS failed");
+    EXPECT(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0, "seccomp filter refused");
+}
 
 static int64_t setting(const char *key) {
     char value[64];
@@ -11,6 +34,8 @@ static int64_t setting(const char *key) {
 }
 
 int main(int argc, char **argv) {
+    const char *deny = getenv("SIZES_DENY_READV");
+    if (deny && !strcmp(deny, "1")) deny_process_vm_readv();
     CHECK(tether_init(&argc, &argv));
     int me;
     CHECK(tether_universe_rank(&me));

@@ -674,6 +674,26 @@ impl Engine {
         Some(self.recv_region(req).prefix(header.payload_len as usize))
     }
 
+    /// The buffer of rendezvous send `req` while it waits for its `Cts`:
+    /// for transports that let the receiver read it directly (cross-memory
+    /// attach). `None` unless `req` is a send that announced its data and
+    /// has not been granted yet. The region is valid until the request
+    /// completes.
+    pub fn announced_region(&self, req: ReqId) -> Option<Region> {
+        match self.requests.get(req) {
+            Some(Request {
+                kind:
+                    Kind::Send {
+                        region,
+                        state: SendState::AwaitCts,
+                        ..
+                    },
+                done: None,
+            }) => Some(*region),
+            _ => None,
+        }
+    }
+
     /// Where the rendezvous data of receive `req` will land: the part of
     /// its buffer that its `Cts` granted. For transports that let the
     /// sender write there directly (cross-memory attach, RDMA); `None`

@@ -58,6 +58,10 @@ pub enum FrameKind {
     Bye = 8,
     /// The sender aborts the universe with exit code `tag`.
     Abort = 9,
+    /// Shared memory only: the receiver of a rendezvous whose data both
+    /// sides copy has finished reading its part of `sender_req`'s buffer
+    /// (`tag` 0), or could not read it (`tag` 1: the sender writes it).
+    PartRead = 10,
 }
 
 impl FrameKind {
@@ -72,6 +76,7 @@ impl FrameKind {
             7 => FrameKind::Data,
             8 => FrameKind::Bye,
             9 => FrameKind::Abort,
+            10 => FrameKind::PartRead,
             _ => return None,
         })
     }
@@ -171,7 +176,11 @@ impl FrameHeader {
             FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => MAX_CONTROL_PAYLOAD,
             FrameKind::Eager => max_eager,
             FrameKind::Data => u64::MAX,
-            FrameKind::Rts | FrameKind::Cts | FrameKind::Bye | FrameKind::Abort => 0,
+            FrameKind::Rts
+            | FrameKind::Cts
+            | FrameKind::Bye
+            | FrameKind::Abort
+            | FrameKind::PartRead => 0,
         };
         if payload_len > max {
             return Err(WireError::BadLength {

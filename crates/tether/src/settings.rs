@@ -120,6 +120,16 @@ pub static TABLE: &[Setting] = &[
         meaning: "1: rendezvous data between processes of one host is copied once, straight into the receive buffer, by cross-memory attach (process_vm_writev) when the kernel allows it; 0: always through the ring",
     },
     Setting {
+        key: "SHM_SPLIT_BYTES",
+        default: "131072",
+        kind: Kind::Number {
+            min: 0,
+            max: u64::MAX,
+        },
+        hint: false,
+        meaning: "rendezvous messages between processes of one host of at least this many bytes are copied by both at once, when cross-memory attach works: the receiver reads the second half from the send buffer (process_vm_readv) while the sender writes the first; 0: the sender copies all",
+    },
+    Setting {
         key: "FILE_DIR",
         default: "",
         kind: Kind::Text,

@@ -211,6 +211,7 @@ impl Transports {
                 .next_power_of_two()
                 .max(4096),
             cma: settings.flag("SHM_CMA"),
+            split_bytes: settings.number("SHM_SPLIT_BYTES") as usize,
         };
         let mut shm_problem = bound.shm_problem;
         let shm = bound.shm.and_then(|prepared| {

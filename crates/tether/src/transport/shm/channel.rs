@@ -3,8 +3,12 @@
 //! by nothing, except that every header is padded to a 64-byte *prefix*
 //! whose last 8 bytes are a transport word:
 //!
+//! - `Rts`: the address of the send buffer when the sender offers the
+//!   receiver to read part of it (a split copy, `split.rs`), else 0;
 //! - `Cts`: the address in the receiver's memory where the granted data
-//!   goes (0: send it through the ring), for cross-memory attach;
+//!   goes (0: send it through the ring), for cross-memory attach, with
+//!   bit 63 ([`SPLIT`]) set when the receiver reads the second part itself
+//!   and answers with a `PartRead` frame;
 //! - `Data`: 1 when the sender already wrote the data there (no payload
 //!   follows in the ring), 0 when the payload follows.
 //!
@@ -33,6 +37,9 @@ pub const PREFIX: usize = 64;
 /// Transport word of a `Data` frame whose bytes were written by
 /// cross-memory attach.
 pub const DATA_WRITTEN: u64 = 1;
+/// Bit of a `Cts` word: the receiver reads the part of the data from
+/// [`split_point`] on itself (user-space addresses never have it set).
+pub const SPLIT: u64 = 1 << 63;
 /// Payloads up to this size are written with their prefix in one copy.
 const SMALL_PAYLOAD: usize = 192;
 
@@ -309,10 +316,23 @@ pub enum Delivered {
     Abort(i32),
     /// A `Data` frame whose payload waits in a file (hybrid).
     FilePayload(FilePayload),
-    /// The peer granted `sender_req`'s data at `address` in its memory.
+    /// The peer granted `sender_req`'s data at `address` in its memory;
+    /// with `split`, it reads the second part itself.
     Grant {
         sender_req: u64,
         address: u64,
+        split: bool,
+    },
+    /// The peer offers the data of its rendezvous `sender_req`, which is
+    /// at `address` in its memory, to be read in part.
+    Offer {
+        sender_req: u64,
+        address: u64,
+    },
+    /// The peer read its part of our `sender_req` (`ok`), or could not.
+    PartRead {
+        sender_req: u64,
+        ok: bool,
     },
 }
 
@@ -515,9 +535,21 @@ impl Incoming {
                     state: "on a shared-memory ring",
                 })
             }
-            FrameKind::Cts if word != 0 => delivered.push(Delivered::Grant {
+            FrameKind::PartRead => {
+                delivered.push(Delivered::PartRead {
+                    sender_req: header.sender_req,
+                    ok: header.tag == 0,
+                });
+                return Ok(ReadState::Prefix);
+            }
+            FrameKind::Rts if word != 0 => delivered.push(Delivered::Offer {
                 sender_req: header.sender_req,
                 address: word,
+            }),
+            FrameKind::Cts if word != 0 => delivered.push(Delivered::Grant {
+                sender_req: header.sender_req,
+                address: word & !SPLIT,
+                split: word & SPLIT != 0,
             }),
             FrameKind::Data if header.flags & FLAG_PAYLOAD_IN_FILE != 0 => {
                 delivered.extend(

@@ -1,21 +1,30 @@
-//! Cross-memory attach: one copy from this process's buffer straight into
-//! another process's, with `process_vm_writev`. The kernel allows it when
-//! this process could ptrace the other (same user, and no Yama or seccomp
-//! rule against it); when it refuses, the data goes through the ring.
+//! Cross-memory attach: one copy between this process's buffer and
+//! another process's, with `process_vm_writev` (the sender writes into
+//! the granted receive buffer) or `process_vm_readv` (the receiver reads
+//! its part of a split copy from the send buffer). The kernel allows it
+//! when this process could ptrace the other (same user, and no Yama or
+//! seccomp rule against it); when it refuses, the data goes through the
+//! ring (a write) or the sender writes that part too (a read).
 
 use std::io;
 
-/// How a cross-memory write failed.
+/// How a cross-memory copy failed.
 #[derive(Debug)]
 pub enum CmaError {
     /// The kernel does not allow it here (permissions, seccomp, no
-    /// support): use the ring from now on.
+    /// support): do not try it again with this peer.
     Refused(io::Error),
-    /// The target process no longer exists.
+    /// The other process no longer exists.
     Gone,
-    /// The target range is not mapped in the target: the peer granted a
-    /// region it does not have (a bug or a broken peer).
+    /// The remote range is not mapped in the other process: the peer
+    /// announced a region it does not have (a bug or a broken peer).
     BadAddress(io::Error),
+}
+
+#[derive(Clone, Copy)]
+enum Direction {
+    Write,
+    Read,
 }
 
 /// Writes `len` bytes from `src` to address `dst` of process `pid`.
@@ -23,17 +32,41 @@ pub enum CmaError {
 /// # Safety
 /// `src..src+len` must be readable.
 pub unsafe fn write(pid: u32, src: *const u8, dst: u64, len: usize) -> Result<(), CmaError> {
+    copy(Direction::Write, pid, src as *mut u8, dst, len)
+}
+
+/// Reads `len` bytes from address `src` of process `pid` into `dst`.
+///
+/// # Safety
+/// `dst..dst+len` must be writable and used by nothing else meanwhile.
+pub unsafe fn read(pid: u32, src: u64, dst: *mut u8, len: usize) -> Result<(), CmaError> {
+    copy(Direction::Read, pid, dst, src, len)
+}
+
+/// Copies `len` bytes between `local` and `remote` of `pid`, resuming
+/// after partial transfers and interruptions.
+unsafe fn copy(
+    direction: Direction,
+    pid: u32,
+    local: *mut u8,
+    remote: u64,
+    len: usize,
+) -> Result<(), CmaError> {
     let mut done = 0usize;
     while done < len {
-        let local = libc::iovec {
-            iov_base: src.add(done) as *mut libc::c_void,
+        let local_iov = libc::iovec {
+            iov_base: local.add(done).cast(),
             iov_len: len - done,
         };
-        let remote = libc::iovec {
-            iov_base: (dst as usize + done) as *mut libc::c_void,
+        let remote_iov = libc::iovec {
+            iov_base: (remote as usize + done) as *mut libc::c_void,
             iov_len: len - done,
         };
-        let n = libc::process_vm_writev(pid as libc::pid_t, &local, 1, &remote, 1, 0);
+        let pid = pid as libc::pid_t;
+        let n = match direction {
+            Direction::Write => libc::process_vm_writev(pid, &local_iov, 1, &remote_iov, 1, 0),
+            Direction::Read => libc::process_vm_readv(pid, &local_iov, 1, &remote_iov, 1, 0),
+        };
         if n > 0 {
             done += n as usize;
             continue;
@@ -53,25 +86,19 @@ pub unsafe fn write(pid: u32, src: *const u8, dst: u64, len: usize) -> Result<()
     Ok(())
 }
 
-/// Whether this process may use cross-memory attach at all: a read of
-/// its own memory through `process_vm_readv`, which passes the same
+/// Whether this process may use cross-memory attach at all: a write to
+/// its own memory through `process_vm_writev`, which passes the same
 /// permission and seccomp checks as a write to a peer of the same user.
+/// Reads are found out at their first use (a seccomp filter may allow
+/// one and not the other).
 pub fn probe() -> Result<(), io::Error> {
     let src = [1u8; 8];
     let mut dst = [0u8; 8];
-    let local = libc::iovec {
-        iov_base: dst.as_mut_ptr().cast(),
-        iov_len: 8,
-    };
-    let remote = libc::iovec {
-        iov_base: src.as_ptr() as *mut libc::c_void,
-        iov_len: 8,
-    };
-    // SAFETY: both iovecs describe live local arrays.
-    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-    if n == 8 && dst == src {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+    // SAFETY: both ranges are live local arrays of 8 bytes.
+    match unsafe { write(std::process::id(), src.as_ptr(), dst.as_mut_ptr() as u64, 8) } {
+        Ok(()) if dst == src => Ok(()),
+        Ok(()) => Err(io::Error::other("the bytes did not arrive")),
+        Err(CmaError::Refused(e) | CmaError::BadAddress(e)) => Err(e),
+        Err(CmaError::Gone) => Err(io::Error::other("this process was not found")),
     }
 }

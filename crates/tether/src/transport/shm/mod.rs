@@ -29,6 +29,7 @@ mod bell;
 mod channel;
 mod cma;
 mod segment;
+mod split;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -70,6 +71,9 @@ pub struct ShmConfig {
     pub ring_bytes: usize,
     /// Whether cross-memory attach may be used.
     pub cma: bool,
+    /// Rendezvous messages of at least this many bytes are copied by both
+    /// processes at once (`split.rs`); 0: never.
+    pub split_bytes: usize,
 }
 
 /// What exists before the universe is known: the segment's descriptor and
@@ -115,6 +119,13 @@ pub fn availability() -> Result<String, String> {
     })
 }
 
+/// A grant from the receiver's `Cts`: the address of its buffer, and
+/// whether it reads the second part itself.
+struct Grant {
+    address: u64,
+    split: bool,
+}
+
 struct Channel {
     pid: u32,
     start: u64,
@@ -123,8 +134,18 @@ struct Channel {
     pidfd: Option<OwnedFd>,
     /// Where the peer wants the data of our rendezvous sends (by sender
     /// request handle), from its `Cts`.
-    grants: HashMap<u64, u64>,
+    grants: HashMap<u64, Grant>,
+    /// Where the peer's rendezvous data is, by its sender request handle,
+    /// from its `Rts` (an offer to split the copy, `split.rs`).
+    offers: HashMap<u64, u64>,
+    /// Our split sends whose first part is done, waiting for `PartRead`.
+    parked: HashMap<u64, split::Parked>,
+    /// `PartRead`s that came before their send's first part was done.
+    reads_done: HashMap<u64, bool>,
+    /// Whether cross-memory writes to the peer may be tried.
     cma: bool,
+    /// Whether cross-memory reads from the peer may be tried.
+    cma_read: bool,
     bye_sent: bool,
     bye_received: bool,
     lost: bool,
@@ -148,6 +169,8 @@ pub struct ShmTransport {
     polls_since_clock: u32,
     done: Vec<ReqId>,
     delivered: Vec<Delivered>,
+    /// `PartRead`s read from a ring, handled after the read.
+    part_reads: Vec<(u64, bool)>,
     pub events_out: Vec<LinkEvent>,
     /// Hybrid payloads announced on a ring, for the file transport.
     pub file_payloads: Vec<FilePayload>,
@@ -193,6 +216,7 @@ impl ShmTransport {
             polls_since_clock: 0,
             done: Vec::new(),
             delivered: Vec::new(),
+            part_reads: Vec::new(),
             events_out: Vec::new(),
             file_payloads: Vec::new(),
         })
@@ -262,7 +286,11 @@ impl ShmTransport {
                 inc: None,
                 pidfd,
                 grants: HashMap::default(),
+                offers: HashMap::default(),
+                parked: HashMap::default(),
+                reads_done: HashMap::default(),
                 cma,
+                cma_read: cma,
                 bye_sent: false,
                 bye_received: false,
                 lost: false,
@@ -276,62 +304,88 @@ impl ShmTransport {
         let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
             return;
         };
-        let mut word = 0;
         match t.header.kind {
-            FrameKind::Cts if channel.cma => {
-                if let Some(region) = engine.granted_region(ReqId::from_wire(t.header.receiver_req))
-                {
-                    if region.len > 0 {
-                        word = region.ptr as u64;
-                    }
+            FrameKind::Rts => {
+                let word = self.offer_word(peer, &t.header, engine);
+                self.send_frame(t, word, engine);
+            }
+            FrameKind::Cts => {
+                let (word, read) = self.grant_word(peer, &t.header, engine);
+                let sender_req = t.header.sender_req;
+                self.send_frame(t, word, engine);
+                if let Some((source, region)) = read {
+                    self.read_part(peer, sender_req, source, region, engine);
                 }
             }
-            FrameKind::Data if channel.cma => {
-                if let Some(address) = channel.grants.remove(&t.header.sender_req) {
-                    if let TransmitPayload::Borrowed(region) = t.payload {
-                        // SAFETY: the send buffer is valid until the request
-                        // completes, which happens after this copy.
-                        match unsafe { cma::write(channel.pid, region.ptr, address, region.len) } {
-                            Ok(()) => {
-                                let mut header = t.header;
-                                header.payload_len = 0;
-                                let out = channel.out.as_mut().expect("reaches");
-                                out.enqueue(
-                                    Transmit {
-                                        peer,
-                                        header,
-                                        payload: TransmitPayload::None,
-                                        completes: None,
-                                        copy_if_blocked: false,
-                                    },
-                                    DATA_WRITTEN,
-                                );
-                                if let Some(req) = t.completes {
-                                    engine.transmit_done(req);
-                                }
-                                self.flush(peer, engine);
-                                return;
-                            }
-                            Err(cma::CmaError::Refused(e)) => {
-                                tracing::info!("cross-memory attach to {} refused ({e}): its data goes through the ring", self.universe.describe(peer));
-                                channel.cma = false;
-                            }
-                            Err(cma::CmaError::Gone) => {
-                                self.check_peer(peer, engine);
-                                return;
-                            }
-                            Err(cma::CmaError::BadAddress(e)) => {
-                                let message = format!("{} broke the protocol: the buffer it granted at {address:#x} is not mapped in it ({e})", self.universe.describe(peer));
-                                self.lose(peer, err(ErrorClass::Protocol, message), engine);
-                                return;
-                            }
-                        }
-                    }
-                }
-            }
-            _ => {}
+            FrameKind::Data => match channel.grants.remove(&t.header.sender_req) {
+                Some(grant) if grant.split => self.send_split(t, grant.address, engine),
+                Some(grant) if channel.cma => self.send_whole(t, grant.address, engine),
+                _ => self.send_frame(t, 0, engine),
+            },
+            _ => self.send_frame(t, 0, engine),
         }
-        let out = channel.out.as_mut().expect("reaches");
+    }
+
+    /// Writes rendezvous data to `address` in the receiver's memory by
+    /// cross-memory attach, then sends its `Data` frame; through the ring
+    /// when the kernel refuses.
+    fn send_whole(&mut self, t: Transmit, address: u64, engine: &mut Engine) {
+        let peer = t.peer;
+        let Some(channel) = self.channels.get_mut(&peer) else {
+            return;
+        };
+        let TransmitPayload::Borrowed(region) = t.payload else {
+            return self.send_frame(t, 0, engine);
+        };
+        // SAFETY: the send buffer is valid until the request completes,
+        // which happens after this copy.
+        match unsafe { cma::write(channel.pid, region.ptr, address, region.len) } {
+            Ok(()) => self.send_written(t, engine),
+            Err(cma::CmaError::Refused(e)) => {
+                tracing::info!(
+                    "cross-memory attach to {} refused ({e}): its data goes through the ring",
+                    self.universe.describe(peer)
+                );
+                channel.cma = false;
+                self.send_frame(t, 0, engine);
+            }
+            Err(cma::CmaError::Gone) => self.failed(peer, split::Failure::Gone, engine),
+            Err(cma::CmaError::BadAddress(e)) => {
+                let what =
+                    format!("the buffer it granted at {address:#x} is not mapped in it ({e})");
+                self.failed(peer, split::Failure::Broken(what), engine);
+            }
+        }
+    }
+
+    /// Sends the `Data` frame of rendezvous data already written into
+    /// the receiver's buffer (no payload), and completes the send.
+    fn send_written(&mut self, mut t: Transmit, engine: &mut Engine) {
+        let Some(out) = self.channels.get_mut(&t.peer).and_then(|c| c.out.as_mut()) else {
+            return;
+        };
+        t.header.payload_len = 0;
+        t.payload = TransmitPayload::None;
+        if let Some(req) = t.completes.take() {
+            engine.transmit_done(req);
+        }
+        let peer = t.peer;
+        out.enqueue(t, DATA_WRITTEN);
+        self.flush(peer, engine);
+    }
+
+    /// Writes frame `t` with transport word `word` into the ring to its
+    /// peer now, or queues it behind what waits.
+    fn send_frame(&mut self, t: Transmit, word: u64, engine: &mut Engine) {
+        let peer = t.peer;
+        let Some(out) = self
+            .channels
+            .get_mut(&peer)
+            .filter(|c| !c.lost)
+            .and_then(|c| c.out.as_mut())
+        else {
+            return;
+        };
         match out.write_now(t, word, &self.ringer) {
             Ok(completes) => {
                 if let Some(req) = completes {
@@ -448,15 +502,23 @@ impl ShmTransport {
                 Delivered::Grant {
                     sender_req,
                     address,
+                    split,
                 } => {
-                    channel.grants.insert(sender_req, address);
+                    channel.grants.insert(sender_req, Grant { address, split });
                 }
+                Delivered::Offer {
+                    sender_req,
+                    address,
+                } => {
+                    channel.offers.insert(sender_req, address);
+                }
+                Delivered::PartRead { sender_req, ok } => self.part_reads.push((sender_req, ok)),
             }
         }
         if let (Ok(true), Some(out)) = (&result, channel.out.as_ref()) {
             out.wake_peer(&self.ringer);
         }
-        match result {
+        let moved = match result {
             Ok(moved) => moved,
             Err(e) => {
                 let who = self.universe.describe(peer);
@@ -465,7 +527,11 @@ impl ShmTransport {
                 self.lose(peer, err(ErrorClass::Protocol, message), engine);
                 true
             }
+        };
+        while let Some((sender_req, ok)) = self.part_reads.pop() {
+            self.on_part_read(peer, sender_req, ok, engine);
         }
+        moved
     }
 
     /// Looks for writers that attached to this process's segment since the
@@ -550,6 +616,10 @@ impl ShmTransport {
             channel.lost = true;
             channel.out = None;
             channel.pidfd = None;
+            channel.grants.clear();
+            channel.offers.clear();
+            channel.parked.clear();
+            channel.reads_done.clear();
         }
         engine.peer_lost(peer);
         self.events_out.push(LinkEvent::Lost { peer, error });

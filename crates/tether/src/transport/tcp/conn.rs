@@ -412,6 +412,10 @@ impl Conn {
         incoming: &mut Vec<Incoming>,
     ) -> Result<ReadState, ConnError> {
         match header.kind {
+            FrameKind::PartRead => Err(ConnError::Wire(WireError::UnexpectedFrame {
+                got: header.kind,
+                state: "on a TCP connection (shared memory only)",
+            })),
             FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => {
                 Ok(ReadState::Control {
                     header,
