@@ -42,7 +42,9 @@ fn ring() -> (Arc<RingControl>, Shared, Storage) {
 }
 
 fn main() {
-    let iters: u64 = std::env::args().nth(1).map_or(1_000_000, |s| s.parse().expect("ITERS"));
+    let iters: u64 = std::env::args()
+        .nth(1)
+        .map_or(1_000_000, |s| s.parse().expect("ITERS"));
     let (c1, b1, _s1) = ring();
     let (c2, b2, _s2) = ring();
     // SAFETY: one producer and one consumer per ring, on their storage.
