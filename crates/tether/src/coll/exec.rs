@@ -61,7 +61,19 @@ pub trait Shortcut {
         context: u32,
         tag: i32,
         region: Region,
-    ) -> Option<u64>;
+    ) -> Received;
+}
+
+/// What a [`Shortcut`] did with a receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Received {
+    /// The message was taken into the region: this many bytes.
+    Taken(u64),
+    /// Nothing from the source yet; asking again may take it.
+    NotYet,
+    /// The receive must go through the engine (a matching message is
+    /// already there, or something else comes first from that peer).
+    Engine,
 }
 
 /// The shortcut that always declines: every transfer through the engine.
@@ -72,9 +84,21 @@ impl Shortcut for NoShortcut {
         false
     }
 
-    fn recv(&mut self, _: &Engine, _: u32, _: u32, _: i32, _: Region) -> Option<u64> {
-        None
+    fn recv(&mut self, _: &Engine, _: u32, _: u32, _: i32, _: Region) -> Received {
+        Received::Engine
     }
+}
+
+/// A receive of the current round that the shortcut found nothing for
+/// yet and that is not posted in the engine: asked again on each pass
+/// (`Running::advance_via`) until taken, or posted by
+/// `Running::post_deferred` before the runtime waits in the engine.
+#[derive(Debug)]
+struct Deferred {
+    from: u32,
+    source: u32,
+    span: Span,
+    region: Region,
 }
 
 /// A collective in progress.
@@ -96,6 +120,9 @@ pub struct Running {
     /// came through the engine), so that nothing of the round still uses
     /// the caller's buffers when the collective fails.
     short: Option<Failure>,
+    /// Receives of the current round waiting for the shortcut, in the
+    /// schedule's order.
+    deferred: Vec<Deferred>,
 }
 
 // SAFETY: the raw pointers are the caller's buffers, which the API contract
@@ -149,6 +176,27 @@ impl Running {
             in_flight: false,
             pending: Vec::new(),
             short: None,
+            deferred: Vec::new(),
+        }
+    }
+
+    /// Whether receives of the current round wait for the shortcut, not
+    /// posted in the engine: then only asking the shortcut again
+    /// (another [`Running::advance_via`]) moves them, until
+    /// [`Running::post_deferred`].
+    pub fn has_deferred(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// Posts every receive still waiting for the shortcut in the engine,
+    /// in the schedule's order: for a runtime about to wait in the engine,
+    /// where the messages are matched on arrival.
+    pub fn post_deferred(&mut self, engine: &mut Engine) {
+        let tag = self.channel.tag;
+        let context = self.channel.context;
+        for d in self.deferred.drain(..) {
+            let req = engine.irecv(Some(d.source), context, Some(tag), d.region);
+            self.pending.push((req, d.from, Some(d.span)));
         }
     }
 
@@ -182,11 +230,13 @@ impl Running {
                     return Some(Ok(()));
                 }
                 self.post(engine, shortcut);
+            } else if !self.deferred.is_empty() {
+                self.retry_deferred(engine, shortcut);
             }
             // One look at each request of the round (this runs on every
             // poll of a wait): a failed one ends the collective, a pending
             // one ends this pass.
-            let mut all_done = true;
+            let mut all_done = self.deferred.is_empty();
             for (i, (req, _, _)) in self.pending.iter().enumerate() {
                 match engine.completion(*req) {
                     None => all_done = false,
@@ -270,23 +320,70 @@ impl Running {
                     let (ptr, len) = self.resolve(span, true);
                     let region = Region { ptr, len };
                     let source = self.channel.members[from as usize];
-                    if let Some(got) = shortcut.recv(engine, source, context, tag, region) {
-                        if got < span.len as u64 && self.short.is_none() {
-                            self.short = Some(Failure::ShortMessage {
-                                rank: from,
-                                got,
-                                expected: span.len as u64,
-                            });
+                    let deferred = Deferred {
+                        from,
+                        source,
+                        span,
+                        region,
+                    };
+                    match shortcut.recv(engine, source, context, tag, region) {
+                        Received::Taken(got) => {
+                            self.note_short(from, got, span);
+                            continue;
                         }
-                        continue;
+                        // Deferring a receive lets a later one from the
+                        // same source take its message: only the one
+                        // receive of the round from that source waits.
+                        Received::NotYet
+                            if schedule.rounds[self.round].receives_from(from) == 1 =>
+                        {
+                            self.deferred.push(deferred);
+                            continue;
+                        }
+                        Received::NotYet | Received::Engine => {
+                            let req = engine.irecv(Some(source), context, Some(tag), region);
+                            (req, from, Some(span))
+                        }
                     }
-                    let req = engine.irecv(Some(source), context, Some(tag), region);
-                    (req, from, Some(span))
                 }
             };
             self.pending.push((req, rank, expect));
         }
         self.in_flight = true;
+    }
+
+    /// Asks the shortcut again for each deferred receive; posts in the
+    /// engine those it says must go there.
+    fn retry_deferred(&mut self, engine: &mut Engine, shortcut: &mut dyn Shortcut) {
+        let (context, tag) = (self.channel.context, self.channel.tag);
+        let mut i = 0;
+        while i < self.deferred.len() {
+            let d = &self.deferred[i];
+            match shortcut.recv(engine, d.source, context, tag, d.region) {
+                Received::NotYet => i += 1,
+                Received::Taken(got) => {
+                    let d = self.deferred.remove(i);
+                    self.note_short(d.from, got, d.span);
+                }
+                Received::Engine => {
+                    let d = self.deferred.remove(i);
+                    let req = engine.irecv(Some(d.source), context, Some(tag), d.region);
+                    self.pending.push((req, d.from, Some(d.span)));
+                }
+            }
+        }
+    }
+
+    /// Keeps the first short message the shortcut took this round, to
+    /// fail the collective with once the round is complete.
+    fn note_short(&mut self, from: u32, got: u64, span: Span) {
+        if got < span.len as u64 && self.short.is_none() {
+            self.short = Some(Failure::ShortMessage {
+                rank: from,
+                got,
+                expected: span.len as u64,
+            });
+        }
     }
 
     /// The address and length of `span`, checked against its buffer.

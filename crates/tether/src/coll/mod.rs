@@ -20,7 +20,7 @@ pub mod tuning;
 #[cfg(test)]
 mod tests;
 
-pub use exec::{Buffers, Channel, Failure, NoShortcut, Running, ScratchPool, Shortcut};
+pub use exec::{Buffers, Channel, Failure, NoShortcut, Received, Running, ScratchPool, Shortcut};
 pub use schedule::{Buf, Schedule, Span};
 
 /// This process's place in the communicator a collective runs on.

@@ -58,6 +58,16 @@ pub struct Round {
     pub locals: Vec<Local>,
 }
 
+impl Round {
+    /// How many of the round's transfers receive from `rank`.
+    pub fn receives_from(&self, rank: u32) -> usize {
+        self.transfers
+            .iter()
+            .filter(|t| matches!(t, Transfer::Recv { from, .. } if *from == rank))
+            .count()
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Schedule {
     pub rounds: Vec<Round>,

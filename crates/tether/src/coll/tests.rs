@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use tether_proto::{Engine, EngineConfig, FrameHeader, PayloadSink, TransmitPayload};
+use tether_proto::{Engine, EngineConfig, FrameHeader, PayloadSink, Region, TransmitPayload};
 
 use super::*;
 use crate::datatype::{lookup, Datatype};
@@ -28,14 +28,120 @@ fn garbage_scratch() -> ScratchPool {
     pool
 }
 
-/// Runs one schedule per rank (built by `build(rank)`) to completion.
-/// `buffers(rank)` gives the initial send and receive buffers. Returns the
-/// receive buffers.
+/// Runs one schedule per rank (built by `build(rank)`) to completion,
+/// twice: every transfer through the engines, then with a shortcut that
+/// takes what it can straight from the links (as `RingShortcut` from the
+/// rings) and defers receives whose message is not there yet. Both must
+/// give the same buffers. `buffers(rank)` gives the initial send and
+/// receive buffers. Returns the receive buffers.
 fn run(
     size: u32,
     reduction: Option<(Op, Datatype)>,
     buffers: impl Fn(u32) -> (Vec<u8>, Vec<u8>),
     build: impl Fn(Shape) -> Schedule,
+) -> Vec<Vec<u8>> {
+    let through_engines = run_wired(size, reduction, &buffers, &build, None);
+    let seed = 0x9E37_79B9_7F4A_7C15 ^ u64::from(size);
+    let with_shortcut = run_wired(size, reduction, &buffers, &build, Some(seed));
+    assert!(
+        through_engines == with_shortcut,
+        "the shortcut changed the result on {size} ranks"
+    );
+    through_engines
+}
+
+/// Frames in flight on each link (from, to), in order.
+type Links = Vec<Vec<VecDeque<(FrameHeader, Vec<u8>)>>>;
+
+/// A small deterministic generator for the interleavings.
+struct Coin(u64);
+
+impl Coin {
+    fn flip(&mut self, one_in: u64) -> bool {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0.is_multiple_of(one_in)
+    }
+}
+
+/// The shortcut of rank `me` over `links`, declining some sends at
+/// random; it takes a receive's message only when it is the link's next
+/// frame and no earlier posted receive or unexpected message comes first,
+/// the rules `RingShortcut` follows.
+struct LinkShortcut<'a> {
+    links: &'a mut Links,
+    /// Frames written by shortcut sends that the receiver cannot see yet:
+    /// they appear at random moments, also between two receives of one
+    /// pass, as a peer writing its ring concurrently would.
+    staged: &'a mut Links,
+    me: usize,
+    coin: &'a mut Coin,
+}
+
+impl Shortcut for LinkShortcut<'_> {
+    fn send(&mut self, engine: &Engine, dest: u32, context: u32, tag: i32, region: Region) -> bool {
+        if engine.has_transmit()
+            || region.len as u64 > engine.eager_limit(dest)
+            || self.coin.flip(3)
+        {
+            return false;
+        }
+        let mut header = FrameHeader::new(tether_proto::FrameKind::Eager);
+        header.context = context;
+        header.tag = tag;
+        header.msg_size = region.len as u64;
+        header.payload_len = region.len as u64;
+        // SAFETY: the schedule's send region is valid during the call.
+        let payload = unsafe { region.as_slice() }.to_vec();
+        self.staged[self.me][dest as usize].push_back((header, payload));
+        true
+    }
+
+    fn recv(
+        &mut self,
+        engine: &Engine,
+        source: u32,
+        context: u32,
+        tag: i32,
+        region: Region,
+    ) -> Received {
+        if engine.iprobe(Some(source), context, Some(tag)).is_some() {
+            return Received::Engine;
+        }
+        if self.coin.flip(2) {
+            let arrived = std::mem::take(&mut self.staged[source as usize][self.me]);
+            self.links[source as usize][self.me].extend(arrived);
+        }
+        let link = &mut self.links[source as usize][self.me];
+        let Some((header, payload)) = link.front() else {
+            return Received::NotYet;
+        };
+        let takes = header.kind == tether_proto::FrameKind::Eager
+            && header.context == context
+            && header.tag == tag
+            && payload.len() <= region.len
+            && engine.eager_destination(source, header).is_none();
+        if !takes {
+            return Received::Engine;
+        }
+        let (_, payload) = link.pop_front().expect("front exists");
+        // SAFETY: the receive region is writable and holds the payload.
+        unsafe { region.copy_from(&payload) };
+        Received::Taken(payload.len() as u64)
+    }
+}
+
+/// [`run`] with every transfer through the engines (`seed` none), or
+/// with [`LinkShortcut`] and interleavings drawn from `seed`: frames wait
+/// on their link for a random number of passes before the engine reads
+/// them, and deferred receives are posted in the engine at random.
+fn run_wired(
+    size: u32,
+    reduction: Option<(Op, Datatype)>,
+    buffers: &impl Fn(u32) -> (Vec<u8>, Vec<u8>),
+    build: &impl Fn(Shape) -> Schedule,
+    seed: Option<u64>,
 ) -> Vec<Vec<u8>> {
     let mut engines: Vec<Engine> = (0..size)
         .map(|me| {
@@ -72,20 +178,45 @@ fn run(
             }
         })
         .collect();
-    let mut done = vec![false; size as usize];
+    let n = size as usize;
+    let mut links: Links = vec![vec![VecDeque::new(); n]; n];
+    let mut staged: Links = vec![vec![VecDeque::new(); n]; n];
+    let mut coin = Coin(seed.unwrap_or(1) | 1);
+    let mut done = vec![false; n];
     for _ in 0..100_000 {
         for (i, rank) in ranks.iter_mut().enumerate() {
-            if !done[i] {
-                if let Some(outcome) = rank.running.advance(&mut engines[i]) {
-                    outcome.expect("collective failed");
-                    done[i] = true;
+            if done[i] {
+                continue;
+            }
+            let outcome = match seed {
+                None => rank.running.advance(&mut engines[i]),
+                Some(_) => {
+                    let mut shortcut = LinkShortcut {
+                        links: &mut links,
+                        staged: &mut staged,
+                        me: i,
+                        coin: &mut coin,
+                    };
+                    let outcome = rank.running.advance_via(&mut engines[i], &mut shortcut);
+                    if outcome.is_none() && rank.running.has_deferred() && coin.flip(4) {
+                        rank.running.post_deferred(&mut engines[i]);
+                    }
+                    outcome
                 }
+            };
+            if let Some(outcome) = outcome {
+                outcome.expect("collective failed");
+                done[i] = true;
             }
         }
         if done.iter().all(|d| *d) {
             assert!(
                 engines.iter().all(|e| e.live_requests() == 0),
                 "leaked requests"
+            );
+            assert!(
+                links.iter().flatten().all(VecDeque::is_empty),
+                "frames left on a link"
             );
             return ranks
                 .into_iter()
@@ -95,14 +226,20 @@ fn run(
                 })
                 .collect();
         }
-        pump(&mut engines);
+        for (row, staged_row) in links.iter_mut().zip(staged.iter_mut()) {
+            for (link, early) in row.iter_mut().zip(staged_row.iter_mut()) {
+                link.extend(early.drain(..));
+            }
+        }
+        pump(&mut engines, &mut links, seed.map(|_| &mut coin));
     }
     panic!("collective did not finish on {size} ranks");
 }
 
-/// Delivers every queued frame, in order per link.
-fn pump(engines: &mut [Engine]) {
-    let mut frames = VecDeque::new();
+/// Queues every frame the engines transmit on its link, then lets the
+/// engines read the links: all of them, or with `coin`, each link only
+/// now and then (frames left there may be taken by a shortcut).
+fn pump(engines: &mut [Engine], links: &mut Links, mut coin: Option<&mut Coin>) {
     for (from, engine) in engines.iter_mut().enumerate() {
         while let Some(t) = engine.poll_transmit() {
             let mut header: FrameHeader = t.header;
@@ -116,21 +253,33 @@ fn pump(engines: &mut [Engine]) {
             if let Some(req) = t.completes {
                 engine.transmit_done(req);
             }
-            frames.push_back((from as u32, t.peer as usize, header, payload));
+            links[from][t.peer as usize].push_back((header, payload));
         }
     }
-    for (from, to, header, payload) in frames {
-        match engines[to].on_header(from, &header).expect("valid frame") {
-            PayloadSink::None => {}
-            PayloadSink::Region { region, token, .. } => {
-                // SAFETY: the engine handed out a writable region.
-                unsafe { region.copy_from(&payload[..region.len]) };
-                engines[to].payload_done(token, None);
+    for (from, row) in links.iter_mut().enumerate() {
+        for (to, link) in row.iter_mut().enumerate() {
+            if coin.as_deref_mut().is_some_and(|c| !c.flip(2)) {
+                continue;
             }
-            PayloadSink::Owned { mut buf, token } => {
-                buf.copy_from_slice(&payload);
-                engines[to].payload_done(token, Some(buf));
+            for (header, payload) in link.drain(..) {
+                deliver(&mut engines[to], from as u32, &header, &payload);
             }
+        }
+    }
+}
+
+/// Feeds one frame to the engine of its receiver.
+fn deliver(engine: &mut Engine, from: u32, header: &FrameHeader, payload: &[u8]) {
+    match engine.on_header(from, header).expect("valid frame") {
+        PayloadSink::None => {}
+        PayloadSink::Region { region, token, .. } => {
+            // SAFETY: the engine handed out a writable region.
+            unsafe { region.copy_from(&payload[..region.len]) };
+            engine.payload_done(token, None);
+        }
+        PayloadSink::Owned { mut buf, token } => {
+            buf.copy_from_slice(payload);
+            engine.payload_done(token, Some(buf));
         }
     }
 }
@@ -170,6 +319,42 @@ const SIZES: std::ops::RangeInclusive<u32> = 1..=9;
 fn barrier_completes_on_every_size() {
     for p in SIZES {
         run(p, None, |_| (vec![], vec![]), tree::barrier);
+    }
+}
+
+#[test]
+fn two_receives_from_one_source_in_one_round_keep_their_order() {
+    let (first, second) = (data(0, 24), data(1, 40));
+    let buffers = |r| {
+        if r == 0 {
+            ([first.clone(), second.clone()].concat(), vec![])
+        } else {
+            (vec![], vec![0; 64])
+        }
+    };
+    let build = |me: Shape| {
+        let mut s = Schedule::new();
+        if me.rank == 0 {
+            s.round()
+                .send(1, Span::new(Buf::Send, 0, 24))
+                .send(1, Span::new(Buf::Send, 24, 40));
+        } else {
+            s.round()
+                .recv(0, Span::new(Buf::Recv, 0, 24))
+                .recv(0, Span::new(Buf::Recv, 24, 40));
+        }
+        s
+    };
+    // Many interleavings: the messages may appear between the two
+    // receives of a pass, where deferring the first would let the second
+    // take its message.
+    for seed in 1..200 {
+        let out = run_wired(2, None, &buffers, &build, Some(seed * 0x9E37_79B9));
+        assert_eq!(
+            out[1],
+            [first.clone(), second.clone()].concat(),
+            "seed {seed}"
+        );
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use tether_proto::{Completion, CompletionError, ReqId};
 
+use super::direct::{DIRECT_POLLS, DIRECT_POLLS_YIELDING};
 use super::{RingShortcut, Runtime, ANY_TAG};
 use crate::coll::cache::Key;
 use crate::coll::{
@@ -18,6 +19,7 @@ use crate::coll::{
 use crate::datatype::{self, byte_len, Datatype};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::op::{self, Op};
+use crate::progress::Polling;
 
 /// The address that stands for "in place" (`TETHER_IN_PLACE`, `(void *)-1`).
 pub const IN_PLACE: *const u8 = usize::MAX as *const u8;
@@ -267,15 +269,55 @@ impl Runtime {
     /// else while it waits. The first round is posted before any polling:
     /// a message already in a peer's ring is then taken straight by the
     /// shortcut instead of being read into the unexpected queue first.
+    ///
+    /// A receive the shortcut found nothing for yet is not posted in the
+    /// engine at once: like a blocking receive (`direct.rs`), the round's
+    /// rings are asked again a bounded number of times, so that a message
+    /// arriving a moment later is also taken straight; then the receives
+    /// are posted and the wait goes through the engine.
     pub(super) fn run_to_end(&mut self, running: &mut Running) -> std::result::Result<(), Failure> {
-        let mut outcome = self.advance_one(running);
-        if outcome.is_none() {
+        loop {
+            if let Some(outcome) = self.advance_one(running) {
+                return outcome;
+            }
+            if running.has_deferred() {
+                if let Some(outcome) = self.poll_deferred(running) {
+                    return outcome;
+                }
+                running.post_deferred(&mut self.engine);
+            }
+            let mut outcome = None;
             self.wait_until(|rt| {
                 outcome = rt.advance_one(running);
-                outcome.is_some()
+                outcome.is_some() || running.has_deferred()
             });
+            if let Some(outcome) = outcome {
+                return outcome;
+            }
         }
-        outcome.expect("wait_until returns once the collective ended")
+    }
+
+    /// Asks the shortcut again for `running`'s deferred receives, up to
+    /// [`DIRECT_POLLS`] times (fewer when waits yield the core); returns
+    /// the outcome if the collective ended meanwhile. Nothing else
+    /// progresses meanwhile, so it is skipped while non-blocking
+    /// collectives run.
+    fn poll_deferred(&mut self, running: &mut Running) -> Option<std::result::Result<(), Failure>> {
+        if !self.collectives.is_empty() || !self.orphaned.is_empty() {
+            return None;
+        }
+        let polls = match self.polling {
+            Polling::Spin => DIRECT_POLLS,
+            Polling::Yield => DIRECT_POLLS_YIELDING,
+        };
+        for _ in 0..polls {
+            self.polling.pause();
+            let outcome = self.advance_one(running);
+            if outcome.is_some() || !running.has_deferred() {
+                return outcome;
+            }
+        }
+        None
     }
 
     /// Advances `running` as far as it goes now, handing its frames to
@@ -313,6 +355,9 @@ impl Runtime {
             };
             let running = &mut self.collectives[i].running;
             let Some(outcome) = running.advance_via(&mut self.engine, &mut shortcut) else {
+                // A non-blocking collective's receives wait in the engine:
+                // nothing asks the shortcut for them again soon.
+                running.post_deferred(&mut self.engine);
                 i += 1;
                 continue;
             };

@@ -36,7 +36,7 @@
 //! ([`RingShortcut`], the executor's [`Shortcut`]), without the polling: a
 //! transfer that cannot move at once becomes an engine request.
 
-use crate::coll::Shortcut;
+use crate::coll::{Received, Shortcut};
 use crate::error::Result;
 use crate::progress::Polling;
 use crate::transport::{Direct, Transports};
@@ -260,13 +260,14 @@ impl Shortcut for RingShortcut<'_> {
         context: u32,
         tag: i32,
         region: Region,
-    ) -> Option<u64> {
+    ) -> Received {
         if engine.iprobe(Some(source), context, Some(tag)).is_some() {
-            return None;
+            return Received::Engine;
         }
         match take_next(self.transport, engine, source, context, Some(tag), region) {
-            Direct::Taken { bytes, .. } => Some(bytes),
-            Direct::Empty | Direct::Other => None,
+            Direct::Taken { bytes, .. } => Received::Taken(bytes),
+            Direct::Empty => Received::NotYet,
+            Direct::Other => Received::Engine,
         }
     }
 }
