@@ -324,13 +324,18 @@ impl Transports {
                 }
             };
         }
+        // The data of a rendezvous that goes by file is not in the send
+        // buffer's place for a split copy: no offer to read it (shm).
+        let by_file = t.header.kind == FrameKind::Rts
+            && t.header.msg_size > self.hybrid_threshold
+            && self.hybrid.contains(&peer);
         match self.routes.get_mut(&peer) {
             Some(Route::Tcp) => self.tcp.send(t, engine),
             Some(Route::Shm) => self
                 .shm
                 .as_mut()
                 .expect("a shm route has shm")
-                .send(t, engine),
+                .send(t, !by_file, engine),
             Some(Route::File) => match self.file() {
                 Ok(file) => file.send(t, engine),
                 Err(e) => self.fail(peer, e, engine),
@@ -495,6 +500,9 @@ impl Transports {
         self.remove_route(peer);
         if let Some(file) = self.file.as_mut() {
             file.forget_payloads(peer);
+        }
+        if let Some(shm) = self.shm.as_mut() {
+            shm.forget_transfers(peer);
         }
         engine.peer_lost(peer);
         self.events_out.push(LinkEvent::Lost { peer, error });

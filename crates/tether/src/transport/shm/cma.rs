@@ -58,8 +58,9 @@ unsafe fn copy(
             iov_base: local.add(done).cast(),
             iov_len: len - done,
         };
+        // A range that wraps is not mapped: the kernel answers EFAULT.
         let remote_iov = libc::iovec {
-            iov_base: (remote as usize + done) as *mut libc::c_void,
+            iov_base: (remote as usize).wrapping_add(done) as *mut libc::c_void,
             iov_len: len - done,
         };
         let pid = pid as libc::pid_t;

@@ -54,6 +54,8 @@ use channel::{Delivered, Incoming, Outgoing, DATA_WRITTEN};
 pub use segment::AttachError;
 use segment::{Segment, Shared, Writer};
 
+/// Offers of split copies kept per peer (`split.rs`); more are dropped.
+const MAX_OFFERS: usize = 4096;
 /// How often peers without a pidfd are looked up in the process table.
 pub const LIVENESS_PERIOD: Duration = Duration::from_millis(200);
 /// Tokens this transport registers in the runtime's epoll start here.
@@ -299,14 +301,21 @@ impl ShmTransport {
     }
 
     /// Sends an engine frame to `peer`, which [`ShmTransport::reaches`].
-    pub fn send(&mut self, t: Transmit, engine: &mut Engine) {
+    /// `offer`: a rendezvous announcement may offer its data for a split
+    /// copy (`split.rs`); false when the data will not be read from the
+    /// send buffer (it goes by file).
+    pub fn send(&mut self, t: Transmit, offer: bool, engine: &mut Engine) {
         let peer = t.peer;
         let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
             return;
         };
         match t.header.kind {
             FrameKind::Rts => {
-                let word = self.offer_word(peer, &t.header, engine);
+                let word = if offer {
+                    self.offer_word(peer, &t.header, engine)
+                } else {
+                    0
+                };
                 self.send_frame(t, word, engine);
             }
             FrameKind::Cts => {
@@ -510,6 +519,11 @@ impl ShmTransport {
                     sender_req,
                     address,
                 } => {
+                    // Offers are only hints: those whose `Cts` went by
+                    // another transport are never taken, so few are kept.
+                    if channel.offers.len() >= MAX_OFFERS {
+                        channel.offers.clear();
+                    }
                     channel.offers.insert(sender_req, address);
                 }
                 Delivered::PartRead { sender_req, ok } => self.part_reads.push((sender_req, ok)),
@@ -608,6 +622,18 @@ impl ShmTransport {
         self.lose(peer, error, engine);
     }
 
+    /// Drops what this transport keeps of rendezvous transfers with
+    /// `peer` (grants, offers, split sends waiting for `PartRead`): the
+    /// peer is lost, and its requests complete without them.
+    pub fn forget_transfers(&mut self, peer: u32) {
+        if let Some(channel) = self.channels.get_mut(&peer) {
+            channel.grants.clear();
+            channel.offers.clear();
+            channel.parked.clear();
+            channel.reads_done.clear();
+        }
+    }
+
     fn lose(&mut self, peer: u32, error: crate::error::Error, engine: &mut Engine) {
         if let Some(channel) = self.channels.get_mut(&peer) {
             if channel.lost {
@@ -616,11 +642,8 @@ impl ShmTransport {
             channel.lost = true;
             channel.out = None;
             channel.pidfd = None;
-            channel.grants.clear();
-            channel.offers.clear();
-            channel.parked.clear();
-            channel.reads_done.clear();
         }
+        self.forget_transfers(peer);
         engine.peer_lost(peer);
         self.events_out.push(LinkEvent::Lost { peer, error });
     }

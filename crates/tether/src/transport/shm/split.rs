@@ -119,17 +119,15 @@ impl ShmTransport {
             return;
         };
         let at = split_point(region.len);
+        let Some(from) = source.checked_add(at as u64) else {
+            let what =
+                format!("the send buffer it announced at {source:#x} does not fit in memory");
+            return self.failed(peer, Failure::Broken(what), engine);
+        };
         // SAFETY: `region` is the granted part of a posted receive, valid
         // and untouched by anything else until the receive completes, which
         // needs the sender's `Data`, which follows this `PartRead`.
-        let read = unsafe {
-            cma::read(
-                channel.pid,
-                source + at as u64,
-                region.ptr.add(at),
-                region.len - at,
-            )
-        };
+        let read = unsafe { cma::read(channel.pid, from, region.ptr.add(at), region.len - at) };
         let ok = match read {
             Ok(()) => true,
             Err(CmaError::Refused(e)) => {
@@ -215,6 +213,11 @@ impl ShmTransport {
         let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
             return;
         };
+        if engine.is_lost(peer) {
+            // Its sends completed with the loss: their buffers may be gone.
+            channel.parked.clear();
+            return;
+        }
         match channel.parked.remove(&sender_req) {
             Some(parked) => self.finish_split(parked, ok, engine),
             None => {
@@ -246,7 +249,7 @@ impl ShmTransport {
                 cma::write(
                     channel.pid,
                     region.ptr.add(at),
-                    address + at as u64,
+                    address.wrapping_add(at as u64),
                     region.len - at,
                 )
             };
