@@ -123,6 +123,8 @@ pub struct Running {
     /// Receives of the current round waiting for the shortcut, in the
     /// schedule's order.
     deferred: Vec<Deferred>,
+    /// Whether receives may be deferred ([`Running::defer_receives`]).
+    deferring: bool,
 }
 
 // SAFETY: the raw pointers are the caller's buffers, which the API contract
@@ -177,7 +179,16 @@ impl Running {
             pending: Vec::new(),
             short: None,
             deferred: Vec::new(),
+            deferring: false,
         }
+    }
+
+    /// Lets receives the shortcut finds nothing for yet wait, unposted,
+    /// for the caller to ask again ([`Running::has_deferred`]); only a
+    /// caller that does so, and then [`Running::post_deferred`], turns it
+    /// on. Otherwise such receives are posted in the engine at once.
+    pub fn defer_receives(&mut self) {
+        self.deferring = true;
     }
 
     /// Whether receives of the current round wait for the shortcut, not
@@ -335,7 +346,8 @@ impl Running {
                         // same source take its message: only the one
                         // receive of the round from that source waits.
                         Received::NotYet
-                            if schedule.rounds[self.round].receives_from(from) == 1 =>
+                            if self.deferring
+                                && schedule.rounds[self.round].receives_from(from) == 1 =>
                         {
                             self.deferred.push(deferred);
                             continue;

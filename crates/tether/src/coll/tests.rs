@@ -155,7 +155,7 @@ fn run_wired(
         .map(|rank| {
             let (send, mut recv) = buffers(rank);
             let schedule = build(Shape { rank, size });
-            let running = Running::new(
+            let mut running = Running::new(
                 schedule.into(),
                 Channel {
                     members: (0..size).collect(),
@@ -171,6 +171,9 @@ fn run_wired(
                 reduction,
                 &mut garbage_scratch(),
             );
+            if seed.is_some() {
+                running.defer_receives();
+            }
             Rank {
                 send,
                 recv,

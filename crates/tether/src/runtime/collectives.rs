@@ -276,6 +276,7 @@ impl Runtime {
     /// arriving a moment later is also taken straight; then the receives
     /// are posted and the wait goes through the engine.
     pub(super) fn run_to_end(&mut self, running: &mut Running) -> std::result::Result<(), Failure> {
+        running.defer_receives();
         loop {
             if let Some(outcome) = self.advance_one(running) {
                 return outcome;
@@ -355,9 +356,6 @@ impl Runtime {
             };
             let running = &mut self.collectives[i].running;
             let Some(outcome) = running.advance_via(&mut self.engine, &mut shortcut) else {
-                // A non-blocking collective's receives wait in the engine:
-                // nothing asks the shortcut for them again soon.
-                running.post_deferred(&mut self.engine);
                 i += 1;
                 continue;
             };
