@@ -203,12 +203,16 @@ impl Running {
     /// in the schedule's order: for a runtime about to wait in the engine,
     /// where the messages are matched on arrival.
     pub fn post_deferred(&mut self, engine: &mut Engine) {
-        let tag = self.channel.tag;
-        let context = self.channel.context;
-        for d in self.deferred.drain(..) {
-            let req = engine.irecv(Some(d.source), context, Some(tag), d.region);
-            self.pending.push((req, d.from, Some(d.span)));
+        for d in std::mem::take(&mut self.deferred) {
+            self.post_recv(engine, d);
         }
+    }
+
+    /// Posts receive `d` in the engine, among the round's requests.
+    fn post_recv(&mut self, engine: &mut Engine, d: Deferred) {
+        let (context, tag) = (self.channel.context, self.channel.tag);
+        let req = engine.irecv(Some(d.source), context, Some(tag), d.region);
+        self.pending.push((req, d.from, Some(d.span)));
     }
 
     /// The scratch buffers, once the collective is over (for the pool).
@@ -379,8 +383,7 @@ impl Running {
                 }
                 Received::Engine => {
                     let d = self.deferred.remove(i);
-                    let req = engine.irecv(Some(d.source), context, Some(tag), d.region);
-                    self.pending.push((req, d.from, Some(d.span)));
+                    self.post_recv(engine, d);
                 }
             }
         }

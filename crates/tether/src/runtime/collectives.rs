@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use tether_proto::{Completion, CompletionError, ReqId};
 
-use super::direct::{DIRECT_POLLS, DIRECT_POLLS_YIELDING};
 use super::{RingShortcut, Runtime, ANY_TAG};
 use crate::coll::cache::Key;
 use crate::coll::{
@@ -19,7 +18,6 @@ use crate::coll::{
 use crate::datatype::{self, byte_len, Datatype};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::op::{self, Op};
-use crate::progress::Polling;
 
 /// The address that stands for "in place" (`TETHER_IN_PLACE`, `(void *)-1`).
 pub const IN_PLACE: *const u8 = usize::MAX as *const u8;
@@ -299,7 +297,7 @@ impl Runtime {
     }
 
     /// Asks the shortcut again for `running`'s deferred receives, up to
-    /// [`DIRECT_POLLS`] times (fewer when waits yield the core); returns
+    /// [`Runtime::direct_polls`] times (fewer when waits yield the core); returns
     /// the outcome if the collective ended meanwhile. Nothing else
     /// progresses meanwhile, so it is skipped while non-blocking
     /// collectives run.
@@ -307,11 +305,7 @@ impl Runtime {
         if !self.collectives.is_empty() || !self.orphaned.is_empty() {
             return None;
         }
-        let polls = match self.polling {
-            Polling::Spin => DIRECT_POLLS,
-            Polling::Yield => DIRECT_POLLS_YIELDING,
-        };
-        for _ in 0..polls {
+        for _ in 0..self.direct_polls() {
             self.polling.pause();
             let outcome = self.advance_one(running);
             if outcome.is_some() || !running.has_deferred() {

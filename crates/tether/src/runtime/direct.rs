@@ -144,6 +144,15 @@ impl Runtime {
         Ok(sent)
     }
 
+    /// How many times the short path polls a ring before it waits in
+    /// the engine, as waits poll now.
+    pub(super) fn direct_polls(&self) -> u32 {
+        match self.polling {
+            Polling::Spin => DIRECT_POLLS,
+            Polling::Yield => DIRECT_POLLS_YIELDING,
+        }
+    }
+
     /// The short path of a receive (see the module documentation): `Some`
     /// when a message was received into `buf`, `None` when the caller
     /// must take the engine's path (nothing was received). Polls the
@@ -170,10 +179,7 @@ impl Runtime {
             return Ok(None);
         }
         self.note_peer(peer);
-        let polls = match self.polling {
-            Polling::Spin => DIRECT_POLLS,
-            Polling::Yield => DIRECT_POLLS_YIELDING,
-        };
+        let polls = self.direct_polls();
         let region = Region { ptr: buf, len };
         // Nothing reaches the engine while this loop polls, so the check of
         // the unexpected queue above holds for every poll.

@@ -324,18 +324,19 @@ impl Transports {
                 }
             };
         }
-        // The data of a rendezvous that goes by file is not in the send
-        // buffer's place for a split copy: no offer to read it (shm).
-        let by_file = t.header.kind == FrameKind::Rts
-            && t.header.msg_size > self.hybrid_threshold
-            && self.hybrid.contains(&peer);
         match self.routes.get_mut(&peer) {
             Some(Route::Tcp) => self.tcp.send(t, engine),
-            Some(Route::Shm) => self
-                .shm
-                .as_mut()
-                .expect("a shm route has shm")
-                .send(t, !by_file, engine),
+            Some(Route::Shm) => {
+                // The send of data that goes by file completes once the
+                // file is written: no offer to read its buffer (shm).
+                let by_file = t.header.kind == FrameKind::Rts
+                    && t.header.msg_size > self.hybrid_threshold
+                    && self.hybrid.contains(&peer);
+                self.shm
+                    .as_mut()
+                    .expect("a shm route has shm")
+                    .send(t, !by_file, engine)
+            }
             Some(Route::File) => match self.file() {
                 Ok(file) => file.send(t, engine),
                 Err(e) => self.fail(peer, e, engine),

@@ -121,6 +121,15 @@ pub fn availability() -> Result<String, String> {
     })
 }
 
+/// What a cross-memory write of granted data came to.
+enum Granted {
+    Written,
+    /// The kernel refused; nothing was reported.
+    Refused,
+    /// The peer is gone or broken, and was reported.
+    Failed,
+}
+
 /// A grant from the receiver's `Cts`: the address of its buffer, and
 /// whether it reads the second part itself.
 struct Grant {
@@ -339,30 +348,55 @@ impl ShmTransport {
     /// cross-memory attach, then sends its `Data` frame; through the ring
     /// when the kernel refuses.
     fn send_whole(&mut self, t: Transmit, address: u64, engine: &mut Engine) {
-        let peer = t.peer;
-        let Some(channel) = self.channels.get_mut(&peer) else {
-            return;
-        };
         let TransmitPayload::Borrowed(region) = t.payload else {
             return self.send_frame(t, 0, engine);
         };
         // SAFETY: the send buffer is valid until the request completes,
         // which happens after this copy.
-        match unsafe { cma::write(channel.pid, region.ptr, address, region.len) } {
-            Ok(()) => self.send_written(t, engine),
+        match unsafe { self.write_granted(t.peer, region.ptr, address, region.len, engine) } {
+            Granted::Written => self.send_written(t, engine),
+            Granted::Refused => self.send_frame(t, 0, engine),
+            Granted::Failed => {}
+        }
+    }
+
+    /// Writes `len` bytes from `src` to `address` in `peer`'s memory by
+    /// cross-memory attach. A refusal switches cross-memory writes to the
+    /// peer off (the data then goes through the ring); a peer that is gone
+    /// or granted memory it does not have is reported (`Failed`).
+    ///
+    /// # Safety
+    /// `src` is valid for `len` reads.
+    unsafe fn write_granted(
+        &mut self,
+        peer: u32,
+        src: *const u8,
+        address: u64,
+        len: usize,
+        engine: &mut Engine,
+    ) -> Granted {
+        let Some(channel) = self.channels.get_mut(&peer) else {
+            return Granted::Failed;
+        };
+        match cma::write(channel.pid, src, address, len) {
+            Ok(()) => Granted::Written,
             Err(cma::CmaError::Refused(e)) => {
                 tracing::info!(
                     "cross-memory attach to {} refused ({e}): its data goes through the ring",
                     self.universe.describe(peer)
                 );
                 channel.cma = false;
-                self.send_frame(t, 0, engine);
+                Granted::Refused
             }
-            Err(cma::CmaError::Gone) => self.failed(peer, split::Failure::Gone, engine),
+            Err(cma::CmaError::Gone) => {
+                self.failed(peer, split::Failure::Gone, engine);
+                Granted::Failed
+            }
             Err(cma::CmaError::BadAddress(e)) => {
                 let what =
                     format!("the buffer it granted at {address:#x} is not mapped in it ({e})");
                 self.failed(peer, split::Failure::Broken(what), engine);
+                Granted::Failed
             }
         }
     }
@@ -387,12 +421,7 @@ impl ShmTransport {
     /// peer now, or queues it behind what waits.
     fn send_frame(&mut self, t: Transmit, word: u64, engine: &mut Engine) {
         let peer = t.peer;
-        let Some(out) = self
-            .channels
-            .get_mut(&peer)
-            .filter(|c| !c.lost)
-            .and_then(|c| c.out.as_mut())
-        else {
+        let Some(out) = live_out(&mut self.channels, peer) else {
             return;
         };
         match out.write_now(t, word, &self.ringer) {
@@ -413,12 +442,7 @@ impl ShmTransport {
     /// before it; returns whether it did (then the send is complete).
     /// Nothing is written otherwise. The short path of a blocking send.
     pub fn send_eager(&mut self, peer: u32, header: &FrameHeader, payload: Region) -> bool {
-        let Some(out) = self
-            .channels
-            .get_mut(&peer)
-            .filter(|c| !c.lost)
-            .and_then(|c| c.out.as_mut())
-        else {
+        let Some(out) = live_out(&mut self.channels, peer) else {
             return false;
         };
         // SAFETY: the caller's buffer is valid during the call.
@@ -731,6 +755,14 @@ impl ShmTransport {
 /// token: it becomes readable when the process exits. `None` where pidfds
 /// are not available (the periodic check covers it) or the process is
 /// already gone.
+/// The ring this process writes to `peer`, unless the peer is lost.
+fn live_out(channels: &mut PeerTable<Channel>, peer: u32) -> Option<&mut Outgoing> {
+    channels
+        .get_mut(&peer)
+        .filter(|c| !c.lost)
+        .and_then(|c| c.out.as_mut())
+}
+
 fn watch(pid: u32, start: u64, peer: u32, registry: &Registry) -> Option<OwnedFd> {
     // SAFETY: a plain system call with integer arguments.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };

@@ -28,7 +28,7 @@ use tether_proto::{Engine, FrameHeader, FrameKind, Region, ReqId, Transmit, Tran
 
 use super::channel::SPLIT;
 use super::cma::{self, CmaError};
-use super::ShmTransport;
+use super::{Granted, ShmTransport};
 use crate::error::{err, ErrorClass};
 
 /// A split send whose first part is written (or could not be), waiting
@@ -164,28 +164,19 @@ impl ShmTransport {
     /// receiver's `PartRead` came already, or parks it until it comes.
     pub(super) fn send_split(&mut self, data: Transmit, address: u64, engine: &mut Engine) {
         let peer = data.peer;
-        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
+        let Some(channel) = self.channels.get(&peer).filter(|c| !c.lost) else {
             return;
         };
         let mut first_written = false;
         if let (true, TransmitPayload::Borrowed(region)) = (channel.cma, &data.payload) {
             // SAFETY: the send buffer is valid until the request completes,
             // which is after the `PartRead`.
-            match unsafe { cma::write(channel.pid, region.ptr, address, split_point(region.len)) } {
-                Ok(()) => first_written = true,
-                Err(CmaError::Refused(e)) => {
-                    tracing::info!(
-                        "cross-memory attach to {} refused ({e}): its data goes through the ring",
-                        self.universe.describe(peer)
-                    );
-                    channel.cma = false;
-                }
-                Err(CmaError::Gone) => return self.failed(peer, Failure::Gone, engine),
-                Err(CmaError::BadAddress(e)) => {
-                    let what =
-                        format!("the buffer it granted at {address:#x} is not mapped in it ({e})");
-                    return self.failed(peer, Failure::Broken(what), engine);
-                }
+            match unsafe {
+                self.write_granted(peer, region.ptr, address, split_point(region.len), engine)
+            } {
+                Granted::Written => first_written = true,
+                Granted::Refused => {}
+                Granted::Failed => return,
             }
         }
         let sender_req = data.header.sender_req;
@@ -193,6 +184,9 @@ impl ShmTransport {
             data,
             address,
             first_written,
+        };
+        let Some(channel) = self.channels.get_mut(&peer) else {
+            return;
         };
         match channel.reads_done.remove(&sender_req) {
             Some(read) => self.finish_split(parked, read, engine),
@@ -236,38 +230,23 @@ impl ShmTransport {
             first_written,
         } = parked;
         let peer = data.peer;
-        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
+        if self.channels.get(&peer).is_none_or(|c| c.lost) {
             return;
-        };
+        }
         let mut rest_written = read;
         if let (true, false, TransmitPayload::Borrowed(region)) =
             (first_written, read, &data.payload)
         {
             let at = split_point(region.len);
             // SAFETY: as in `send_split`; the request has not completed.
-            let write = unsafe {
-                cma::write(
-                    channel.pid,
-                    region.ptr.add(at),
-                    address.wrapping_add(at as u64),
-                    region.len - at,
-                )
-            };
-            match write {
-                Ok(()) => rest_written = true,
-                Err(CmaError::Refused(e)) => {
-                    tracing::info!(
-                        "cross-memory attach to {} refused ({e}): its data goes through the ring",
-                        self.universe.describe(peer)
-                    );
-                    channel.cma = false;
-                }
-                Err(CmaError::Gone) => return self.failed(peer, Failure::Gone, engine),
-                Err(CmaError::BadAddress(e)) => {
-                    let what =
-                        format!("the buffer it granted at {address:#x} is not mapped in it ({e})");
-                    return self.failed(peer, Failure::Broken(what), engine);
-                }
+            let src = unsafe { region.ptr.add(at) };
+            let to = address.wrapping_add(at as u64);
+            // SAFETY: `src` is within the send buffer, `region.len - at`
+            // bytes before its end.
+            match unsafe { self.write_granted(peer, src, to, region.len - at, engine) } {
+                Granted::Written => rest_written = true,
+                Granted::Refused => {}
+                Granted::Failed => return,
             }
         }
         if first_written && rest_written {
