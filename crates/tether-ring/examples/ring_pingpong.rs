@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use tether_ring::{Bytes, Consumer, Producer, RingControl};
 
-struct Storage(Box<[u8]>);
+/// Words, so that the storage is aligned for `store_word`.
+struct Storage(Box<[u64]>);
 
 #[derive(Clone, Copy)]
 struct Shared(*mut u8, usize);
@@ -27,6 +28,12 @@ unsafe impl Bytes for Shared {
     unsafe fn load(&self, at: usize, dst: *mut u8, len: usize) {
         std::ptr::copy_nonoverlapping(self.0.add(at), dst, len);
     }
+    unsafe fn store_word(&self, at: usize, value: u64, order: Ordering) {
+        (*self.0.add(at).cast::<AtomicU64>()).store(value, order);
+    }
+    unsafe fn load_word(&self, at: usize, order: Ordering) -> u64 {
+        (*self.0.add(at).cast::<AtomicU64>()).load(order)
+    }
 }
 
 #[repr(align(64))]
@@ -36,8 +43,8 @@ const FRAME: usize = 72;
 const CAP: usize = 1 << 18;
 
 fn ring() -> (Arc<RingControl>, Shared, Storage) {
-    let mut storage = Storage(vec![0u8; CAP].into_boxed_slice());
-    let bytes = Shared(storage.0.as_mut_ptr(), CAP);
+    let mut storage = Storage(vec![0u64; CAP / 8].into_boxed_slice());
+    let bytes = Shared(storage.0.as_mut_ptr().cast::<u8>(), CAP);
     (Arc::new(RingControl::new()), bytes, storage)
 }
 

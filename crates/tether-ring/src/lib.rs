@@ -16,3 +16,5 @@ mod sync;
 
 pub use doorbell::Doorbell;
 pub use ring::{Bytes, Consumer, Producer, RingControl};
+/// The memory orderings of [`Bytes`] word accesses (std's, which loom shares).
+pub use std::sync::atomic::Ordering;

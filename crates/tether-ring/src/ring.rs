@@ -65,6 +65,16 @@ pub unsafe trait Bytes {
     /// # Safety
     /// `at + len <= capacity()`; `dst` is valid for `len` writes.
     unsafe fn load(&self, at: usize, dst: *mut u8, len: usize);
+    /// Stores `value` in the 8 bytes at `at` as one atomic store.
+    ///
+    /// # Safety
+    /// `at` is a multiple of 8 and `at + 8 <= capacity()`.
+    unsafe fn store_word(&self, at: usize, value: u64, order: Ordering);
+    /// Loads the 8 bytes at `at` as one atomic load.
+    ///
+    /// # Safety
+    /// `at` is a multiple of 8 and `at + 8 <= capacity()`.
+    unsafe fn load_word(&self, at: usize, order: Ordering) -> u64;
 }
 
 /// The writing end of a ring.
@@ -125,6 +135,47 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Producer<C, B> {
         n
     }
 
+    /// Copies `len` bytes from `src` to `offset` bytes past the write
+    /// position, without moving it (a frame's body, written before the
+    /// word that marks it written; see [`Producer::store_word`]).
+    ///
+    /// # Safety
+    /// `src` is valid for `len` reads, and `offset + len` bytes are
+    /// writable (checked with [`Producer::writable`]).
+    pub unsafe fn write_ahead(&mut self, offset: usize, src: *const u8, len: usize) {
+        let cap = self.bytes.capacity();
+        let at = (self.head as usize + offset) & (cap - 1);
+        let first = len.min(cap - at);
+        self.bytes.store(at, src, first);
+        if len > first {
+            self.bytes.store(0, src.add(first), len - first);
+        }
+    }
+
+    /// Stores `word` atomically `offset` bytes past the write position.
+    /// With `Ordering::Release` it publishes everything written before it
+    /// to a consumer that loads it with [`Consumer::word_at`] (a *marker*
+    /// word: the consumer learns that a frame is written from the frame
+    /// itself, without the cursor's cache line).
+    ///
+    /// # Safety
+    /// The write position plus `offset` is a multiple of 8, and
+    /// `offset + 8` bytes are writable.
+    pub unsafe fn store_word(&mut self, offset: usize, word: u64, order: Ordering) {
+        let at = (self.head as usize + offset) & (self.bytes.capacity() - 1);
+        self.bytes.store_word(at, word, order);
+    }
+
+    /// Moves the write position `len` bytes on, over bytes written with
+    /// [`Producer::write_ahead`] and [`Producer::store_word`] (or left as
+    /// they were: padding).
+    ///
+    /// # Safety
+    /// `len` bytes are writable.
+    pub unsafe fn advance(&mut self, len: usize) {
+        self.head += len as u64;
+    }
+
     /// Makes every pushed byte visible to the consumer.
     pub fn publish(&mut self) {
         self.control.head.0.store(self.head, Ordering::Release);
@@ -152,7 +203,7 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
     /// `bytes` must be the storage the ring's producer writes.
     pub unsafe fn new(control: C, bytes: B) -> Self {
         let tail = control.tail.0.load(Ordering::Relaxed);
-        let head_seen = control.head.0.load(Ordering::Acquire);
+        let head_seen = control.head.0.load(Ordering::Acquire).max(tail);
         Consumer {
             control,
             bytes,
@@ -165,7 +216,8 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
     /// `want` seem ready.
     pub fn readable(&mut self, want: usize) -> usize {
         if self.head_seen - self.tail < want as u64 {
-            self.head_seen = self.control.head.0.load(Ordering::Acquire);
+            // The cursor may lag bytes consumed by their marker.
+            self.head_seen = self.control.head.0.load(Ordering::Acquire).max(self.tail);
         }
         (self.head_seen - self.tail) as usize
     }
@@ -205,6 +257,46 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
         n
     }
 
+    /// Loads the word `offset` bytes past the read position with Acquire:
+    /// when it is a marker the producer stored with Release
+    /// ([`Producer::store_word`]), the bytes written before it can be read
+    /// with [`Consumer::read_marked`].
+    ///
+    /// # Safety
+    /// The read position plus `offset` is a multiple of 8, and
+    /// `offset + 8 <= capacity`.
+    pub unsafe fn word_at(&self, offset: usize) -> u64 {
+        let at = (self.tail as usize + offset) & (self.bytes.capacity() - 1);
+        self.bytes.load_word(at, Ordering::Acquire)
+    }
+
+    /// Copies `len` bytes from `offset` bytes past the read position, bytes
+    /// that a marker loaded with [`Consumer::word_at`] says are written.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` writes; the producer wrote those bytes
+    /// before the marker this consumer loaded.
+    pub unsafe fn read_marked(&self, offset: usize, dst: *mut u8, len: usize) {
+        let cap = self.bytes.capacity();
+        let at = (self.tail as usize + offset) & (cap - 1);
+        let first = len.min(cap - at);
+        self.bytes.load(at, dst, first);
+        if len > first {
+            self.bytes.load(0, dst.add(first), len - first);
+        }
+    }
+
+    /// Consumes `len` bytes that a marker says are written (the cursor may
+    /// not show them yet).
+    ///
+    /// # Safety
+    /// The producer wrote those bytes before the marker this consumer
+    /// loaded.
+    pub unsafe fn skip_marked(&mut self, len: usize) {
+        self.tail += len as u64;
+        self.head_seen = self.head_seen.max(self.tail);
+    }
+
     /// Returns the space of every popped or skipped byte to the producer.
     pub fn release(&mut self) {
         self.control.tail.0.store(self.tail, Ordering::Release);
@@ -214,6 +306,6 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
     /// consumer about to sleep calls it after
     /// [`crate::Doorbell::prepare_sleep`].
     pub fn has_data(&self) -> bool {
-        self.control.head.0.load(Ordering::Acquire) != self.tail
+        self.control.head.0.load(Ordering::Acquire) > self.tail
     }
 }

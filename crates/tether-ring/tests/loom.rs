@@ -7,13 +7,17 @@
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
+use loom::sync::atomic::AtomicU64;
 use loom::sync::Arc;
 use loom::thread;
 
-use tether_ring::{Bytes, Consumer, Doorbell, Producer, RingControl};
+use tether_ring::{Bytes, Consumer, Doorbell, Ordering, Producer, RingControl};
 
+/// Byte cells, and the atomic words at multiples of 8 apart from them (a
+/// test touches each position one way only: marker words as words, frame
+/// bodies as bytes).
 #[derive(Clone)]
-struct Cells(Arc<Vec<UnsafeCell<u8>>>);
+struct Cells(Arc<Vec<UnsafeCell<u8>>>, Arc<Vec<AtomicU64>>);
 
 // SAFETY: capacity is a power of two; accesses stay inside the vector and
 // go through loom's cells, which check them.
@@ -31,10 +35,19 @@ unsafe impl Bytes for Cells {
             self.0[at + i].with(|p| *dst.add(i) = *p);
         }
     }
+    unsafe fn store_word(&self, at: usize, value: u64, order: Ordering) {
+        self.1[at / 8].store(value, order);
+    }
+    unsafe fn load_word(&self, at: usize, order: Ordering) -> u64 {
+        self.1[at / 8].load(order)
+    }
 }
 
 fn cells(n: usize) -> Cells {
-    Cells(Arc::new((0..n).map(|_| UnsafeCell::new(0)).collect()))
+    Cells(
+        Arc::new((0..n).map(|_| UnsafeCell::new(0)).collect()),
+        Arc::new((0..n.div_ceil(8)).map(|_| AtomicU64::new(0)).collect()),
+    )
 }
 
 /// Bounded model: at most three preemptions per execution, the usual
@@ -83,6 +96,52 @@ fn ring_transfers_in_order_without_races() {
         }
         writer.join().unwrap();
         assert_eq!(got, [1, 2, 3, 4, 5]);
+    });
+}
+
+/// Three frames of 16 bytes (a marker word, then 8 body bytes) through a
+/// ring of 32 that keeps 16 free for the word zeroed after each frame:
+/// the consumer polls only the marker at its read position, and the
+/// Release/Acquire pair on it orders every body byte (a stale marker from
+/// the previous lap is never taken: the zeroed word replaces it first).
+#[test]
+fn markers_publish_frames_without_the_cursor() {
+    model(|| {
+        let control = Arc::new(RingControl::new());
+        let storage = cells(32);
+        // SAFETY: one producer and one consumer over the same storage.
+        let mut producer = unsafe { Producer::new(control.clone(), storage.clone()) };
+        let mut consumer = unsafe { Consumer::new(control, storage) };
+        let writer = thread::spawn(move || {
+            for i in 0..3u8 {
+                while producer.writable(32) < 32 {
+                    thread::yield_now();
+                }
+                // SAFETY: 32 bytes are writable; frames are 16 bytes long,
+                // so every marker is aligned.
+                unsafe {
+                    producer.write_ahead(8, [i + 1; 8].as_ptr(), 8);
+                    producer.store_word(16, 0, Ordering::Relaxed);
+                    producer.store_word(0, u64::from(i) + 1, Ordering::Release);
+                    producer.advance(16);
+                }
+            }
+        });
+        for i in 0..3u8 {
+            // SAFETY: the read position is a frame's start, aligned.
+            while unsafe { consumer.word_at(0) } != u64::from(i) + 1 {
+                thread::yield_now();
+            }
+            let mut body = [0u8; 8];
+            // SAFETY: the marker was loaded with Acquire.
+            unsafe {
+                consumer.read_marked(8, body.as_mut_ptr(), 8);
+                consumer.skip_marked(16);
+            }
+            consumer.release();
+            assert_eq!(body, [i + 1; 8]);
+        }
+        writer.join().unwrap();
     });
 }
 

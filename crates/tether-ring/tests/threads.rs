@@ -2,28 +2,43 @@
 //! the chunk sizes and however the ring wraps.
 #![cfg(not(loom))]
 
-use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tether_ring::{Bytes, Consumer, Doorbell, Producer, RingControl};
 
-struct Storage(Vec<UnsafeCell<u8>>);
+/// Ring storage in 8-byte words, so that marker words are aligned.
+struct Storage(Vec<AtomicU64>);
 
-// SAFETY: the ring protocol orders every access to a byte.
-unsafe impl Sync for Storage {}
+fn storage(bytes: usize) -> Arc<Storage> {
+    Arc::new(Storage((0..bytes / 8).map(|_| AtomicU64::new(0)).collect()))
+}
 
 struct Heap(Arc<Storage>);
 
-// SAFETY: capacity is a power of two; copies stay inside the vector.
+impl Heap {
+    fn base(&self) -> *mut u8 {
+        self.0 .0.as_ptr().cast::<u8>().cast_mut()
+    }
+}
+
+// SAFETY: capacity is a power of two; copies stay inside the vector, whose
+// atomics allow writes through shared references.
 unsafe impl Bytes for Heap {
     fn capacity(&self) -> usize {
-        self.0 .0.len()
+        self.0 .0.len() * 8
     }
     unsafe fn store(&self, at: usize, src: *const u8, len: usize) {
-        std::ptr::copy_nonoverlapping(src, self.0 .0[at].get(), len);
+        std::ptr::copy_nonoverlapping(src, self.base().add(at), len);
     }
     unsafe fn load(&self, at: usize, dst: *mut u8, len: usize) {
-        std::ptr::copy_nonoverlapping(self.0 .0[at].get(), dst, len);
+        std::ptr::copy_nonoverlapping(self.base().add(at), dst, len);
+    }
+    unsafe fn store_word(&self, at: usize, value: u64, order: Ordering) {
+        self.0 .0[at / 8].store(value, order);
+    }
+    unsafe fn load_word(&self, at: usize, order: Ordering) -> u64 {
+        self.0 .0[at / 8].load(order)
     }
 }
 
@@ -35,7 +50,7 @@ fn byte(i: u64) -> u8 {
 fn bytes_arrive_in_order_across_wraps() {
     const TOTAL: u64 = 4_000_000;
     let control = Arc::new(RingControl::new());
-    let storage = Arc::new(Storage((0..256).map(|_| UnsafeCell::new(0)).collect()));
+    let storage = storage(256);
     // SAFETY: one producer and one consumer over the same storage.
     let mut producer = unsafe { Producer::new(control.clone(), Heap(storage.clone())) };
     let mut consumer = unsafe { Consumer::new(control, Heap(storage)) };
@@ -76,7 +91,7 @@ fn bytes_arrive_in_order_across_wraps() {
 #[test]
 fn peek_shows_what_pop_then_takes_across_the_wrap() {
     let control = Arc::new(RingControl::new());
-    let storage = Arc::new(Storage((0..16).map(|_| UnsafeCell::new(0)).collect()));
+    let storage = storage(16);
     // SAFETY: one producer and one consumer over the same storage.
     let mut producer = unsafe { Producer::new(control.clone(), Heap(storage.clone())) };
     let mut consumer = unsafe { Consumer::new(control, Heap(storage)) };
@@ -105,6 +120,60 @@ fn peek_shows_what_pop_then_takes_across_the_wrap() {
     assert_eq!(unsafe { consumer.pop(buf.as_mut_ptr(), 16) }, 8);
     assert_eq!(buf[..8], peeked);
     assert!(!consumer.has_data(), "pop consumed what peek showed");
+}
+
+/// Frames found by their marker word alone, as the shared-memory
+/// transport finds its one-line frames: the producer writes a frame's
+/// body, zeroes the word after it (where the next frame's marker goes),
+/// then stores the frame's marker with Release; the consumer polls the
+/// word at its read position and never the cursor. Frames of 16 to 40
+/// bytes wrap around a ring of 128 with a 16-byte reserve kept free for
+/// the zeroed word; every frame arrives whole, in order, once.
+#[test]
+fn marked_frames_arrive_in_order_without_the_cursor() {
+    const FRAMES: u64 = 300_000;
+    const RESERVE: usize = 16;
+    let control = Arc::new(RingControl::new());
+    let storage = storage(128);
+    // SAFETY: one producer and one consumer over the same storage.
+    let mut producer = unsafe { Producer::new(control.clone(), Heap(storage.clone())) };
+    let mut consumer = unsafe { Consumer::new(control, Heap(storage)) };
+    let frame_len = |i: u64| 16 + (i % 4) as usize * 8;
+    let writer = std::thread::spawn(move || {
+        for i in 0..FRAMES {
+            let len = frame_len(i);
+            while producer.writable(len + RESERVE) < len + RESERVE {
+                std::thread::yield_now();
+            }
+            let body: Vec<u8> = (0..len - 8).map(|k| byte(i * 64 + k as u64)).collect();
+            // SAFETY: room for the frame and the word after it was checked;
+            // frame lengths are multiples of 8, so markers are aligned.
+            unsafe {
+                producer.write_ahead(8, body.as_ptr(), body.len());
+                producer.store_word(len, 0, Ordering::Relaxed);
+                producer.store_word(0, i + 1, Ordering::Release);
+                producer.advance(len);
+            }
+        }
+    });
+    let mut body = [0u8; 32];
+    for i in 0..FRAMES {
+        let len = frame_len(i);
+        // SAFETY: the read position is always a frame's start, aligned.
+        while unsafe { consumer.word_at(0) } != i + 1 {
+            std::hint::spin_loop();
+        }
+        // SAFETY: the marker was loaded with Acquire; `body` holds 32.
+        unsafe {
+            consumer.read_marked(8, body.as_mut_ptr(), len - 8);
+            consumer.skip_marked(len);
+        }
+        consumer.release();
+        for (k, b) in body[..len - 8].iter().enumerate() {
+            assert_eq!(*b, byte(i * 64 + k as u64), "frame {i} byte {k}");
+        }
+    }
+    writer.join().unwrap();
 }
 
 #[test]

@@ -110,7 +110,7 @@ pub static TABLE: &[Setting] = &[
             max: 1 << 30,
         },
         hint: false,
-        meaning: "capacity of each shared-memory ring this process receives on, one per peer (rounded up to a power of two); frames up to this size minus 64 bytes are written in one piece, larger ones stream through",
+        meaning: "capacity of each shared-memory ring this process receives on, one per peer (rounded up to a power of two); frames up to this size minus 128 bytes (frames are padded to 64-byte lines, and one line stays free) are written in one piece, larger ones stream through",
     },
     Setting {
         key: "SHM_CMA",

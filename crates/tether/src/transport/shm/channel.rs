@@ -1,7 +1,9 @@
-//! Framing over the rings: the frames of `tether-proto` (56-byte header,
-//! then the payload), each preceded in the ring by nothing and followed
-//! by nothing, except that every header is padded to a 64-byte *prefix*
-//! whose last 8 bytes are a transport word:
+//! Framing over the rings. Every frame starts on a 64-byte line and is
+//! padded to whole lines. An eager message of up to 40 bytes is one line
+//! that the receiver finds by polling it (`line.rs`); every other frame is
+//! a frame of `tether-proto` (56-byte header, then the payload) whose
+//! header is padded to a 64-byte *prefix* whose last 8 bytes are a
+//! transport word:
 //!
 //! - `Rts`: the address of the send buffer when the sender offers the
 //!   receiver to read part of it (a split copy, `split.rs`), else 0;
@@ -27,7 +29,10 @@ use tether_proto::{
 };
 use tether_ring::{Consumer, Doorbell, Producer, RingControl};
 
+use tether_ring::Ordering;
+
 use super::bell::Ringer;
+use super::line::{self, LINE, RESERVE};
 use super::segment::{RingBytes, Shared};
 use crate::settings::MAX_EAGER_LIMIT;
 use crate::transport::file::{self, FilePayload};
@@ -46,6 +51,7 @@ const SMALL_PAYLOAD: usize = 192;
 struct OutFrame {
     prefix: [u8; PREFIX],
     payload: TransmitPayload,
+    /// Bytes of the padded frame written so far.
     written: usize,
     completes: Option<ReqId>,
     copy_if_blocked: bool,
@@ -54,6 +60,10 @@ struct OutFrame {
 impl OutFrame {
     fn total(&self) -> usize {
         PREFIX + self.payload.len()
+    }
+
+    fn padded(&self) -> usize {
+        line::padded(self.total())
     }
 
     fn payload_ptr(&self) -> *const u8 {
@@ -76,6 +86,29 @@ fn encode_prefix(
     let (head, tail) = out.split_at_mut(HEADER_LEN);
     header.encode_into(head.try_into().expect("header length"));
     tail.copy_from_slice(&word.to_le_bytes());
+}
+
+/// The first word of an encoded prefix, which the writer stores as one
+/// word (a reader may be polling it for a one-line frame's marker).
+fn first_word(prefix: &[u8; PREFIX]) -> u64 {
+    u64::from_le_bytes(prefix[..8].try_into().expect("8 bytes"))
+}
+
+/// Bytes the ring takes now for a frame, at most `want`, keeping
+/// [`RESERVE`] free after them.
+fn room(producer: &mut Producer<Shared<RingControl>, RingBytes>, want: usize) -> usize {
+    producer
+        .writable(want + RESERVE)
+        .saturating_sub(RESERVE)
+        .min(want)
+}
+
+/// Ends a frame at the write position: zeroes the word there, where the
+/// next frame's first word goes (see `line.rs`).
+fn end_frame(producer: &mut Producer<Shared<RingControl>, RingBytes>) {
+    // SAFETY: frames are padded to lines, so the position is aligned, and
+    // `room` kept RESERVE bytes free after the frame.
+    unsafe { producer.store_word(0, 0, Ordering::Relaxed) };
 }
 
 /// Where a frame's payload bytes start (null when it has none).
@@ -161,35 +194,83 @@ impl Outgoing {
         len: usize,
         ringer: &Ringer,
     ) -> bool {
-        if !self.out.is_empty() || self.producer.writable(PREFIX + len) < PREFIX + len {
+        if !self.out.is_empty() {
             return false;
         }
+        if line::fits(header, word, len) {
+            // SAFETY: as this function's.
+            return unsafe { self.write_line(header, payload, len, ringer) };
+        }
+        let padded = line::padded(PREFIX + len);
+        if room(&mut self.producer, padded) < padded {
+            return false;
+        }
+        let seq = self.next_seq();
         if len <= SMALL_PAYLOAD {
             // One copy into the ring instead of two: a small frame is
             // assembled in `small` first.
-            let seq = self.next_seq();
             let (prefix, rest) = self.small.split_at_mut(PREFIX);
-            encode_prefix(
-                header,
-                seq,
-                len,
-                word,
-                prefix.try_into().expect("prefix length"),
-            );
+            let prefix: &mut [u8; PREFIX] = prefix.try_into().expect("prefix length");
+            encode_prefix(header, seq, len, word, prefix);
+            let first = first_word(prefix);
             // SAFETY: `payload` is valid for `len <= SMALL_PAYLOAD` reads by
             // contract, `rest` holds SMALL_PAYLOAD bytes; the room was
-            // checked above, so the push takes the whole frame.
+            // checked above.
             unsafe {
                 std::ptr::copy_nonoverlapping(payload, rest.as_mut_ptr(), len);
-                self.producer.push(self.small.as_ptr(), PREFIX + len);
+                self.producer
+                    .write_ahead(8, self.small.as_ptr().add(8), PREFIX - 8 + len);
+                self.producer.store_word(0, first, Ordering::Relaxed);
             }
         } else {
-            let prefix = self.prefix(header, len, word);
-            // SAFETY: as above, in two pushes.
+            let mut prefix = [0u8; PREFIX];
+            encode_prefix(header, seq, len, word, &mut prefix);
+            // SAFETY: as above, in two copies.
             unsafe {
-                self.producer.push(prefix.as_ptr(), PREFIX);
-                self.producer.push(payload, len);
+                self.producer
+                    .write_ahead(8, prefix[8..].as_ptr(), PREFIX - 8);
+                self.producer.write_ahead(PREFIX, payload, len);
+                self.producer
+                    .store_word(0, first_word(&prefix), Ordering::Relaxed);
             }
+        }
+        // SAFETY: the room was checked above.
+        unsafe { self.producer.advance(padded) };
+        end_frame(&mut self.producer);
+        self.publish(ringer);
+        true
+    }
+
+    /// Writes an eager message of at most `line::LINE_PAYLOAD` bytes as a
+    /// one-line frame (`line.rs`): fields and payload, the zeroed word
+    /// after the line, then the marker with Release.
+    ///
+    /// # Safety
+    /// `payload` is valid for `len` reads (or `len` is 0).
+    unsafe fn write_line(
+        &mut self,
+        header: &FrameHeader,
+        payload: *const u8,
+        len: usize,
+        ringer: &Ringer,
+    ) -> bool {
+        if room(&mut self.producer, LINE) < LINE {
+            return false;
+        }
+        let seq = self.next_seq();
+        let mut body = [0u8; LINE - 8];
+        let (fields, rest) = body.split_at_mut(line::FIELDS);
+        line::encode_fields(header, len, fields.try_into().expect("fields length"));
+        // SAFETY: `payload` is valid for `len <= LINE_PAYLOAD` reads, which
+        // `rest` holds; the room for the line and RESERVE was checked.
+        unsafe {
+            std::ptr::copy_nonoverlapping(payload, rest.as_mut_ptr(), len);
+            self.producer
+                .write_ahead(8, body.as_ptr(), line::FIELDS + len);
+            self.producer.store_word(LINE, 0, Ordering::Relaxed);
+            self.producer
+                .store_word(0, line::marker(seq), Ordering::Release);
+            self.producer.advance(LINE);
         }
         self.publish(ringer);
         true
@@ -230,7 +311,11 @@ impl Outgoing {
     /// Whether frames wait and the ring has room for some of their bytes
     /// (for a process about to sleep: then it must not).
     pub fn can_progress(&mut self) -> bool {
-        !self.out.is_empty() && self.producer.writable(self.producer.capacity()) > 0
+        let Some(front) = self.out.front() else {
+            return false;
+        };
+        let needs = if front.written == 0 { PREFIX } else { 1 };
+        room(&mut self.producer, needs) >= needs
     }
 
     /// Wakes the peer if it sleeps: after this process freed room in the
@@ -247,22 +332,41 @@ impl Outgoing {
     pub fn flush(&mut self, ringer: &Ringer, done: &mut Vec<ReqId>) -> bool {
         let before = self.producer.position();
         while let Some(frame) = self.out.front_mut() {
-            if frame.written < PREFIX {
-                let rest = &frame.prefix[frame.written..];
-                // SAFETY: `rest` is a live slice.
-                frame.written += unsafe { self.producer.push(rest.as_ptr(), rest.len()) };
+            if frame.written == 0 {
+                if room(&mut self.producer, PREFIX) < PREFIX {
+                    break;
+                }
+                // SAFETY: the room was checked; the prefix is a live array.
+                unsafe {
+                    self.producer
+                        .write_ahead(8, frame.prefix[8..].as_ptr(), PREFIX - 8);
+                    self.producer
+                        .store_word(0, first_word(&frame.prefix), Ordering::Relaxed);
+                    self.producer.advance(PREFIX);
+                }
+                frame.written = PREFIX;
             }
-            if frame.written >= PREFIX && frame.written < frame.total() {
+            let (total, padded) = (frame.total(), frame.padded());
+            let n = room(&mut self.producer, padded - frame.written);
+            let data = n.min(total.saturating_sub(frame.written));
+            if data > 0 {
                 let from = frame.written - PREFIX;
-                let len = frame.payload.len() - from;
                 // SAFETY: a borrowed payload stays valid until `completes`
                 // is reported, which happens only after it is written or
-                // copied; owned payloads live in the frame.
-                frame.written += unsafe { self.producer.push(frame.payload_ptr().add(from), len) };
+                // copied; owned payloads live in the frame. `n` bytes are
+                // writable; the padding after the payload is left as is.
+                unsafe {
+                    self.producer
+                        .write_ahead(0, frame.payload_ptr().add(from), data)
+                };
             }
-            if frame.written < frame.total() {
+            // SAFETY: `n` bytes are writable.
+            unsafe { self.producer.advance(n) };
+            frame.written += n;
+            if frame.written < padded {
                 break;
             }
+            end_frame(&mut self.producer);
             let frame = self.out.pop_front().expect("front exists");
             done.extend(frame.completes);
         }
@@ -349,6 +453,10 @@ enum ReadState {
         filled: usize,
         token: Option<SinkToken>,
     },
+    /// The padding after a payload (or a payload nothing takes), to skip.
+    Padding {
+        left: usize,
+    },
 }
 
 /// The receiving side of a channel: the ring the peer writes in this
@@ -357,6 +465,8 @@ pub struct Incoming {
     consumer: Consumer<Shared<RingControl>, RingBytes>,
     seq: u64,
     state: ReadState,
+    /// The padding after the payload being read.
+    padding: usize,
 }
 
 impl Incoming {
@@ -365,6 +475,7 @@ impl Incoming {
             consumer,
             seq: 0,
             state: ReadState::Prefix,
+            padding: 0,
         }
     }
 
@@ -410,8 +521,23 @@ impl Incoming {
         if self.mid_frame() {
             return Direct::Other;
         }
+        // SAFETY: the read position is a frame's start, on a line.
+        if unsafe { self.consumer.word_at(0) } == line::marker(self.seq) {
+            return self.take_line(buf, accepts);
+        }
         if self.consumer.readable(PREFIX) < PREFIX {
             return Direct::Empty;
+        }
+        // The cursor says a frame is here; a one-line frame's marker was
+        // stored before it (and may not have been seen above).
+        // SAFETY: as above.
+        let first = unsafe { self.consumer.word_at(0) };
+        if line::is_marker(first) {
+            return if first == line::marker(self.seq) {
+                self.take_line(buf, accepts)
+            } else {
+                Direct::Other
+            };
         }
         let mut prefix = [0u8; PREFIX];
         // SAFETY: `prefix` is a local array of PREFIX bytes.
@@ -421,9 +547,10 @@ impl Incoming {
             return Direct::Other;
         };
         let len = header.payload_len as usize;
+        let padded = line::padded(PREFIX + len);
         if header.kind != FrameKind::Eager
             || len > buf.len
-            || self.consumer.readable(PREFIX + len) < PREFIX + len
+            || self.consumer.readable(padded) < padded
             || !accepts(&header)
         {
             return Direct::Other;
@@ -432,6 +559,37 @@ impl Incoming {
         // SAFETY: `buf` is valid for `buf.len >= len` writes (the caller's
         // receive buffer); the bytes are ready, checked above.
         unsafe { self.consumer.pop(buf.ptr, len) };
+        self.consumer.skip(padded - PREFIX - len);
+        self.consumer.release();
+        self.seq += 1;
+        Direct::Taken {
+            tag: header.tag,
+            bytes: header.payload_len,
+        }
+    }
+
+    /// [`Incoming::take_eager`] for the one-line frame whose marker was
+    /// loaded at the read position.
+    fn take_line(&mut self, buf: Region, accepts: impl FnOnce(&FrameHeader) -> bool) -> Direct {
+        let mut fields = [0u8; line::FIELDS];
+        // SAFETY: the marker was loaded with Acquire, so the line is
+        // written; `fields` is a local array.
+        unsafe {
+            self.consumer
+                .read_marked(8, fields.as_mut_ptr(), line::FIELDS)
+        };
+        let Ok(header) = line::decode_fields(&fields, self.seq) else {
+            return Direct::Other;
+        };
+        let len = header.payload_len as usize;
+        if len > buf.len || !accepts(&header) {
+            return Direct::Other;
+        }
+        // SAFETY: as above; `buf` is valid for `buf.len >= len` writes.
+        unsafe {
+            self.consumer.read_marked(line::PAYLOAD_AT, buf.ptr, len);
+            self.consumer.skip_marked(LINE);
+        }
         self.consumer.release();
         self.seq += 1;
         Direct::Taken {
@@ -457,12 +615,29 @@ impl Incoming {
                     // SAFETY: `prefix` is a local array of PREFIX bytes.
                     unsafe { self.consumer.pop(prefix.as_mut_ptr(), PREFIX) };
                     *moved = true;
+                    let first = first_word(&prefix);
+                    if line::is_marker(first) {
+                        self.read_line(&prefix, first, engine, peer)?;
+                        continue;
+                    }
                     let bytes: &[u8; HEADER_LEN] =
                         prefix[..HEADER_LEN].try_into().expect("header length");
                     let header = FrameHeader::decode(bytes, self.seq, MAX_EAGER_LIMIT)?;
                     self.seq += 1;
                     let word = u64::from_le_bytes(prefix[HEADER_LEN..].try_into().expect("8"));
-                    self.state = Self::state_for(header, word, engine, peer, delivered)?;
+                    let payload = header.payload_len as usize;
+                    let padding = line::padded(PREFIX + payload) - PREFIX - payload;
+                    self.state = match Self::state_for(header, word, engine, peer, delivered)? {
+                        // Nothing takes the payload (if any): skip it too.
+                        ReadState::Prefix if payload + padding > 0 => ReadState::Padding {
+                            left: payload + padding,
+                        },
+                        ReadState::Prefix => ReadState::Prefix,
+                        reading => {
+                            self.padding = padding;
+                            reading
+                        }
+                    };
                 }
                 ReadState::Region {
                     region,
@@ -489,7 +664,7 @@ impl Incoming {
                         return Ok(());
                     }
                     engine.payload_done(token.take().expect("token until done"), None);
-                    self.state = ReadState::Prefix;
+                    self.state = self.after_payload();
                 }
                 ReadState::Owned { buf, filled, token } => {
                     // SAFETY: `buf` is valid for its length; `filled <= len`.
@@ -507,10 +682,63 @@ impl Incoming {
                     }
                     let token = token.take().expect("token until done");
                     engine.payload_done(token, Some(std::mem::take(buf)));
+                    self.state = self.after_payload();
+                }
+                ReadState::Padding { left } => {
+                    let skipped = self.consumer.skip(*left);
+                    *left -= skipped;
+                    *moved |= skipped > 0;
+                    if *left > 0 {
+                        return Ok(());
+                    }
                     self.state = ReadState::Prefix;
                 }
             }
         }
+    }
+
+    /// The state after a payload: its padding, if any, then the next frame.
+    fn after_payload(&mut self) -> ReadState {
+        match std::mem::take(&mut self.padding) {
+            0 => ReadState::Prefix,
+            left => ReadState::Padding { left },
+        }
+    }
+
+    /// Delivers one-line frame `prefix`, whose first word `marker` was
+    /// read (after the cursor said the line is there), to `engine`.
+    fn read_line(
+        &mut self,
+        prefix: &[u8; PREFIX],
+        marker: u64,
+        engine: &mut Engine,
+        peer: u32,
+    ) -> Result<(), WireError> {
+        if marker != line::marker(self.seq) {
+            return Err(WireError::BadSequence {
+                expected: self.seq,
+                got: line::marker_seq(marker),
+            });
+        }
+        let fields = prefix[8..line::PAYLOAD_AT].try_into().expect("fields");
+        let header = line::decode_fields(fields, self.seq)?;
+        self.seq += 1;
+        let payload = &prefix[line::PAYLOAD_AT..line::PAYLOAD_AT + header.payload_len as usize];
+        match engine.on_header(peer, &header)? {
+            PayloadSink::None => {}
+            PayloadSink::Region { region, token, .. } => {
+                // SAFETY: the region is the posted receive buffer, valid
+                // until its request completes; it takes at most the
+                // payload (the rest is discarded).
+                unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), region.ptr, region.len) };
+                engine.payload_done(token, None);
+            }
+            PayloadSink::Owned { mut buf, token } => {
+                buf.copy_from_slice(payload);
+                engine.payload_done(token, Some(buf));
+            }
+        }
+        Ok(())
     }
 
     fn state_for(
@@ -594,5 +822,146 @@ impl Incoming {
                 token: Some(token),
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::shm::segment::Segment;
+
+    const RING: usize = 4096;
+
+    /// The two ends of one ring of a fresh segment, in this process (the
+    /// doorbell is never rung: nobody sleeps).
+    fn channel() -> (Segment, Outgoing, Incoming, Ringer) {
+        let mut segment = Segment::create().unwrap();
+        let mapping = segment.init(1, 0, 1, RING).unwrap();
+        let (control, bytes) = mapping.ring(0);
+        // SAFETY: one producer and one consumer of the ring.
+        let producer = unsafe { Producer::new(control, bytes) };
+        let (control, bytes) = mapping.ring(0);
+        // SAFETY: as above.
+        let consumer = unsafe { Consumer::new(control, bytes) };
+        let bell_addr = SocketAddr::from_pathname("/nonexistent/tether-test-bell").unwrap();
+        let out = Outgoing::new(producer, mapping.doorbell(), bell_addr);
+        let ringer = Ringer::new().unwrap();
+        (segment, out, Incoming::new(consumer), ringer)
+    }
+
+    fn eager(tag: i32) -> FrameHeader {
+        let mut header = FrameHeader::new(FrameKind::Eager);
+        header.context = 3;
+        header.tag = tag;
+        header
+    }
+
+    fn send(out: &mut Outgoing, ringer: &Ringer, tag: i32, payload: &[u8]) {
+        // SAFETY: `payload` is valid for its length.
+        let written =
+            unsafe { out.write_whole(&eager(tag), 0, payload.as_ptr(), payload.len(), ringer) };
+        assert!(written, "the ring has room");
+    }
+
+    fn take(inc: &mut Incoming, buf: &mut [u8]) -> Direct {
+        let region = Region {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+        };
+        inc.take_eager(region, |_| true)
+    }
+
+    /// Writes `word` at every line of the ring from `from` on, as a frame
+    /// of an earlier lap could have left it.
+    fn leave_stale(segment: &Segment, from: usize, word: impl Fn(usize) -> u64) {
+        let (_, bytes) = segment.mapping().unwrap().ring(0);
+        for line in from..RING / LINE {
+            // SAFETY: a line start inside the ring.
+            unsafe {
+                tether_ring::Bytes::store_word(&bytes, line * LINE, word(line), Ordering::Relaxed)
+            };
+        }
+    }
+
+    #[test]
+    fn messages_of_every_length_arrive_whole_through_the_short_path() {
+        let (_segment, mut out, mut inc, ringer) = channel();
+        let mut buf = vec![0u8; 300];
+        for round in 0..3 {
+            for len in 0..300usize {
+                let payload: Vec<u8> = (0..len).map(|i| (i * 7 + len + round) as u8).collect();
+                send(&mut out, &ringer, len as i32, &payload);
+                let got = take(&mut inc, &mut buf);
+                assert!(
+                    matches!(got, Direct::Taken { tag, bytes } if tag == len as i32 && bytes == len as u64),
+                    "{len} bytes: {got:?}"
+                );
+                assert_eq!(buf[..len], payload[..], "{len} bytes");
+                assert!(matches!(take(&mut inc, &mut buf), Direct::Empty));
+            }
+        }
+    }
+
+    /// Ring lines holding the marker a frame of an earlier lap could have
+    /// left for the very sequence numbers the reader expects next: the
+    /// reader takes only frames written since, because the writer zeroes
+    /// the word after each frame before it makes the frame visible.
+    #[test]
+    fn a_stale_marker_is_never_taken() {
+        let (segment, mut out, mut inc, ringer) = channel();
+        let mut buf = [0u8; 256];
+        // After one-line frames: line k would be frame k's.
+        leave_stale(&segment, 1, |line| line::marker(line as u64));
+        send(&mut out, &ringer, 1, &[9; 8]);
+        assert!(matches!(
+            take(&mut inc, &mut buf),
+            Direct::Taken { tag: 1, .. }
+        ));
+        assert!(
+            matches!(take(&mut inc, &mut buf), Direct::Empty),
+            "stale line 1"
+        );
+        // After a frame of three lines (frame 1): line 4 would be frame 2's.
+        leave_stale(&segment, 5, |_| 0);
+        leave_stale(&segment, 4, |_| line::marker(2));
+        send(&mut out, &ringer, 2, &[7; 100]);
+        assert!(matches!(
+            take(&mut inc, &mut buf),
+            Direct::Taken { tag: 2, bytes: 100 }
+        ));
+        assert!(
+            matches!(take(&mut inc, &mut buf), Direct::Empty),
+            "stale line 4"
+        );
+        send(&mut out, &ringer, 3, &[5; 40]);
+        assert!(matches!(
+            take(&mut inc, &mut buf),
+            Direct::Taken { tag: 3, bytes: 40 }
+        ));
+        assert_eq!(buf[..40], [5; 40]);
+    }
+
+    #[test]
+    fn frames_are_padded_to_lines_and_leave_a_line_free() {
+        let (_segment, mut out, mut inc, ringer) = channel();
+        let mut buf = [0u8; 256];
+        // 4096 bytes less the reserved line: 63 one-line frames fit, and
+        // no 64th.
+        for tag in 0..63 {
+            send(&mut out, &ringer, tag, &[1; 8]);
+        }
+        // SAFETY: a valid payload.
+        let full = unsafe { out.write_whole(&eager(63), 0, [1u8; 8].as_ptr(), 8, &ringer) };
+        assert!(!full, "the last line stays free");
+        for tag in 0..63 {
+            assert!(matches!(take(&mut inc, &mut buf), Direct::Taken { tag: t, .. } if t == tag));
+        }
+        // A 41-byte message takes two lines (prefix, then payload).
+        send(&mut out, &ringer, 99, &[2; 41]);
+        assert_eq!(out.producer.position(), 63 * 64 + 128);
+        assert!(matches!(
+            take(&mut inc, &mut buf),
+            Direct::Taken { tag: 99, bytes: 41 }
+        ));
     }
 }

@@ -28,6 +28,7 @@
 mod bell;
 mod channel;
 mod cma;
+mod line;
 mod segment;
 mod split;
 

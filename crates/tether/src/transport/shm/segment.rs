@@ -116,6 +116,15 @@ unsafe impl Bytes for RingBytes {
     unsafe fn load(&self, at: usize, dst: *mut u8, len: usize) {
         std::ptr::copy_nonoverlapping(self.ptr.add(at), dst, len);
     }
+    unsafe fn store_word(&self, at: usize, value: u64, order: Ordering) {
+        // SAFETY: the ring starts on a page, so `at`, a multiple of 8,
+        // is an aligned u64 inside it.
+        (*self.ptr.add(at).cast::<AtomicU64>()).store(value, order);
+    }
+    unsafe fn load_word(&self, at: usize, order: Ordering) -> u64 {
+        // SAFETY: as in `store_word`.
+        (*self.ptr.add(at).cast::<AtomicU64>()).load(order)
+    }
 }
 
 fn segment_len(slots: u32, ring_bytes: usize) -> usize {

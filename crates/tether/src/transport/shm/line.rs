@@ -1,0 +1,141 @@
+//! One-line frames: an eager message of at most [`LINE_PAYLOAD`] bytes
+//! written as a single cache line of the ring, which the receiver finds by
+//! polling the line itself instead of the ring's cursor.
+//!
+//! Every frame in a ring starts on a line boundary (frames are padded to
+//! whole [`LINE`]s). A one-line frame is, little-endian:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 8 | marker: sequence number << 16, low 16 bits `0xA55A` |
+//! | 8 | 4 | communication context |
+//! | 12 | 4 | tag |
+//! | 16 | 4 | payload length, at most [`LINE_PAYLOAD`] |
+//! | 20 | 4 | 0 |
+//! | 24 | length | payload |
+//!
+//! The writer stores the marker last, with Release; a receiver that loads
+//! the marker of the sequence number it expects, with Acquire, at its read
+//! position has the whole frame. The message then crosses between cores
+//! as one cache line, where a cursor costs a second one (the cursor's line,
+//! then the frame's), and between cores of different dies each line is
+//! a few hundred nanoseconds (docs/PERFORMANCE.md).
+//!
+//! Every other frame starts with the header's magic, whose low 16 bits
+//! (`"TT"`) are never the marker's. A stale word cannot pass for the
+//! marker: the writer zeroes the word after every frame before it makes the
+//! frame visible, keeping one line of the ring free for it ([`RESERVE`]),
+//! so the word at the reader's position is always 0, this frame's first
+//! word, or its marker (tether-ring's threads and loom tests check that).
+
+use tether_proto::{FrameHeader, FrameKind, WireError};
+
+/// The alignment and padding of frames in a ring: a cache line.
+pub const LINE: usize = 64;
+/// The largest payload of a one-line frame.
+pub const LINE_PAYLOAD: usize = LINE - PAYLOAD_AT;
+/// Bytes a writer keeps free after its last frame, for the zeroed word.
+pub const RESERVE: usize = LINE;
+/// Where the payload starts in a one-line frame.
+pub const PAYLOAD_AT: usize = 24;
+/// The fields between the marker and the payload.
+pub const FIELDS: usize = PAYLOAD_AT - 8;
+const MARKER_TAG: u64 = 0xA55A;
+
+/// The marker of frame number `seq` (its low 48 bits).
+pub fn marker(seq: u64) -> u64 {
+    (seq << 16) | MARKER_TAG
+}
+
+/// Whether a frame's first word is a one-line frame's marker.
+pub fn is_marker(word: u64) -> bool {
+    word & 0xFFFF == MARKER_TAG
+}
+
+/// The sequence number a marker carries (low 48 bits).
+pub fn marker_seq(word: u64) -> u64 {
+    word >> 16
+}
+
+/// A frame of `len` bytes padded to whole lines.
+pub fn padded(len: usize) -> usize {
+    len.next_multiple_of(LINE)
+}
+
+/// Whether a frame is written as one line: an eager message with no
+/// transport word whose payload fits.
+pub fn fits(header: &FrameHeader, word: u64, len: usize) -> bool {
+    header.kind == FrameKind::Eager && word == 0 && len <= LINE_PAYLOAD
+}
+
+/// Encodes the fields of a one-line frame for `header` with a payload of
+/// `len` bytes.
+pub fn encode_fields(header: &FrameHeader, len: usize, out: &mut [u8; FIELDS]) {
+    out[0..4].copy_from_slice(&header.context.to_le_bytes());
+    out[4..8].copy_from_slice(&header.tag.to_le_bytes());
+    out[8..12].copy_from_slice(&(len as u32).to_le_bytes());
+    out[12..16].fill(0);
+}
+
+/// Decodes the fields of one-line frame number `seq` into the header of
+/// the eager message it carries.
+pub fn decode_fields(fields: &[u8; FIELDS], seq: u64) -> Result<FrameHeader, WireError> {
+    let u32_at = |at: usize| u32::from_le_bytes(fields[at..at + 4].try_into().expect("4 bytes"));
+    let len = u64::from(u32_at(8));
+    if len > LINE_PAYLOAD as u64 {
+        return Err(WireError::BadLength {
+            kind: FrameKind::Eager,
+            got: len,
+            max: LINE_PAYLOAD as u64,
+        });
+    }
+    let mut header = FrameHeader::new(FrameKind::Eager);
+    header.seq = seq;
+    header.context = u32_at(0);
+    header.tag = u32_at(4) as i32;
+    header.payload_len = len;
+    header.msg_size = len;
+    Ok(header)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tether_proto::wire::MAGIC;
+
+    #[test]
+    fn fields_round_trip() {
+        let mut header = FrameHeader::new(FrameKind::Eager);
+        header.context = 7;
+        header.tag = -3;
+        let mut fields = [0u8; FIELDS];
+        encode_fields(&header, LINE_PAYLOAD, &mut fields);
+        let got = decode_fields(&fields, 41).unwrap();
+        assert_eq!((got.context, got.tag, got.seq), (7, -3, 41));
+        assert_eq!((got.payload_len, got.msg_size), (40, 40));
+    }
+
+    #[test]
+    fn a_length_past_the_line_is_refused() {
+        let header = FrameHeader::new(FrameKind::Eager);
+        let mut fields = [0u8; FIELDS];
+        encode_fields(&header, LINE_PAYLOAD + 1, &mut fields);
+        assert!(matches!(
+            decode_fields(&fields, 0),
+            Err(WireError::BadLength {
+                got: 41,
+                max: 40,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_header_never_reads_as_a_marker() {
+        let first = u64::from_le_bytes([MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], 1, 0, 4, 0]);
+        assert!(!is_marker(first));
+        assert!(!is_marker(0));
+        assert!(is_marker(marker(5)));
+        assert_eq!(marker_seq(marker(5)), 5);
+    }
+}
