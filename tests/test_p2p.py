@@ -73,3 +73,13 @@ def test_segment_without_n_runs_an_mpi_launcher(built, program):
     proc = tether_run(["--name", "alpha", "mpiexec", "-n", "2", prog, "pairs", ":", "--name", "beta", "-n", "3", prog, "pairs"])
     assert proc.stdout.count("ok pairs") == 5
     assert "[alpha] ok pairs" in proc.stdout
+
+
+@pytest.mark.parametrize("transports", ["shm", "tcp"])
+def test_two_threads_of_each_process_call_the_library_at_once(built, program, transports):
+    """The C API's lock, biased to the first thread, lets a second thread
+    in safely: two streams per process, in parallel, all intact."""
+    prog = program("threads", extra=("-pthread",))
+    proc = tether_run(["--name", "a", "-n", "1", prog, ":", "--name", "b", "-n", "1", prog],
+                      env=clean_env(TETHER_TRANSPORTS=transports))
+    assert proc.stdout.count("ok threads") == 2

@@ -1,7 +1,8 @@
 /* Message sizes across every protocol boundary, both directions between
- * ranks 0 and 1: 0 B, the shared-memory ring's one-piece frame limit
- * (ring bytes - 64 B prefix) and the ring size itself +-1, the eager
- * limit +-1, and 64 MiB. Each message is echoed back and checked.
+ * ranks 0 and 1: 0 B, the one-line frame's payload limit (40 B) +-1, the
+ * shared-memory ring's one-piece frame limit (ring bytes - 64 B prefix -
+ * 64 B kept free) and the ring size itself +-1, the eager limit +-1, and
+ * 64 MiB. Each message is echoed back and checked.
  *
  * With SIZES_DENY_READV=1 in its environment, the process first installs
  * a seccomp filter that fails process_vm_readv with EPERM (as some
@@ -41,8 +42,10 @@ int main(int argc, char **argv) {
     CHECK(tether_universe_rank(&me));
     int64_t ring = 1, eager = setting("EAGER_LIMIT");
     while (ring < setting("SHM_RING_BYTES")) ring *= 2;
-    const int64_t sizes[] = {0, 1, ring - 65, ring - 64, ring - 63, ring - 1, ring, ring + 1,
-                             eager - 1, eager, eager + 1, 64ll << 20};
+    const int64_t sizes[] = {0,         1,         39,        40,         41,
+                             ring - 129, ring - 128, ring - 127, ring - 65, ring - 64,
+                             ring - 63, ring - 1,  ring,      ring + 1,  eager - 1,
+                             eager,     eager + 1, 64ll << 20};
     const int n = (int)(sizeof sizes / sizeof sizes[0]);
     unsigned char *buf = xmalloc(64u << 20);
     for (int i = 0; i < n; i++) {

@@ -1,10 +1,10 @@
 //! The boundary: the process-wide state behind one lock, the thread's last
 //! error, pointer checks, and the guard that keeps panics inside.
 
+use crate::lock::{BiasedLock, Guard};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use tether::error::{err, Error, ErrorClass, Result};
 use tether::{ReqId, Runtime};
@@ -20,12 +20,12 @@ pub(crate) struct State {
     pub early_hints: Vec<(String, String)>,
 }
 
-static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
-    Mutex::new(State {
-        runtime: None,
-        requests: Handles::default(),
-        early_hints: Vec::new(),
-    })
+static STATE: BiasedLock<State> = BiasedLock::new(State {
+    runtime: None,
+    requests: Handles {
+        by_slot: Vec::new(),
+    },
+    early_hints: Vec::new(),
 });
 
 /// The live C request handles. A handle is its request's engine slot
@@ -67,10 +67,8 @@ thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
-pub(crate) fn state() -> MutexGuard<'static, State> {
-    STATE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+pub(crate) fn state() -> Guard<'static, State> {
+    STATE.lock()
 }
 
 impl State {

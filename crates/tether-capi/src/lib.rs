@@ -19,6 +19,7 @@ mod communicators;
 mod errors;
 mod ffi;
 mod hints;
+mod lock;
 mod p2p;
 mod start;
 mod types;
