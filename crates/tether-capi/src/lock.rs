@@ -38,15 +38,12 @@ use std::time::Duration;
 const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
-thread_local! {
-    /// A byte whose address tells live threads apart.
-    static THREAD_MARK: u8 = const { 0 };
-}
-
-/// This thread's identity among live threads (the address of its
-/// `THREAD_MARK`): a cheap, unique tag, reused only after the thread ends.
+/// This thread's identity among live threads: its `pthread_t`, unique
+/// while the thread lives and read from the thread pointer (a thread-local
+/// of this shared library would cost a `__tls_get_addr` call per lock).
 fn this_thread() -> usize {
-    THREAD_MARK.with(|mark| mark as *const u8 as usize)
+    // SAFETY: no arguments; always succeeds.
+    unsafe { libc::pthread_self() as usize }
 }
 
 /// A mutual-exclusion lock biased to the first thread that takes it.
@@ -54,7 +51,8 @@ pub struct BiasedLock<T> {
     value: UnsafeCell<T>,
     /// A thread claimed the bias (it may have been revoked since).
     claimed: AtomicBool,
-    /// The owner's `this_thread()`, once it claimed the bias; 0 before.
+    /// The owner's `this_thread()` (never 0), once it claimed the bias; 0
+    /// before.
     owner: AtomicUsize,
     /// The bias holds: the owner enters without the mutex.
     biased: AtomicBool,
