@@ -270,6 +270,7 @@ impl ShmTransport {
             .reach(pid, start)
             .map_err(|e| AttachError::Unusable(format!("cannot reach its doorbell: {e}")))?;
         let (control, bytes) = mapping.ring(self.me_rank());
+        bytes.populate_for_writing();
         // SAFETY: the slot was claimed for this process by `attach`, so
         // this is the ring's only producer.
         let producer = unsafe { Producer::new(control, bytes) };

@@ -127,6 +127,25 @@ unsafe impl Bytes for RingBytes {
     }
 }
 
+impl RingBytes {
+    /// Allocates and maps the ring's pages for its writer now, at once,
+    /// without touching their bytes (`MADV_POPULATE_WRITE`, Linux 5.14):
+    /// otherwise the first lap of a fresh ring pays a page fault every
+    /// 4 KiB in the writer, which made the first 4,096 one-line messages
+    /// of a pair about a quarter slower (0.133 against 0.105 us per half
+    /// round trip). The reader's faults, which only map the pages, are
+    /// left to first touch: populating them too measured slower. Returns
+    /// whether the kernel did it (older kernels refuse the advice; the
+    /// pages then come on first touch, as before).
+    pub fn populate_for_writing(&self) -> bool {
+        const MADV_POPULATE_WRITE: libc::c_int = 23;
+        // SAFETY: the range is the ring, page-aligned (it starts a page
+        // after its slot's start) and inside the mapping this value keeps
+        // alive; the advice changes no byte.
+        unsafe { libc::madvise(self.ptr.cast(), self.len, MADV_POPULATE_WRITE) == 0 }
+    }
+}
+
 fn segment_len(slots: u32, ring_bytes: usize) -> usize {
     PAGE + slots as usize * (PAGE + ring_bytes)
 }
@@ -335,4 +354,36 @@ pub fn attach(
     info.state.store(1, Ordering::Release);
     mapping.generation().fetch_add(1, Ordering::Release);
     Ok(mapping)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pages of `bytes` the kernel says are resident in this process.
+    fn resident_pages(bytes: &RingBytes) -> usize {
+        let mut present = vec![0u8; bytes.len / PAGE];
+        // SAFETY: a page-aligned range of a live mapping, and a vector of
+        // one byte per page.
+        let rc = unsafe { libc::mincore(bytes.ptr.cast(), bytes.len, present.as_mut_ptr()) };
+        assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+        present.iter().filter(|&&p| p & 1 == 1).count()
+    }
+
+    #[test]
+    fn populating_a_ring_faults_in_every_page_and_changes_no_byte() {
+        let mut segment = Segment::create().unwrap();
+        let mapping = segment.init(1, 0, 2, 64 * 1024).unwrap();
+        let (_, bytes) = mapping.ring(1);
+        assert_eq!(resident_pages(&bytes), 0, "a fresh ring has no pages");
+        // SAFETY: a word inside the ring.
+        unsafe { bytes.store_word(8, 77, Ordering::Relaxed) };
+        if bytes.populate_for_writing() {
+            assert_eq!(resident_pages(&bytes), 16);
+            // SAFETY: as above.
+            assert_eq!(unsafe { bytes.load_word(8, Ordering::Relaxed) }, 77);
+        } else {
+            eprintln!("MADV_POPULATE_WRITE refused: kernel older than 5.14");
+        }
+    }
 }
