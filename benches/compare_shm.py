@@ -2,7 +2,9 @@
 """Shared-memory comparison, all in one run on this host: Tether over
 `shm` (TETHER_TRANSPORTS=shm) against raw baselines written for the
 benchmark (benches/shm/raw_shm.c: a flag ping-pong in a shared mapping,
-process_vm_readv, memcpy) and, when installed, MPICH and Open MPI between
+polling with a pause hint, which is the faster loop here, and without
+one for comparison; process_vm_readv; memcpy) and, when installed, MPICH
+and Open MPI between
 2 ranks on this host with their default shared-memory paths.
 
 Prints a markdown table of medians over --reps interleaved repetitions
@@ -64,6 +66,7 @@ def measure(mpis, quick):
                                          {"TETHER_TRANSPORTS": "shm", "TETHER_IN_KERNEL": "1"})
     raw = str(OUT / "raw_shm")
     res["raw flag ping-pong"] = run([raw, "flag", "20000" if quick else "1000000"])
+    res["raw flag ping-pong, no pause hint"] = run([raw, "flag-tight", "20000" if quick else "1000000"])
     res["raw process_vm_readv"] = {k: v for s in BW for k, v in run([raw, "cma", str(s), "20" if quick else "200"]).items()}
     res["memcpy"] = {k: v for s in BW for k, v in run([raw, "memcpy", str(s), "20" if quick else "200"]).items()}
     for name, (launcher, exe) in mpis.items():

@@ -4,6 +4,7 @@
  *   raw_shm flag ITERS          ping-pong of 8 bytes between two forked
  *                               processes busy-polling on a flag in a shared
  *                               mapping: "latency 8 <us, half round trip>"
+ *   raw_shm flag-tight ITERS    the same, polling without a pause hint
  *   raw_shm cma SIZE REPS       process_vm_readv of SIZE bytes from a child's
  *                               buffer into ours: "bw SIZE <MB/s>"
  *   raw_shm memcpy SIZE REPS    memcpy between two buffers of this process:
@@ -20,6 +21,23 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* What a polling loop does between two loads of the flag. A pause hint
+ * (x86 PAUSE) makes the ping-pong faster on the machines measured here
+ * (0.038 to 0.044 us against 0.058 to 0.061 without, AMD EPYC): the
+ * waiting core asks for the flag's line less often while the other core
+ * writes it. The faster loop is the baseline; `flag-tight` keeps the
+ * other for comparison. */
+static int pause_between_polls = 1;
+
+static inline void poll_pause(void) {
+    if (!pause_between_polls) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
 
 static double now(void) {
     struct timespec ts;
@@ -42,7 +60,7 @@ static void flag(long iters) {
     if (child == 0) {
         char buf[8];
         for (uint64_t i = 1; i <= (uint64_t)(iters + warm); i++) {
-            while (atomic_load_explicit(&ping->seq, memory_order_acquire) != i) {}
+            while (atomic_load_explicit(&ping->seq, memory_order_acquire) != i) poll_pause();
             memcpy(buf, ping->payload, 8);
             memcpy(pong->payload, buf, 8);
             atomic_store_explicit(&pong->seq, i, memory_order_release);
@@ -55,7 +73,7 @@ static void flag(long iters) {
         if (i == (uint64_t)warm + 1) t0 = now();
         memcpy(ping->payload, buf, 8);
         atomic_store_explicit(&ping->seq, i, memory_order_release);
-        while (atomic_load_explicit(&pong->seq, memory_order_acquire) != i) {}
+        while (atomic_load_explicit(&pong->seq, memory_order_acquire) != i) poll_pause();
         memcpy(buf, pong->payload, 8);
     }
     double t = now() - t0;
@@ -104,8 +122,12 @@ static void copy(long size, long reps) {
 
 int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "flag")) flag(atol(argv[2]));
+    else if (argc >= 3 && !strcmp(argv[1], "flag-tight")) {
+        pause_between_polls = 0;
+        flag(atol(argv[2]));
+    }
     else if (argc >= 4 && !strcmp(argv[1], "cma")) cma(atol(argv[2]), atol(argv[3]));
     else if (argc >= 4 && !strcmp(argv[1], "memcpy")) copy(atol(argv[2]), atol(argv[3]));
-    else { fprintf(stderr, "usage: raw_shm flag ITERS | cma SIZE REPS | memcpy SIZE REPS\n"); return 2; }
+    else { fprintf(stderr, "usage: raw_shm flag|flag-tight ITERS | cma SIZE REPS | memcpy SIZE REPS\n"); return 2; }
     return 0;
 }
