@@ -136,24 +136,36 @@ unsafe impl Send for Running {}
 /// contents are unspecified when taken: a schedule writes its scratch (a
 /// receive or a copy) before it reads it.
 #[derive(Debug)]
-pub struct ScratchPool(BufferPool);
+pub struct ScratchPool {
+    buffers: BufferPool,
+    /// The bookkeeping vectors of the last finished collective, empty, for
+    /// the next one: a small blocking collective then allocates nothing.
+    temps: Vec<Vec<u8>>,
+    pending: Vec<(ReqId, u32, Option<Span>)>,
+    deferred: Vec<Deferred>,
+}
 
 impl Default for ScratchPool {
     fn default() -> Self {
-        ScratchPool(BufferPool::new(16, 256 * 1024))
+        ScratchPool {
+            buffers: BufferPool::new(16, 256 * 1024),
+            temps: Vec::new(),
+            pending: Vec::new(),
+            deferred: Vec::new(),
+        }
     }
 }
 
 impl ScratchPool {
     /// A buffer of `len` bytes (contents unspecified).
     pub fn take(&mut self, len: usize) -> Vec<u8> {
-        self.0.take(len)
+        self.buffers.take(len)
     }
 
     /// Keeps `buffers` for later (within the pool's bounds).
-    pub fn give(&mut self, buffers: Vec<Vec<u8>>) {
+    pub fn give(&mut self, buffers: impl IntoIterator<Item = Vec<u8>>) {
         for buf in buffers {
-            self.0.give(buf);
+            self.buffers.give(buf);
         }
     }
 }
@@ -167,7 +179,8 @@ impl Running {
         reduction: Option<(Op, Datatype)>,
         pool: &mut ScratchPool,
     ) -> Running {
-        let temps = schedule.temps.iter().map(|len| pool.take(*len)).collect();
+        let mut temps = std::mem::take(&mut pool.temps);
+        temps.extend(schedule.temps.iter().map(|len| pool.take(*len)));
         Running {
             schedule,
             channel,
@@ -176,9 +189,9 @@ impl Running {
             temps,
             round: 0,
             in_flight: false,
-            pending: Vec::new(),
+            pending: std::mem::take(&mut pool.pending),
             short: None,
-            deferred: Vec::new(),
+            deferred: std::mem::take(&mut pool.deferred),
             deferring: false,
         }
     }
@@ -215,9 +228,15 @@ impl Running {
         self.pending.push((req, d.from, Some(d.span)));
     }
 
-    /// The scratch buffers, once the collective is over (for the pool).
-    pub fn into_scratch(self) -> Vec<Vec<u8>> {
-        self.temps
+    /// Gives the scratch buffers and the bookkeeping vectors back to
+    /// `pool`, once the collective completed.
+    pub fn recycle(mut self, pool: &mut ScratchPool) {
+        pool.give(self.temps.drain(..));
+        self.pending.clear();
+        self.deferred.clear();
+        pool.temps = self.temps;
+        pool.pending = self.pending;
+        pool.deferred = self.deferred;
     }
 
     /// Where this collective sends and receives.

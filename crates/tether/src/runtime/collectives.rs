@@ -231,7 +231,7 @@ impl Runtime {
         let mut running = self.running(plan)?;
         match self.run_to_end(&mut running) {
             Ok(()) => {
-                self.scratch.give(running.into_scratch());
+                running.recycle(&mut self.scratch);
                 Ok(())
             }
             Err(failure) => {
@@ -361,7 +361,7 @@ impl Runtime {
                 error: None,
             };
             match outcome {
-                Ok(()) => self.scratch.give(active.running.into_scratch()),
+                Ok(()) => active.running.recycle(&mut self.scratch),
                 Err(failure) => {
                     let (class, error) =
                         self.collective_error(active.what, active.comm, &active.running, &failure);
