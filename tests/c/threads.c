@@ -5,8 +5,15 @@
  * lock is biased to the first thread until the second one comes
  * (crates/tether-capi/src/lock.rs): every message must arrive whole, in
  * order, on its stream, while the bias ends mid-run. Between ranks 0 and
- * 1 of the universe. */
+ * 1 of the universe.
+ *
+ * First, a child of fork() (which starts without the parent's
+ * membarrier registration) has a second thread take the library's lock,
+ * which revokes the bias there: it must get in. */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -41,8 +48,32 @@ static void *exchange(void *arg) {
     return NULL;
 }
 
+static void *read_a_hint(void *arg) {
+    char value[64];
+    *(int *)arg = tether_hint_get("EAGER_LIMIT", value, sizeof value);
+    return NULL;
+}
+
+/* A forked child's second thread takes the lock the child's only other
+ * thread (the owner, by inheritance) holds the bias of. */
+static void lock_in_a_forked_child(void) {
+    fflush(stdout);
+    pid_t child = fork();
+    EXPECT(child >= 0, "fork failed");
+    if (child == 0) {
+        int rc = -1;
+        pthread_t t;
+        if (pthread_create(&t, NULL, read_a_hint, &rc) != 0 || pthread_join(t, NULL) != 0) _exit(2);
+        _exit(rc == TETHER_SUCCESS ? 0 : 3);
+    }
+    int status;
+    EXPECT(waitpid(child, &status, 0) == child, "waitpid failed");
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "forked child's thread: status %d", status);
+}
+
 int main(int argc, char **argv) {
     CHECK(tether_init(&argc, &argv));
+    lock_in_a_forked_child();
     int me;
     CHECK(tether_universe_rank(&me));
     struct stream first = {1, 1 - me}, second = {2, 1 - me};

@@ -38,6 +38,12 @@ use std::time::Duration;
 const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
+/// `membarrier(cmd, 0, 0)`: whether it succeeded.
+fn membarrier(cmd: libc::c_long) -> bool {
+    // SAFETY: these commands take no pointers.
+    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) == 0 }
+}
+
 /// This thread's identity among live threads: its `pthread_t`, unique
 /// while the thread lives and read from the thread pointer (a thread-local
 /// of this shared library would cost a `__tls_get_addr` call per lock).
@@ -122,15 +128,7 @@ impl<T> BiasedLock<T> {
         {
             return false;
         }
-        // SAFETY: registering takes no pointers.
-        let registered = unsafe {
-            libc::syscall(
-                libc::SYS_membarrier,
-                MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
-                0,
-                0,
-            )
-        } == 0;
+        let registered = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
         if registered {
             self.owner.store(me, Ordering::Relaxed);
             self.biased.store(true, Ordering::Relaxed);
@@ -142,11 +140,12 @@ impl<T> BiasedLock<T> {
     /// after it, the owner takes the mutex too.
     fn revoke(&self) {
         self.biased.store(false, Ordering::Relaxed);
-        // SAFETY: the command takes no pointers; registration succeeded
-        // before the bias was set.
-        let fenced =
-            unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) };
-        assert_eq!(fenced, 0, "membarrier failed after registering");
+        // Registration succeeded before the bias was set, and a child of
+        // fork() keeps it (tests/c/threads.c revokes in one).
+        assert!(
+            membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED),
+            "membarrier failed after registering"
+        );
         // The owner may be inside for long (a blocking receive): wait as a
         // mutex would, without holding a core.
         let mut waits = 0u32;
