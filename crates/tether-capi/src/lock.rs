@@ -118,7 +118,10 @@ impl<T> BiasedLock<T> {
     }
 
     /// Makes thread `me` the owner if no thread has claimed the bias and
-    /// the kernel offers the barrier revoking needs.
+    /// the kernel offers the barrier revoking needs. The bias is set while
+    /// holding the mutex, so that no thread that entered through the mutex
+    /// without seeing it is still inside when the owner first enters
+    /// without the mutex.
     fn claim(&self, me: usize) -> bool {
         if self.claimed.load(Ordering::Relaxed)
             || self
@@ -130,6 +133,13 @@ impl<T> BiasedLock<T> {
         }
         let registered = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
         if registered {
+            // Under the mutex: a thread inside through it (which saw no
+            // bias) leaves first, and every later one sees the bias and
+            // revokes it.
+            let _inside = self
+                .mutex
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             self.owner.store(me, Ordering::Relaxed);
             self.biased.store(true, Ordering::Relaxed);
         }
@@ -232,6 +242,37 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// Two threads making their first call at the same moment, each
+    /// staying inside for a while: whichever claims the bias, they are
+    /// never inside at once (the bias is set under the mutex, so a thread
+    /// that entered through the mutex while the owner was still claiming
+    /// leaves before the owner's first biased entry).
+    #[test]
+    fn threads_starting_together_are_never_inside_at_once() {
+        for _ in 0..20 {
+            let lock = Arc::new(BiasedLock::new(()));
+            let inside = Arc::new(AtomicU32::new(0));
+            let go = Arc::new(std::sync::Barrier::new(2));
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let (lock, inside, go) = (lock.clone(), inside.clone(), go.clone());
+                    std::thread::spawn(move || {
+                        go.wait();
+                        for _ in 0..2 {
+                            let _guard = lock.lock();
+                            assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two inside");
+                            std::thread::sleep(Duration::from_millis(1));
+                            inside.fetch_sub(1, Ordering::SeqCst);
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
     }
 
     /// A thread that wants in while the owner is inside waits until the

@@ -625,12 +625,15 @@ impl Incoming {
                     let header = FrameHeader::decode(bytes, self.seq, MAX_EAGER_LIMIT)?;
                     self.seq += 1;
                     let word = u64::from_le_bytes(prefix[HEADER_LEN..].try_into().expect("8"));
-                    let payload = header.payload_len as usize;
-                    let padding = line::padded(PREFIX + payload) - PREFIX - payload;
+                    // The prefix is whole lines: the padding depends on
+                    // the payload's length modulo a line (a peer's length,
+                    // so no arithmetic on it that could overflow).
+                    let payload = header.payload_len;
+                    let padding = (LINE - (payload % LINE as u64) as usize) % LINE;
                     self.state = match Self::state_for(header, word, engine, peer, delivered)? {
                         // Nothing takes the payload (if any): skip it too.
-                        ReadState::Prefix if payload + padding > 0 => ReadState::Padding {
-                            left: payload + padding,
+                        ReadState::Prefix if payload > 0 || padding > 0 => ReadState::Padding {
+                            left: (payload as usize).saturating_add(padding),
                         },
                         ReadState::Prefix => ReadState::Prefix,
                         reading => {
