@@ -170,8 +170,8 @@ def test_a_file_written_by_the_documented_format_is_delivered(built, program, tm
     run_id = f"{run}/{nonce:016x}"
     rdv, root = tmp_path / "rdv", tmp_path / "files"
     rdv.mkdir()
-    (rdv / "size%fake").write_text("1")
-    (rdv / "addr%fake%0").write_text(f"tcp=127.0.0.1:1 host=elsewhere pid=1 nonce={nonce:016x}")
+    (rdv / "size%fake").write_text(f"1 nonce={nonce:016x}")
+    (rdv / "addr%fake%0").write_text("tcp=127.0.0.1:1 host=elsewhere pid=1")
     inbox = root / f"run-{run}" / "to-1"
     inbox.mkdir(parents=True)
     (root / f"run-{run}" / "alive-0").write_text("1\n")
@@ -347,8 +347,8 @@ class FakeSender:
         self.run_id = f"{run}/{nonce:016x}"
         rdv, root = tmp_path / "rdv", tmp_path / "files"
         rdv.mkdir()
-        (rdv / "size%fake").write_text("1")
-        (rdv / "addr%fake%0").write_text(f"tcp=127.0.0.1:1 host=elsewhere pid=1 nonce={nonce:016x}")
+        (rdv / "size%fake").write_text(f"1 nonce={nonce:016x}")
+        (rdv / "addr%fake%0").write_text("tcp=127.0.0.1:1 host=elsewhere pid=1")
         self.rundir = root / f"run-{run}"
         self.inbox = self.rundir / "to-1"
         self.inbox.mkdir(parents=True)

@@ -103,6 +103,7 @@ impl Runtime {
             &names,
             &identity,
             &bound.address,
+            bound.nonce,
             connect_timeout,
         )?);
         let rendezvous = Arc::new(rendezvous);

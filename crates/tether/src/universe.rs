@@ -36,6 +36,11 @@ pub struct Universe {
     /// A fingerprint of the programs and sizes: peers with another one
     /// belong to another universe and are refused at the handshake.
     pub id: u64,
+    /// Universe rank 0's random start-up nonce, read from its program's
+    /// size entry in [`join`] (absent when that entry carries none): tells
+    /// this run from an earlier one (the `file` transport salts its run id
+    /// with it).
+    pub run_nonce: Option<u64>,
 }
 
 impl Universe {
@@ -69,6 +74,7 @@ impl Universe {
             my_program,
             my_rank: me.rank,
             id,
+            run_nonce: None,
         })
     }
 
@@ -114,9 +120,6 @@ pub struct PeerAddress {
     pub pid: u32,
     pub start: Option<u64>,
     pub shm: Option<u32>,
-    /// Random at every start: tells this run's processes from an earlier
-    /// run's (the `file` transport names its run after rank 0's).
-    pub nonce: Option<u64>,
 }
 
 impl PeerAddress {
@@ -128,9 +131,6 @@ impl PeerAddress {
         if let Some(fd) = self.shm {
             text += &format!(" shm={fd}");
         }
-        if let Some(nonce) = self.nonce {
-            text += &format!(" nonce={nonce:016x}");
-        }
         text
     }
 
@@ -140,7 +140,6 @@ impl PeerAddress {
         let mut pid = None;
         let mut start = None;
         let mut shm = None;
-        let mut nonce = None;
         for field in text.split_whitespace() {
             match field.split_once('=')? {
                 ("tcp", v) => tcp = Some(v.to_string()),
@@ -148,7 +147,6 @@ impl PeerAddress {
                 ("pid", v) => pid = v.parse().ok(),
                 ("start", v) => start = v.parse().ok(),
                 ("shm", v) => shm = v.parse().ok(),
-                ("nonce", v) => nonce = u64::from_str_radix(v, 16).ok(),
                 _ => {}
             }
         }
@@ -158,13 +156,43 @@ impl PeerAddress {
             pid: pid?,
             start,
             shm,
-            nonce,
         })
     }
 }
 
 pub fn size_key(program: &str) -> String {
     format!("size/{program}")
+}
+
+/// A program's size entry, published by its rank 0 under `size/<program>`
+/// and never removed while the run lasts: `<size> nonce=<16 hex digits>`,
+/// the nonce random at every start. Every process reads every program's
+/// entry before it joins, so universe rank 0's nonce is known to all even
+/// when rank 0 has already finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeEntry {
+    pub size: u32,
+    pub nonce: Option<u64>,
+}
+
+impl SizeEntry {
+    pub fn encode(&self) -> String {
+        match self.nonce {
+            Some(nonce) => format!("{} nonce={nonce:016x}", self.size),
+            None => self.size.to_string(),
+        }
+    }
+
+    /// The size and nonce; unknown fields are ignored, a missing nonce is
+    /// `None`, a missing or bad size is `None` for the whole entry.
+    pub fn decode(text: &str) -> Option<SizeEntry> {
+        let mut fields = text.split_whitespace();
+        let size = fields.next()?.parse().ok()?;
+        let nonce = fields
+            .filter_map(|f| f.strip_prefix("nonce="))
+            .find_map(|v| u64::from_str_radix(v, 16).ok());
+        Some(SizeEntry { size, nonce })
+    }
 }
 
 pub fn addr_key(program: &str, rank: u32) -> String {
@@ -206,13 +234,15 @@ pub fn program_names(programs: Option<&str>, me: &Identity) -> Result<Vec<String
     Ok(names)
 }
 
-/// Publishes this process and waits until every program has published its
-/// size. Fails with `Timeout` naming the programs that did not appear.
+/// Publishes this process (and, on a program's rank 0, its size with
+/// `nonce`) and waits until every program has published its size. Fails
+/// with `Timeout` naming the programs that did not appear.
 pub fn join(
     rendezvous: &Rendezvous,
     names: &[String],
     me: &Identity,
     address: &PeerAddress,
+    nonce: u64,
     timeout: Duration,
 ) -> Result<Universe> {
     let rdv_err = |e: tether_rendezvous::RendezvousError| err(ErrorClass::Init, e.to_string());
@@ -221,11 +251,19 @@ pub fn join(
         .map_err(rdv_err)?;
     if me.rank == 0 {
         rendezvous
-            .put(&size_key(&me.program), &me.size.to_string())
+            .put(
+                &size_key(&me.program),
+                &SizeEntry {
+                    size: me.size,
+                    nonce: Some(nonce),
+                }
+                .encode(),
+            )
             .map_err(rdv_err)?;
     }
     let deadline = Instant::now() + timeout;
     let mut sizes = Vec::with_capacity(names.len());
+    let mut nonces = Vec::with_capacity(names.len());
     for name in names {
         let left = deadline.saturating_duration_since(Instant::now());
         let value = rendezvous.wait(&size_key(name), left).map_err(rdv_err)?;
@@ -245,7 +283,7 @@ pub fn join(
                 ),
             ));
         };
-        let size: u32 = value.trim().parse().map_err(|_| {
+        let entry = SizeEntry::decode(&value).ok_or_else(|| {
             err(
                 ErrorClass::Init,
                 format!(
@@ -254,6 +292,7 @@ pub fn join(
                 ),
             )
         })?;
+        let size = entry.size;
         if name == &me.program && size != me.size {
             return Err(err(
                 ErrorClass::Init,
@@ -261,8 +300,14 @@ pub fn join(
             ));
         }
         sizes.push((name.clone(), size));
+        nonces.push((name.as_str(), entry.nonce));
     }
-    Universe::new(&sizes, me)
+    let mut universe = Universe::new(&sizes, me)?;
+    universe.run_nonce = nonces
+        .iter()
+        .find(|(name, _)| *name == universe.programs[0].name)
+        .and_then(|(_, nonce)| *nonce);
+    Ok(universe)
 }
 
 #[cfg(test)]
@@ -320,11 +365,46 @@ mod tests {
             pid: 42,
             start: Some(123456),
             shm: Some(7),
-            nonce: Some(0x0123_4567_89ab_cdef),
         };
         assert_eq!(PeerAddress::decode(&a.encode()), Some(a.clone()));
         assert_eq!(PeerAddress::decode("garbage"), None);
         let old = PeerAddress::decode("tcp=127.0.0.1:1 host=x pid=1 future=yes").unwrap();
-        assert_eq!((old.start, old.shm, old.nonce), (None, None, None));
+        assert_eq!((old.start, old.shm), (None, None));
+    }
+
+    #[test]
+    fn size_entries_round_trip_and_old_ones_have_no_nonce() {
+        let entry = SizeEntry {
+            size: 3,
+            nonce: Some(0x0123_4567_89ab_cdef),
+        };
+        assert_eq!(entry.encode(), "3 nonce=0123456789abcdef");
+        assert_eq!(SizeEntry::decode(&entry.encode()), Some(entry));
+        let old = SizeEntry::decode("4\n").unwrap();
+        assert_eq!((old.size, old.nonce), (4, None));
+        assert_eq!(SizeEntry::decode("four nonce=1"), None);
+        assert_eq!(SizeEntry::decode(""), None);
+    }
+
+    #[test]
+    fn every_process_learns_rank_zeros_nonce_even_after_rank_zero_left() {
+        let dir = std::env::temp_dir().join(format!("tether-join-{}", std::process::id()));
+        let rendezvous = Rendezvous::open(&dir.to_string_lossy()).unwrap();
+        let address = PeerAddress::decode("tcp=127.0.0.1:1 host=h pid=1").unwrap();
+        let names = ["alpha".to_string(), "beta".to_string()];
+        let wait = Duration::from_secs(5);
+        // beta's rank 0 has published its size, not yet its address.
+        rendezvous.put(&size_key("beta"), "1 nonce=9").unwrap();
+        let first = join(&rendezvous, &names, &me("alpha", 0, 1), &address, 7, wait).unwrap();
+        // alpha:0 finishes and removes its address before beta:0 arrives.
+        rendezvous.remove(&addr_key("alpha", 0)).unwrap();
+        let late = join(&rendezvous, &names, &me("beta", 0, 1), &address, 9, wait).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(first.run_nonce, Some(7));
+        assert_eq!(
+            late.run_nonce,
+            Some(7),
+            "beta must use universe rank 0's nonce"
+        );
     }
 }

@@ -41,7 +41,7 @@ use tether_rendezvous::Rendezvous;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::host;
 use crate::settings::Settings;
-use crate::universe::{addr_key, PeerAddress, Universe};
+use crate::universe::{addr_key, size_key, PeerAddress, Universe};
 use file::{FileConfig, FilePayload, FileTransport, NotifyMode};
 use peer_table::PeerTable;
 pub use shm::Direct;
@@ -73,6 +73,9 @@ pub struct Bound {
     shm_problem: String,
     host: String,
     pub address: PeerAddress,
+    /// Random at every start; a program's rank 0 publishes it with the
+    /// program's size (see [`crate::universe::SizeEntry`]).
+    pub nonce: u64,
 }
 
 enum Route {
@@ -144,7 +147,7 @@ impl FileSettings {
         FileSettings {
             root,
             private_root,
-            run: run_identity(settings.text("RUN_ID"), rendezvous, universe),
+            run: run_identity(settings.text("RUN_ID"), universe),
             fsync: settings.flag("FILE_FSYNC"),
             notify: NotifyMode::parse(settings.get("FILE_NOTIFY").unwrap_or("auto")),
             poll_min: Duration::from_micros(settings.number("FILE_POLL_US")),
@@ -181,7 +184,6 @@ impl Transports {
             pid: std::process::id(),
             start: shm.as_ref().map(shm::Prepared::start_time),
             shm: shm.as_ref().map(shm::Prepared::segment_fd),
-            nonce: Some(host::random_u64()),
         };
         Ok(Bound {
             tcp,
@@ -190,6 +192,7 @@ impl Transports {
             shm_problem,
             host,
             address,
+            nonce: host::random_u64(),
         })
     }
 
@@ -716,28 +719,22 @@ impl Transports {
 /// (by `tether run` or the user), else universe rank 0's random start-up
 /// nonce and the universe id; the id hashes the name with that nonce, so
 /// even a rerun under the same `TETHER_RUN_ID` refuses the files an
-/// earlier run left behind.
+/// earlier run left behind. The nonce comes from rank 0's size entry,
+/// which every process read while joining: rank 0's address, removed when
+/// it finalizes, may already be gone when a slow process gets here.
 fn run_identity(
     run_id: Option<&str>,
-    rendezvous: &Rendezvous,
     universe: &Universe,
 ) -> std::result::Result<(String, u64), Error> {
-    let key = addr_key(&universe.programs[0].name, 0);
-    let nonce = match rendezvous.get(&key) {
-        Ok(Some(text)) => PeerAddress::decode(&text).and_then(|a| a.nonce),
-        Ok(None) => None,
-        Err(e) => {
-            let message = format!("cannot name the run: reading {key}: {e}");
-            return Err(err(ErrorClass::File, message));
-        }
-    };
+    let nonce = universe.run_nonce;
     let name = match (run_id, nonce) {
         (Some(id), _) if file::is_safe_run_name(id) => id.to_string(),
         (Some(id), _) => format!("{:016x}", file::format::run_id(id)),
         (None, Some(nonce)) => format!("{nonce:016x}{:016x}", universe.id),
         (None, None) => {
             let message = format!(
-                "cannot name the run: universe rank 0's rendezvous entry {key} has no start-up nonce (missing, or written by an older Tether); set TETHER_RUN_ID"
+                "cannot name the run: universe rank 0's rendezvous entry {} has no start-up nonce (written by an older Tether); set TETHER_RUN_ID",
+                size_key(&universe.programs[0].name)
             );
             return Err(err(ErrorClass::File, message));
         }
