@@ -124,13 +124,7 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Producer<C, B> {
     /// `src` is valid for `len` reads.
     pub unsafe fn push(&mut self, src: *const u8, len: usize) -> usize {
         let n = len.min(self.writable(len));
-        let cap = self.bytes.capacity();
-        let at = (self.head as usize) & (cap - 1);
-        let first = n.min(cap - at);
-        self.bytes.store(at, src, first);
-        if n > first {
-            self.bytes.store(0, src.add(first), n - first);
-        }
+        self.copy_in(0, src, n);
         self.head += n as u64;
         n
     }
@@ -143,6 +137,15 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Producer<C, B> {
     /// `src` is valid for `len` reads, and `offset + len` bytes are
     /// writable (checked with [`Producer::writable`]).
     pub unsafe fn write_ahead(&mut self, offset: usize, src: *const u8, len: usize) {
+        self.copy_in(offset, src, len);
+    }
+
+    /// Copies `len` bytes from `src` to `offset` bytes past the write
+    /// position, in two pieces where they wrap around the end.
+    ///
+    /// # Safety
+    /// As [`Producer::write_ahead`].
+    unsafe fn copy_in(&mut self, offset: usize, src: *const u8, len: usize) {
         let cap = self.bytes.capacity();
         let at = (self.head as usize + offset) & (cap - 1);
         let first = len.min(cap - at);
@@ -240,13 +243,7 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
     /// `dst` is valid for `len` writes.
     pub unsafe fn peek(&mut self, dst: *mut u8, len: usize) -> usize {
         let n = len.min(self.readable(len));
-        let cap = self.bytes.capacity();
-        let at = (self.tail as usize) & (cap - 1);
-        let first = n.min(cap - at);
-        self.bytes.load(at, dst, first);
-        if n > first {
-            self.bytes.load(0, dst.add(first), n - first);
-        }
+        self.copy_out(0, dst, n);
         n
     }
 
@@ -277,6 +274,16 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
     /// `dst` is valid for `len` writes; the producer wrote those bytes
     /// before the marker this consumer loaded.
     pub unsafe fn read_marked(&self, offset: usize, dst: *mut u8, len: usize) {
+        self.copy_out(offset, dst, len);
+    }
+
+    /// Copies `len` bytes from `offset` bytes past the read position, in
+    /// two pieces where they wrap around the end.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` writes, and the bytes are published (by
+    /// the cursor or by a marker).
+    unsafe fn copy_out(&self, offset: usize, dst: *mut u8, len: usize) {
         let cap = self.bytes.capacity();
         let at = (self.tail as usize + offset) & (cap - 1);
         let first = len.min(cap - at);

@@ -50,6 +50,24 @@ fn cells(n: usize) -> Cells {
     )
 }
 
+/// The two ends of a new ring over `n` byte cells.
+fn ring(
+    n: usize,
+) -> (
+    Producer<Arc<RingControl>, Cells>,
+    Consumer<Arc<RingControl>, Cells>,
+) {
+    let control = Arc::new(RingControl::new());
+    let storage = cells(n);
+    // SAFETY: one producer and one consumer over the same storage.
+    unsafe {
+        (
+            Producer::new(control.clone(), storage.clone()),
+            Consumer::new(control, storage),
+        )
+    }
+}
+
 /// Bounded model: at most three preemptions per execution, the usual
 /// bound for loom (the bugs it finds need few), which keeps the
 /// exploration of the spinning threads finite and quick.
@@ -64,11 +82,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 #[test]
 fn ring_transfers_in_order_without_races() {
     model(|| {
-        let control = Arc::new(RingControl::new());
-        let storage = cells(4);
-        // SAFETY: one producer and one consumer over the same storage.
-        let mut producer = unsafe { Producer::new(control.clone(), storage.clone()) };
-        let mut consumer = unsafe { Consumer::new(control, storage) };
+        let (mut producer, mut consumer) = ring(4);
         let writer = thread::spawn(move || {
             let data = [1u8, 2, 3, 4, 5];
             let mut sent = 0;
@@ -107,11 +121,7 @@ fn ring_transfers_in_order_without_races() {
 #[test]
 fn markers_publish_frames_without_the_cursor() {
     model(|| {
-        let control = Arc::new(RingControl::new());
-        let storage = cells(32);
-        // SAFETY: one producer and one consumer over the same storage.
-        let mut producer = unsafe { Producer::new(control.clone(), storage.clone()) };
-        let mut consumer = unsafe { Consumer::new(control, storage) };
+        let (mut producer, mut consumer) = ring(32);
         let writer = thread::spawn(move || {
             for i in 0..3u8 {
                 while producer.writable(32) < 32 {
@@ -150,12 +160,8 @@ fn markers_publish_frames_without_the_cursor() {
 #[test]
 fn doorbell_never_loses_a_wakeup() {
     model(|| {
-        let control = Arc::new(RingControl::new());
         let bell = Arc::new(Doorbell::new());
-        let storage = cells(2);
-        // SAFETY: one producer and one consumer over the same storage.
-        let mut producer = unsafe { Producer::new(control.clone(), storage.clone()) };
-        let consumer = unsafe { Consumer::new(control, storage) };
+        let (mut producer, consumer) = ring(2);
         let producer_bell = bell.clone();
         let writer = thread::spawn(move || {
             // SAFETY: one byte from a local.
