@@ -148,11 +148,15 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Producer<C, B> {
     unsafe fn copy_in(&mut self, offset: usize, src: *const u8, len: usize) {
         let cap = self.bytes.capacity();
         let at = (self.head as usize + offset) & (cap - 1);
-        let first = len.min(cap - at);
-        self.bytes.store(at, src, first);
-        if len > first {
-            self.bytes.store(0, src.add(first), len - first);
+        // One piece unless the bytes wrap (a constant `len` that does not
+        // wrap then compiles to a few moves).
+        if len <= cap - at {
+            self.bytes.store(at, src, len);
+            return;
         }
+        let first = cap - at;
+        self.bytes.store(at, src, first);
+        self.bytes.store(0, src.add(first), len - first);
     }
 
     /// Stores `word` atomically `offset` bytes past the write position.
@@ -286,11 +290,13 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
     unsafe fn copy_out(&self, offset: usize, dst: *mut u8, len: usize) {
         let cap = self.bytes.capacity();
         let at = (self.tail as usize + offset) & (cap - 1);
-        let first = len.min(cap - at);
-        self.bytes.load(at, dst, first);
-        if len > first {
-            self.bytes.load(0, dst.add(first), len - first);
+        if len <= cap - at {
+            self.bytes.load(at, dst, len);
+            return;
         }
+        let first = cap - at;
+        self.bytes.load(at, dst, first);
+        self.bytes.load(0, dst.add(first), len - first);
     }
 
     /// Consumes `len` bytes that a marker says are written (the cursor may

@@ -258,15 +258,16 @@ impl Outgoing {
             return false;
         }
         let seq = self.next_seq();
+        // The whole line after the marker is written, in one constant-size
+        // copy: the bytes past the payload are zero.
         let mut body = [0u8; LINE - 8];
         let (fields, rest) = body.split_at_mut(line::FIELDS);
         line::encode_fields(header, len, fields.try_into().expect("fields length"));
         // SAFETY: `payload` is valid for `len <= LINE_PAYLOAD` reads, which
         // `rest` holds; the room for the line and RESERVE was checked.
         unsafe {
-            std::ptr::copy_nonoverlapping(payload, rest.as_mut_ptr(), len);
-            self.producer
-                .write_ahead(8, body.as_ptr(), line::FIELDS + len);
+            line::copy_small(payload, rest.as_mut_ptr(), len);
+            self.producer.write_ahead(8, body.as_ptr(), LINE - 8);
             self.producer.store_word(LINE, 0, Ordering::Relaxed);
             self.producer
                 .store_word(0, line::marker(seq), Ordering::Release);
@@ -522,10 +523,14 @@ impl Incoming {
             return Direct::Other;
         }
         // SAFETY: the read position is a frame's start, on a line.
-        if unsafe { self.consumer.word_at(0) } == line::marker(self.seq) {
+        let first = unsafe { self.consumer.word_at(0) };
+        if first == line::marker(self.seq) {
             return self.take_line(buf, accepts);
         }
-        if self.consumer.readable(PREFIX) < PREFIX {
+        // The word at the read position is 0 until a frame's first word
+        // replaces it: while it is, the ring's cursor, a line the peer
+        // writes at every frame, is not read.
+        if first == 0 || self.consumer.readable(PREFIX) < PREFIX {
             return Direct::Empty;
         }
         // The cursor says a frame is here; a one-line frame's marker was
@@ -585,9 +590,15 @@ impl Incoming {
         if len > buf.len || !accepts(&header) {
             return Direct::Other;
         }
-        // SAFETY: as above; `buf` is valid for `buf.len >= len` writes.
+        // The payload comes out of the line in one constant-size copy, then
+        // into `buf` without a call to memcpy.
+        let mut payload = [0u8; line::LINE_PAYLOAD];
+        // SAFETY: as above; `buf` is valid for `buf.len >= len` writes,
+        // and `len <= LINE_PAYLOAD` (decode_fields checked it).
         unsafe {
-            self.consumer.read_marked(line::PAYLOAD_AT, buf.ptr, len);
+            self.consumer
+                .read_marked(line::PAYLOAD_AT, payload.as_mut_ptr(), line::LINE_PAYLOAD);
+            line::copy_small(payload.as_ptr(), buf.ptr, len);
             self.consumer.skip_marked(LINE);
         }
         self.consumer.release();
