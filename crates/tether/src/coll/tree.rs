@@ -53,9 +53,26 @@ pub fn barrier(me: Shape) -> Schedule {
 pub fn bcast(me: Shape, root: u32, len: usize) -> Schedule {
     if len >= BCAST_SCATTER_MIN_BYTES && me.size >= BCAST_SCATTER_MIN_RANKS {
         bcast_scatter_ring(me, root, len)
+    } else if me.size <= BCAST_LINEAR_MAX_RANKS {
+        bcast_linear(me, root, len)
     } else {
         bcast_binomial(me, root, len)
     }
+}
+
+/// The root sends to every other process in one round.
+fn bcast_linear(me: Shape, root: u32, len: usize) -> Schedule {
+    let mut s = Schedule::new();
+    let whole = Span::whole(Buf::Recv, len);
+    if me.rank == root {
+        s.round();
+        for v in 1..me.size {
+            s.send(me.real(v, root), whole);
+        }
+    } else {
+        s.round().recv(root, whole);
+    }
+    s
 }
 
 fn bcast_binomial(me: Shape, root: u32, len: usize) -> Schedule {
