@@ -363,7 +363,13 @@ fn two_receives_from_one_source_in_one_round_keep_their_order() {
 
 #[test]
 fn bcast_small_and_large_from_every_root() {
-    for len in [0, 1, 1000, tuning::BCAST_SCATTER_MIN_BYTES + 13] {
+    for len in [
+        0,
+        1,
+        1000,
+        tuning::BCAST_SCATTER_MIN_BYTES + 13,
+        tuning::BCAST_LINEAR_MAX_BYTES,
+    ] {
         for p in SIZES {
             for root in 0..p {
                 let out = run(

@@ -53,7 +53,7 @@ pub fn barrier(me: Shape) -> Schedule {
 pub fn bcast(me: Shape, root: u32, len: usize) -> Schedule {
     if len >= BCAST_SCATTER_MIN_BYTES && me.size >= BCAST_SCATTER_MIN_RANKS {
         bcast_scatter_ring(me, root, len)
-    } else if me.size <= BCAST_LINEAR_MAX_RANKS {
+    } else if me.size <= BCAST_LINEAR_MAX_RANKS && len < BCAST_LINEAR_MAX_BYTES {
         bcast_linear(me, root, len)
     } else {
         bcast_binomial(me, root, len)
