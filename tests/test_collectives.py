@@ -2,7 +2,8 @@
 programs against serial references (tests/c/coll_suite.c): every collective
 of DESIGN 3.5, blocking and non-blocking, every valid (type, op) pair,
 counts 0, 1, 7, 1000 and 1 MiB worth, on a universe of one process and on
-three programs of 1, 2 and 4 processes; communicators from programs and
+three programs of 1, 2 and 4 processes, and data movement on two programs
+of 4 (the large broadcast's scatter-ring needs 8); communicators from programs and
 from universe ranks (the odd ranks' one runs every collective, every pair
 and every count), two overlapping ones running every collective
 alternately; non-blocking collectives interleaved with point-to-point,
@@ -39,6 +40,15 @@ def test_one_process_universe(built, suite, scenario):
 def test_three_programs_of_one_two_and_four(built, suite, scenario):
     proc = tether_run(three_programs(suite, scenario), timeout=400)
     assert proc.stdout.count(f"ok {scenario}") == 7
+
+
+def test_eight_processes_move_data_with_the_large_message_algorithms(built, suite):
+    # Only from 8 processes does a broadcast of 512 KiB or more scatter the
+    # buffer and gather it around a ring (coll/tuning.rs); every data
+    # movement collective at every count, between real processes.
+    proc = tether_run(["--name", "a", "-n", "4", suite, "movement", ":",
+                       "--name", "b", "-n", "4", suite, "movement"], timeout=300)
+    assert proc.stdout.count("ok movement") == 8
 
 
 def test_mismatched_counts_are_reported_with_the_peer(built, suite):
