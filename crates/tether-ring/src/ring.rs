@@ -124,7 +124,7 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Producer<C, B> {
     /// `src` is valid for `len` reads.
     pub unsafe fn push(&mut self, src: *const u8, len: usize) -> usize {
         let n = len.min(self.writable(len));
-        self.copy_in(0, src, n);
+        self.write_ahead(0, src, n);
         self.head += n as u64;
         n
     }
@@ -137,26 +137,12 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Producer<C, B> {
     /// `src` is valid for `len` reads, and `offset + len` bytes are
     /// writable (checked with [`Producer::writable`]).
     pub unsafe fn write_ahead(&mut self, offset: usize, src: *const u8, len: usize) {
-        self.copy_in(offset, src, len);
-    }
-
-    /// Copies `len` bytes from `src` to `offset` bytes past the write
-    /// position, in two pieces where they wrap around the end.
-    ///
-    /// # Safety
-    /// As [`Producer::write_ahead`].
-    unsafe fn copy_in(&mut self, offset: usize, src: *const u8, len: usize) {
-        let cap = self.bytes.capacity();
-        let at = (self.head as usize + offset) & (cap - 1);
-        // One piece unless the bytes wrap (a constant `len` that does not
-        // wrap then compiles to a few moves).
-        if len <= cap - at {
-            self.bytes.store(at, src, len);
-            return;
-        }
-        let first = cap - at;
-        self.bytes.store(at, src, first);
-        self.bytes.store(0, src.add(first), len - first);
+        let at = self.head as usize + offset;
+        in_pieces(at, len, self.bytes.capacity(), |to, from, n| {
+            // SAFETY: `src` is valid for `len` reads (this function's
+            // contract); the piece is inside the ring.
+            unsafe { self.bytes.store(to, src.add(from), n) }
+        });
     }
 
     /// Stores `word` atomically `offset` bytes past the write position.
@@ -192,6 +178,22 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Producer<C, B> {
     pub fn position(&self) -> u64 {
         self.head
     }
+}
+
+/// Calls `copy(ring_offset, buffer_offset, n)` for the bytes `at..at+len`
+/// of a ring of `cap` bytes (a power of two), `at` taken modulo `cap`: once,
+/// or twice where they wrap around the end. Inlined, so that a constant
+/// `len` reaches the one-piece call as a constant (a few moves, no call).
+#[inline(always)]
+fn in_pieces(at: usize, len: usize, cap: usize, mut copy: impl FnMut(usize, usize, usize)) {
+    let at = at & (cap - 1);
+    if len <= cap - at {
+        copy(at, 0, len);
+        return;
+    }
+    let first = cap - at;
+    copy(at, 0, first);
+    copy(0, first, len - first);
 }
 
 /// The reading end of a ring.
@@ -288,15 +290,12 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
     /// `dst` is valid for `len` writes, and the bytes are published (by
     /// the cursor or by a marker).
     unsafe fn copy_out(&self, offset: usize, dst: *mut u8, len: usize) {
-        let cap = self.bytes.capacity();
-        let at = (self.tail as usize + offset) & (cap - 1);
-        if len <= cap - at {
-            self.bytes.load(at, dst, len);
-            return;
-        }
-        let first = cap - at;
-        self.bytes.load(at, dst, first);
-        self.bytes.load(0, dst.add(first), len - first);
+        let at = self.tail as usize + offset;
+        in_pieces(at, len, self.bytes.capacity(), |from, to, n| {
+            // SAFETY: `dst` is valid for `len` writes (this function's
+            // contract); the piece is inside the ring.
+            unsafe { self.bytes.load(from, dst.add(to), n) }
+        });
     }
 
     /// Consumes `len` bytes that a marker says are written (the cursor may

@@ -59,8 +59,8 @@ pub fn marker_seq(word: u64) -> u64 {
 
 /// Copies `len <= LINE_PAYLOAD` bytes in a few unaligned moves, without
 /// the call into `memcpy` a copy of unknown length compiles to (a one-line
-/// message's payload: the call and its size dispatch were a sixth of the
-/// instructions of writing the line).
+/// message's payload: with their size dispatch, the calls were 32 of the
+/// 115 instructions of writing the line, callgrind of the C ping-pong).
 ///
 /// # Safety
 /// `src` is valid for `len` reads, `dst` for `len` writes, and they do
