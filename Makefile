@@ -90,11 +90,11 @@ all: build
 # cargo decides what is stale; a copy is replaced only when it differs, by
 # `install` (a new file, so running processes keep the old one mapped).
 build:
-	@$(CARGO) build --release -p tether-capi -p tether-cli
+	@$(CARGO) build --release -p tether-clib -p tether-cli
 	sync() { cmp -s "$$1" "$$2" || install -D -m "$$3" "$$1" "$$2"; }
 	sync $(CARGO_OUT)/tether $(BUILD_BIN)/tether 0755
-	sync $(CARGO_OUT)/libtether_capi.so $(BUILD_LIB)/libtether.so 0755
-	sync $(CARGO_OUT)/libtether_capi.a $(BUILD_LIB)/libtether.a 0644
+	sync $(CARGO_OUT)/libtether_clib.so $(BUILD_LIB)/libtether.so 0755
+	sync $(CARGO_OUT)/libtether_clib.a $(BUILD_LIB)/libtether.a 0644
 	if command -v $(FC) >/dev/null; then
 	  $(MAKE) --no-print-directory -s fortran
 	else

@@ -95,7 +95,7 @@ def locate_tether(args, builddir):
             log("make -s build left no build/bin/tether or libtether.so; falling back to cargo")
         else:
             log("make -s build failed; falling back to cargo")
-    log("building Tether: cargo build --release -p tether-capi -p tether-cli")
+    log("building Tether: cargo build --release -p tether-clib -p tether-cli")
     subprocess.run(
         ["cargo", "build", "--release", "-p", "tether-capi", "-p", "tether-cli"], cwd=ROOT, check=True
     )
@@ -105,8 +105,8 @@ def locate_tether(args, builddir):
     link = libdir / "libtether.so"  # the cdylib's soname is libtether.so
     if link.is_symlink() or link.exists():
         link.unlink()
-    link.symlink_to(target / "libtether_capi.so")
-    return target / "tether", libdir, "cargo build --release (libtether_capi.so linked as libtether.so)"
+    link.symlink_to(target / "libtether_clib.so")
+    return target / "tether", libdir, "cargo build --release (libtether_clib.so linked as libtether.so)"
 
 
 def build(args):

@@ -11,12 +11,19 @@ Prints a markdown table of medians over --reps interleaved repetitions
 with the ratios the targets are stated in (docs/PERFORMANCE.md):
 8 B half round trip (us) and 1 MiB / 16 MiB bandwidth (MB/s, 1 MB = 1e6 B).
 
+The 8 B target (within 2x of the raw ping-pong) is judged on the paired
+run (benches/shm/paired_pingpong.c): Tether and the raw loop in
+alternating blocks between the same two processes, so both see the same
+CPU placement, which a virtual machine changes from second to second
+(the separate runs' ratio is printed too).
+
 Usage: python3 benches/compare_shm.py [--reps 5] [--quick]
 Needs `make build` first. MPI is skipped with a note when missing.
 """
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -39,6 +46,9 @@ def build():
                     str(ROOT / "benches/p2p/tether_pingpong.c"), "-L", str(lib), "-ltether",
                     f"-Wl,-rpath,{lib}"], check=True)
     subprocess.run([*cc, "-o", str(OUT / "raw_shm"), str(ROOT / "benches/shm/raw_shm.c")], check=True)
+    subprocess.run([*cc, "-I", str(ROOT / "include"), "-o", str(OUT / "paired_pingpong"),
+                    str(ROOT / "benches/shm/paired_pingpong.c"), "-L", str(lib), "-ltether",
+                    f"-Wl,-rpath,{lib}"], check=True)
     mpis, notes = {}, []
     for name, mpicc, run in [("MPICH", "mpicc.mpich", "mpiexec.mpich"), ("Open MPI", "mpicc.openmpi", "mpirun.openmpi")]:
         if shutil.which(mpicc) and shutil.which(run):
@@ -64,6 +74,13 @@ def measure(mpis, quick):
     res["Tether shm, IN_KERNEL=1"] = run([str(ROOT / "build/bin/tether"), "run", "--name", "a", "-n", "1", *prog, ":",
                                           "--name", "b", "-n", "1", *prog],
                                          {"TETHER_TRANSPORTS": "shm", "TETHER_IN_KERNEL": "1"})
+    paired = [str(OUT / "paired_pingpong"), "20" if quick else "200", "1000" if quick else "5000"]
+    out = subprocess.run([str(ROOT / "build/bin/tether"), "run", "--name", "a", "-n", "1", *paired, ":",
+                          "--name", "b", "-n", "1", *paired], capture_output=True, text=True, timeout=600,
+                         env=clean_env({"TETHER_TRANSPORTS": "shm"})).stdout
+    m = re.search(r"paired raw ([0-9.]+) tether ([0-9.]+) ratio ([0-9.]+)", out)
+    if m:
+        res["paired"] = {"raw": float(m.group(1)), "tether": float(m.group(2)), "ratio": float(m.group(3))}
     raw = str(OUT / "raw_shm")
     res["raw flag ping-pong"] = run([raw, "flag", "20000" if quick else "1000000"])
     res["raw flag ping-pong, no pause hint"] = run([raw, "flag-tight", "20000" if quick else "1000000"])
@@ -83,7 +100,7 @@ def main():
     mpis, notes = build()
     reps = 1 if args.quick else args.reps
     runs = [measure(mpis, args.quick) for _ in range(reps)]
-    names = list(runs[0])
+    names = [n for n in runs[0] if n != "paired"]
     keys = [("latency", 8)] + [("bw", s) for s in BW]
 
     def med(name, key):
@@ -100,8 +117,12 @@ def main():
     t = [med("Tether shm", k) for k in keys]
     print("\n| target | measured | met |\n|---|---|---|")
     flag = med("raw flag ping-pong", ("latency", 8))
+    paired = med("paired", "ratio")
+    if paired:
+        print(f"| 8 B within 2x of raw flag ping-pong (paired run: raw {med('paired', 'raw'):.3f} us, "
+              f"Tether {med('paired', 'tether'):.3f} us) | {paired:.2f}x | {'yes' if paired <= 2 else 'no'} |")
     if t[0] and flag:
-        print(f"| 8 B within 2x of raw flag ping-pong | {t[0] / flag:.2f}x | {'yes' if t[0] <= 2 * flag else 'no'} |")
+        print(f"| the same, from the separate runs above | {t[0] / flag:.2f}x | {'yes' if t[0] <= 2 * flag else 'no'} |")
     for name in mpis:
         m = [med(name, k) for k in keys]
         if t[0] and m[0]:

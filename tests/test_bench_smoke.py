@@ -135,6 +135,7 @@ def test_compare_shm_quick_run_completes(built):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "| Tether shm |" in proc.stdout and "| raw flag ping-pong |" in proc.stdout, proc.stdout
+    assert "(paired run: raw " in proc.stdout, proc.stdout
 
 
 def test_collective_benchmark_runs_on_two_programs(built, tmp_path):
