@@ -67,6 +67,7 @@ thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
+#[inline(always)]
 pub(crate) fn state() -> Guard<'static, State> {
     STATE.lock()
 }

@@ -90,19 +90,45 @@ impl<T> BiasedLock<T> {
         }
     }
 
+    /// Takes the lock. The owner's biased entry is inlined into the
+    /// caller (a few instructions on every C call); everything else is
+    /// out of line.
+    #[inline(always)]
     pub fn lock(&self) -> Guard<'_, T> {
         let me = this_thread();
-        if self.owner.load(Ordering::Relaxed) == me || self.claim(me) {
-            self.owner_in.store(1, Ordering::Relaxed);
-            // The revoker's membarrier is this fence's hardware half.
-            compiler_fence(Ordering::SeqCst);
-            if self.biased.load(Ordering::Relaxed) {
-                return Guard {
-                    lock: self,
-                    mutex: None,
-                };
+        if self.owner.load(Ordering::Relaxed) == me {
+            if let Some(guard) = self.enter_biased() {
+                return guard;
             }
-            self.owner_in.store(0, Ordering::Release);
+        }
+        self.lock_slow(me)
+    }
+
+    /// The owner's entry without the mutex, while the bias holds.
+    #[inline(always)]
+    fn enter_biased(&self) -> Option<Guard<'_, T>> {
+        self.owner_in.store(1, Ordering::Relaxed);
+        // The revoker's membarrier is this fence's hardware half.
+        compiler_fence(Ordering::SeqCst);
+        if self.biased.load(Ordering::Relaxed) {
+            return Some(Guard {
+                lock: self,
+                mutex: None,
+            });
+        }
+        self.owner_in.store(0, Ordering::Release);
+        None
+    }
+
+    /// `lock` for a thread that is not the owner, or when the bias has
+    /// been revoked: claims the bias if nobody has, else takes the mutex.
+    #[cold]
+    #[inline(never)]
+    fn lock_slow(&self, me: usize) -> Guard<'_, T> {
+        if self.owner.load(Ordering::Relaxed) != me && self.claim(me) {
+            if let Some(guard) = self.enter_biased() {
+                return guard;
+            }
         }
         let mutex = self
             .mutex

@@ -665,13 +665,24 @@ impl Engine {
         if header.kind != FrameKind::Eager {
             return None;
         }
+        let req = self.posted_for(peer, header.context, header.tag)?;
+        Some(self.recv_region(req).prefix(header.payload_len as usize))
+    }
+
+    /// Whether a posted receive matches a message from `peer` with
+    /// `context` and `tag` (then the oldest such receive must take it).
+    #[inline]
+    pub fn is_posted_for(&self, peer: u32, context: u32, tag: i32) -> bool {
+        self.posted_for(peer, context, tag).is_some()
+    }
+
+    fn posted_for(&self, peer: u32, context: u32, tag: i32) -> Option<ReqId> {
         let envelope = Envelope {
             source: peer,
-            context: header.context,
-            tag: header.tag,
+            context,
+            tag,
         };
-        let req = self.posted.peek_match(&envelope)?;
-        Some(self.recv_region(req).prefix(header.payload_len as usize))
+        self.posted.peek_match(&envelope)
     }
 
     /// The buffer of rendezvous send `req` while it waits for its `Cts`:

@@ -178,6 +178,18 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Producer<C, B> {
     pub fn position(&self) -> u64 {
         self.head
     }
+
+    /// Where the write position is in the storage.
+    pub fn write_offset(&self) -> usize {
+        self.head as usize & (self.bytes.capacity() - 1)
+    }
+
+    /// The ring's storage, for a caller that writes a frame in place at
+    /// [`Producer::write_offset`] (within the bytes
+    /// [`Producer::writable`] reported, and published as `write_ahead`'s).
+    pub fn storage(&self) -> &B {
+        &self.bytes
+    }
 }
 
 /// Calls `copy(ring_offset, buffer_offset, n)` for the bytes `at..at+len`
@@ -296,6 +308,17 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
             // contract); the piece is inside the ring.
             unsafe { self.bytes.load(from, dst.add(to), n) }
         });
+    }
+
+    /// Where the read position is in the storage.
+    pub fn read_offset(&self) -> usize {
+        self.tail as usize & (self.bytes.capacity() - 1)
+    }
+
+    /// The ring's storage, for a caller that reads a frame in place at
+    /// [`Consumer::read_offset`] (bytes published, as `read_marked`'s).
+    pub fn storage(&self) -> &B {
+        &self.bytes
     }
 
     /// Consumes `len` bytes that a marker says are written (the cursor may

@@ -239,10 +239,10 @@ fn take_next(
     tag: Option<i32>,
     region: Region,
 ) -> Direct {
-    let accepts = |h: &FrameHeader| {
-        h.context == context
-            && tag.is_none_or(|t| t == h.tag)
-            && engine.eager_destination(peer, h).is_none()
+    let accepts = |message_context: u32, message_tag: i32| {
+        message_context == context
+            && tag.is_none_or(|t| t == message_tag)
+            && !engine.is_posted_for(peer, message_context, message_tag)
     };
     transport.take_eager(peer, region, accepts)
 }

@@ -370,7 +370,7 @@ impl Transports {
         &mut self,
         peer: u32,
         buf: Region,
-        accepts: impl FnOnce(&FrameHeader) -> bool,
+        accepts: impl FnOnce(u32, i32) -> bool,
     ) -> Direct {
         match (self.routes.get(&peer), self.shm.as_mut()) {
             (Some(Route::Shm), Some(shm)) => shm.take_eager(peer, buf, accepts),

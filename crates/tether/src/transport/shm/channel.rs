@@ -242,8 +242,8 @@ impl Outgoing {
     }
 
     /// Writes an eager message of at most `line::LINE_PAYLOAD` bytes as a
-    /// one-line frame (`line.rs`): fields and payload, the zeroed word
-    /// after the line, then the marker with Release.
+    /// one-line frame (`line.rs`): fields and payload in place, the zeroed
+    /// word after the line, then the marker with Release.
     ///
     /// # Safety
     /// `payload` is valid for `len` reads (or `len` is 0).
@@ -258,16 +258,18 @@ impl Outgoing {
             return false;
         }
         let seq = self.next_seq();
-        // The whole line after the marker is written, in one constant-size
-        // copy: the bytes past the payload are zero.
-        let mut body = [0u8; LINE - 8];
-        let (fields, rest) = body.split_at_mut(line::FIELDS);
-        line::encode_fields(header, len, fields.try_into().expect("fields length"));
-        // SAFETY: `payload` is valid for `len <= LINE_PAYLOAD` reads, which
-        // `rest` holds; the room for the line and RESERVE was checked.
+        let fields = line::Fields {
+            context: header.context,
+            tag: header.tag,
+            len: len as u32,
+        };
+        // SAFETY: frames start on lines and a line never wraps (the ring is
+        // whole lines), so the line at the write position is inside the
+        // ring; the room for it and RESERVE was checked; `payload` is
+        // valid for `len <= LINE_PAYLOAD` reads.
         unsafe {
-            line::copy_small(payload, rest.as_mut_ptr(), len);
-            self.producer.write_ahead(8, body.as_ptr(), LINE - 8);
+            let at = self.producer.write_offset();
+            line::write_body(self.producer.storage().at(at), fields, payload);
             self.producer.store_word(LINE, 0, Ordering::Relaxed);
             self.producer
                 .store_word(0, line::marker(seq), Ordering::Release);
@@ -514,11 +516,7 @@ impl Incoming {
     /// not posted in the engine (`runtime/direct.rs`). Anything else is
     /// left in the ring for [`Incoming::read`] (`Other`), including a
     /// frame that does not decode, so that errors are reported in one place.
-    pub fn take_eager(
-        &mut self,
-        buf: Region,
-        accepts: impl FnOnce(&FrameHeader) -> bool,
-    ) -> Direct {
+    pub fn take_eager(&mut self, buf: Region, accepts: impl FnOnce(u32, i32) -> bool) -> Direct {
         if self.mid_frame() {
             return Direct::Other;
         }
@@ -556,7 +554,7 @@ impl Incoming {
         if header.kind != FrameKind::Eager
             || len > buf.len
             || self.consumer.readable(padded) < padded
-            || !accepts(&header)
+            || !accepts(header.context, header.tag)
         {
             return Direct::Other;
         }
@@ -574,38 +572,28 @@ impl Incoming {
     }
 
     /// [`Incoming::take_eager`] for the one-line frame whose marker was
-    /// loaded at the read position.
-    fn take_line(&mut self, buf: Region, accepts: impl FnOnce(&FrameHeader) -> bool) -> Direct {
-        let mut fields = [0u8; line::FIELDS];
-        // SAFETY: the marker was loaded with Acquire, so the line is
-        // written; `fields` is a local array.
-        unsafe {
-            self.consumer
-                .read_marked(8, fields.as_mut_ptr(), line::FIELDS)
-        };
-        let Ok(header) = line::decode_fields(&fields, self.seq) else {
-            return Direct::Other;
-        };
-        let len = header.payload_len as usize;
-        if len > buf.len || !accepts(&header) {
+    /// loaded at the read position: read in place, the payload straight
+    /// into `buf`.
+    fn take_line(&mut self, buf: Region, accepts: impl FnOnce(u32, i32) -> bool) -> Direct {
+        // SAFETY: the read position is on a line, inside the ring.
+        let line = unsafe { self.consumer.storage().at(self.consumer.read_offset()) };
+        // SAFETY: the marker was loaded with Acquire, so the line is written.
+        let fields = unsafe { line::read_fields(line) };
+        let len = fields.len as usize;
+        // A length past the line is the engine path's error to report.
+        if len > line::LINE_PAYLOAD || len > buf.len || !accepts(fields.context, fields.tag) {
             return Direct::Other;
         }
-        // The payload comes out of the line in one constant-size copy, then
-        // into `buf` without a call to memcpy.
-        let mut payload = [0u8; line::LINE_PAYLOAD];
-        // SAFETY: as above; `buf` is valid for `buf.len >= len` writes,
-        // and `len <= LINE_PAYLOAD` (decode_fields checked it).
+        // SAFETY: as above; `buf` is valid for `buf.len >= len` writes.
         unsafe {
-            self.consumer
-                .read_marked(line::PAYLOAD_AT, payload.as_mut_ptr(), line::LINE_PAYLOAD);
-            line::copy_small(payload.as_ptr(), buf.ptr, len);
+            line::copy_small(line.add(line::PAYLOAD_AT), buf.ptr, len);
             self.consumer.skip_marked(LINE);
         }
         self.consumer.release();
         self.seq += 1;
         Direct::Taken {
-            tag: header.tag,
-            bytes: header.payload_len,
+            tag: fields.tag,
+            bytes: len as u64,
         }
     }
 
@@ -735,7 +723,7 @@ impl Incoming {
             });
         }
         let fields = prefix[8..line::PAYLOAD_AT].try_into().expect("fields");
-        let header = line::decode_fields(fields, self.seq)?;
+        let header = line::Fields::from_bytes(fields).header(self.seq)?;
         self.seq += 1;
         let payload = &prefix[line::PAYLOAD_AT..line::PAYLOAD_AT + header.payload_len as usize];
         match engine.on_header(peer, &header)? {
@@ -882,7 +870,7 @@ mod tests {
             ptr: buf.as_mut_ptr(),
             len: buf.len(),
         };
-        inc.take_eager(region, |_| true)
+        inc.take_eager(region, |_, _| true)
     }
 
     /// Writes `word` at every line of the ring from `from` on, as a frame

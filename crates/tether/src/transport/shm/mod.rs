@@ -460,7 +460,7 @@ impl ShmTransport {
         &mut self,
         peer: u32,
         buf: Region,
-        accepts: impl FnOnce(&FrameHeader) -> bool,
+        accepts: impl FnOnce(u32, i32) -> bool,
     ) -> Direct {
         let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
             return Direct::Other;

@@ -128,6 +128,16 @@ unsafe impl Bytes for RingBytes {
 }
 
 impl RingBytes {
+    /// The address of byte `at` of the ring, for frames written and read
+    /// in place.
+    ///
+    /// # Safety
+    /// `at < capacity()`.
+    pub unsafe fn at(&self, at: usize) -> *mut u8 {
+        debug_assert!(at < self.len);
+        self.ptr.add(at)
+    }
+
     /// Allocates and maps the ring's pages for its writer now, at once,
     /// without touching their bytes (`MADV_POPULATE_WRITE`, Linux 5.14):
     /// otherwise the first lap of a fresh ring pays a page fault every
