@@ -230,6 +230,7 @@ impl Engine {
     }
 
     /// The largest message sent eagerly to `peer`.
+    #[inline]
     pub fn eager_limit(&self, peer: u32) -> u64 {
         match self.peer_eager_limits.get(peer as usize) {
             Some(&limit) if limit != NO_PEER_LIMIT => limit,
@@ -451,6 +452,7 @@ impl Engine {
     }
 
     /// Whether the link to `peer` was reported lost.
+    #[inline]
     pub fn is_lost(&self, peer: u32) -> bool {
         !self.lost.is_empty() && self.lost.contains(&peer)
     }
@@ -479,6 +481,7 @@ impl Engine {
     }
 
     /// Whether frames are waiting in [`Engine::poll_transmit`].
+    #[inline]
     pub fn has_transmit(&self) -> bool {
         !self.outbox.is_empty()
     }

@@ -165,22 +165,12 @@ impl Runtime {
         self.comms.get(handle)
     }
 
+    #[inline(always)]
     fn check_tag(tag: i32, wildcard_ok: bool) -> Result<Option<i32>> {
         match tag {
             ANY_TAG if wildcard_ok => Ok(None),
             t if t >= 0 => Ok(Some(t)),
-            t => Err(err(
-                ErrorClass::Tag,
-                format!(
-                    "tag {t} is invalid: tags are 0..={}{}",
-                    i32::MAX,
-                    if wildcard_ok {
-                        " or TETHER_ANY_TAG"
-                    } else {
-                        ""
-                    }
-                ),
-            )),
+            t => Err(bad_tag(t, wildcard_ok)),
         }
     }
 
@@ -415,6 +405,7 @@ impl Runtime {
 
     /// The universe rank, context and tag a send to rank `dest` of `comm`
     /// with `tag` goes with, checked.
+    #[inline(always)]
     fn destination(&self, dest: i32, tag: i32, comm: i32) -> Result<(u32, u32, i32)> {
         let c = self.comms.get(comm)?;
         let peer = c.universe_rank(dest)?;
@@ -424,6 +415,7 @@ impl Runtime {
 
     /// What a receive or probe from `source` with `tag` on `comm` accepts
     /// (`None`: any), checked.
+    #[inline(always)]
     fn selector(
         &self,
         source: i32,
@@ -736,6 +728,22 @@ fn open_rendezvous(
         ErrorClass::Init,
         "TETHER_RENDEZVOUS is not set: start the programs with `tether run`, or set it to a shared directory or tcp://host:port of `tether rendezvous serve`",
     ))
+}
+
+#[cold]
+fn bad_tag(tag: i32, wildcard_ok: bool) -> crate::error::Error {
+    err(
+        ErrorClass::Tag,
+        format!(
+            "tag {tag} is invalid: tags are 0..={}{}",
+            i32::MAX,
+            if wildcard_ok {
+                " or TETHER_ANY_TAG"
+            } else {
+                ""
+            }
+        ),
+    )
 }
 
 #[cfg(test)]

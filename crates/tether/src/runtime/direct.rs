@@ -205,6 +205,7 @@ impl Runtime {
 /// engine allows (within the peer's eager limit, the peer not lost,
 /// nothing of the engine's queued before it) and the transport can (see
 /// [`Transports::send_eager`]).
+#[inline(always)]
 fn send_now(
     transport: &mut Transports,
     engine: &Engine,
@@ -231,6 +232,7 @@ fn send_now(
 /// receive posted earlier takes. The caller has checked that no message
 /// already here matches the receive (`Engine::iprobe`), and nothing has
 /// reached the engine since.
+#[inline(always)]
 fn take_next(
     transport: &mut Transports,
     engine: &Engine,

@@ -353,6 +353,7 @@ impl Transports {
     /// `Eager` frame to `peer` at once when its route is shared memory and
     /// the ring takes it; returns whether it did. Nothing is sent
     /// otherwise, and the send takes the engine's path.
+    #[inline(always)]
     pub fn send_eager(&mut self, peer: u32, header: &FrameHeader, payload: Region) -> bool {
         match (self.routes.get(&peer), self.shm.as_mut()) {
             (Some(Route::Shm), Some(shm)) => shm.send_eager(peer, header, payload),
@@ -366,6 +367,7 @@ impl Transports {
     /// transport for the whole run, so when it writes through shared
     /// memory its ring holds its frames in order, and `Empty` means none
     /// arrived; `Other` when its route is not shared memory.
+    #[inline(always)]
     pub fn take_eager(
         &mut self,
         peer: u32,

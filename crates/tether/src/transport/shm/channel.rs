@@ -182,10 +182,12 @@ impl Outgoing {
 
     /// [`Outgoing::write_now`] for a frame that is not an engine
     /// [`Transmit`] (the short path's eager message); returns whether it
-    /// was written (otherwise nothing was).
+    /// was written (otherwise nothing was). Inlined up to the one-line
+    /// frame; longer frames are written out of line.
     ///
     /// # Safety
     /// `payload` is valid for `len` reads (or `len` is 0).
+    #[inline(always)]
     pub unsafe fn write_whole(
         &mut self,
         header: &FrameHeader,
@@ -201,6 +203,23 @@ impl Outgoing {
             // SAFETY: as this function's.
             return unsafe { self.write_line(header, payload, len, ringer) };
         }
+        // SAFETY: as this function's.
+        unsafe { self.write_frame(header, word, payload, len, ringer) }
+    }
+
+    /// [`Outgoing::write_whole`] for a frame of more than one line.
+    ///
+    /// # Safety
+    /// As `write_whole`'s.
+    #[inline(never)]
+    unsafe fn write_frame(
+        &mut self,
+        header: &FrameHeader,
+        word: u64,
+        payload: *const u8,
+        len: usize,
+        ringer: &Ringer,
+    ) -> bool {
         let padded = line::padded(PREFIX + len);
         if room(&mut self.producer, padded) < padded {
             return false;
@@ -247,6 +266,7 @@ impl Outgoing {
     ///
     /// # Safety
     /// `payload` is valid for `len` reads (or `len` is 0).
+    #[inline(always)]
     unsafe fn write_line(
         &mut self,
         header: &FrameHeader,
@@ -516,6 +536,10 @@ impl Incoming {
     /// not posted in the engine (`runtime/direct.rs`). Anything else is
     /// left in the ring for [`Incoming::read`] (`Other`), including a
     /// frame that does not decode, so that errors are reported in one place.
+    ///
+    /// Inlined up to the one-line frame (what a poll of an empty ring and
+    /// a small message cost); other frames are taken out of line.
+    #[inline(always)]
     pub fn take_eager(&mut self, buf: Region, accepts: impl FnOnce(u32, i32) -> bool) -> Direct {
         if self.mid_frame() {
             return Direct::Other;
@@ -528,7 +552,17 @@ impl Incoming {
         // The word at the read position is 0 until a frame's first word
         // replaces it: while it is, the ring's cursor, a line the peer
         // writes at every frame, is not read.
-        if first == 0 || self.consumer.readable(PREFIX) < PREFIX {
+        if first == 0 {
+            return Direct::Empty;
+        }
+        self.take_frame(buf, accepts)
+    }
+
+    /// [`Incoming::take_eager`] once a word other than the expected
+    /// marker and 0 was found at the read position.
+    #[inline(never)]
+    fn take_frame(&mut self, buf: Region, accepts: impl FnOnce(u32, i32) -> bool) -> Direct {
+        if self.consumer.readable(PREFIX) < PREFIX {
             return Direct::Empty;
         }
         // The cursor says a frame is here; a one-line frame's marker was
@@ -574,6 +608,7 @@ impl Incoming {
     /// [`Incoming::take_eager`] for the one-line frame whose marker was
     /// loaded at the read position: read in place, the payload straight
     /// into `buf`.
+    #[inline(always)]
     fn take_line(&mut self, buf: Region, accepts: impl FnOnce(u32, i32) -> bool) -> Direct {
         // SAFETY: the read position is on a line, inside the ring.
         let line = unsafe { self.consumer.storage().at(self.consumer.read_offset()) };

@@ -443,6 +443,7 @@ impl ShmTransport {
     /// `peer` now, if its ring takes the whole frame and nothing waits
     /// before it; returns whether it did (then the send is complete).
     /// Nothing is written otherwise. The short path of a blocking send.
+    #[inline(always)]
     pub fn send_eager(&mut self, peer: u32, header: &FrameHeader, payload: Region) -> bool {
         let Some(out) = live_out(&mut self.channels, peer) else {
             return false;
@@ -456,6 +457,7 @@ impl ShmTransport {
     /// `Other` also when this process has frames waiting for room in the
     /// ring to `peer`: the peer may wait for them before it answers, and
     /// only the full poll writes them.
+    #[inline(always)]
     pub fn take_eager(
         &mut self,
         peer: u32,
@@ -758,6 +760,7 @@ impl ShmTransport {
 /// are not available (the periodic check covers it) or the process is
 /// already gone.
 /// The ring this process writes to `peer`, unless the peer is lost.
+#[inline(always)]
 fn live_out(channels: &mut PeerTable<Channel>, peer: u32) -> Option<&mut Outgoing> {
     channels
         .get_mut(&peer)
