@@ -41,7 +41,7 @@ use crate::error::Result;
 use crate::progress::Polling;
 use crate::transport::{Direct, Transports};
 use crate::{Runtime, Status};
-use tether_proto::{Engine, FrameHeader, FrameKind, Region};
+use tether_proto::{Engine, Region};
 
 /// How many times a blocking receive polls its peer's ring before it
 /// waits in the engine: many times a shared-memory round trip (an empty
@@ -180,24 +180,20 @@ impl Runtime {
         }
         self.note_peer(peer);
         let polls = self.direct_polls();
-        let region = Region { ptr: buf, len };
-        // Nothing reaches the engine while this loop polls, so the check of
-        // the unexpected queue above holds for every poll.
-        for _ in 0..polls {
-            match take_next(
-                &mut self.transport,
-                &self.engine,
-                peer,
-                context,
-                tag,
-                region,
-            ) {
-                Direct::Taken { tag, bytes } => return Ok(Some(Arrival { tag, bytes })),
-                Direct::Other => return Ok(None),
-                Direct::Empty => self.polling.pause(),
-            }
+        let polling = self.polling;
+        // Nothing reaches the engine while the transport polls, so the
+        // check of the unexpected queue above holds for every poll.
+        match take_next(
+            &mut self.transport,
+            &self.engine,
+            (peer, context, tag),
+            Region { ptr: buf, len },
+            polls,
+            || polling.pause(),
+        ) {
+            Direct::Taken { tag, bytes } => Ok(Some(Arrival { tag, bytes })),
+            Direct::Other | Direct::Empty => Ok(None),
         }
-        Ok(None)
     }
 }
 
@@ -220,33 +216,30 @@ fn send_now(
     {
         return false;
     }
-    let mut header = FrameHeader::new(FrameKind::Eager);
-    header.context = context;
-    header.tag = tag;
-    header.msg_size = payload.len as u64;
-    transport.send_eager(peer, &header, payload)
+    transport.send_eager(peer, context, tag, payload)
 }
 
 /// Takes the next frame from `peer` into `region` if it is an eager
 /// message that a receive of (`context`, `tag`) accepts and that no
-/// receive posted earlier takes. The caller has checked that no message
-/// already here matches the receive (`Engine::iprobe`), and nothing has
-/// reached the engine since.
+/// receive posted earlier takes, polling up to `polls` times while none
+/// is there. The caller has checked that no message already here matches
+/// the receive (`Engine::iprobe`), and nothing has reached the engine
+/// since.
 #[inline(always)]
 fn take_next(
     transport: &mut Transports,
     engine: &Engine,
-    peer: u32,
-    context: u32,
-    tag: Option<i32>,
+    (peer, context, tag): (u32, u32, Option<i32>),
     region: Region,
+    polls: u32,
+    pause: impl FnMut(),
 ) -> Direct {
     let accepts = |message_context: u32, message_tag: i32| {
         message_context == context
             && tag.is_none_or(|t| t == message_tag)
             && !engine.is_posted_for(peer, message_context, message_tag)
     };
-    transport.take_eager(peer, region, accepts)
+    transport.take_eager(peer, region, polls, pause, accepts)
 }
 
 /// The short path for the transfers of a collective ([`Shortcut`]): its
@@ -272,7 +265,14 @@ impl Shortcut for RingShortcut<'_> {
         if engine.iprobe(Some(source), context, Some(tag)).is_some() {
             return Received::Engine;
         }
-        match take_next(self.transport, engine, source, context, Some(tag), region) {
+        match take_next(
+            self.transport,
+            engine,
+            (source, context, Some(tag)),
+            region,
+            1,
+            || {},
+        ) {
             Direct::Taken { bytes, .. } => Received::Taken(bytes),
             Direct::Empty => Received::NotYet,
             Direct::Other => Received::Engine,

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashSet as HashSet;
-use tether_proto::{Engine, FrameHeader, FrameKind, Region, Transmit};
+use tether_proto::{Engine, FrameKind, Region, Transmit};
 use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
@@ -350,32 +350,36 @@ impl Transports {
     }
 
     /// The short path of a blocking send (`runtime/direct.rs`): writes an
-    /// `Eager` frame to `peer` at once when its route is shared memory and
-    /// the ring takes it; returns whether it did. Nothing is sent
-    /// otherwise, and the send takes the engine's path.
+    /// eager message with `context` and `tag` to `peer` at once when its
+    /// route is shared memory and the ring takes it; returns whether it
+    /// did. Nothing is sent otherwise, and the send takes the engine's
+    /// path.
     #[inline(always)]
-    pub fn send_eager(&mut self, peer: u32, header: &FrameHeader, payload: Region) -> bool {
+    pub fn send_eager(&mut self, peer: u32, context: u32, tag: i32, payload: Region) -> bool {
         match (self.routes.get(&peer), self.shm.as_mut()) {
-            (Some(Route::Shm), Some(shm)) => shm.send_eager(peer, header, payload),
+            (Some(Route::Shm), Some(shm)) => shm.send_eager(peer, context, tag, payload),
             _ => false,
         }
     }
 
     /// The short path of a blocking receive: takes the next frame from
     /// `peer`'s shared-memory ring into `buf` if it is an `Eager` frame
-    /// that `accepts` agrees to. A peer writes to this process through one
-    /// transport for the whole run, so when it writes through shared
-    /// memory its ring holds its frames in order, and `Empty` means none
-    /// arrived; `Other` when its route is not shared memory.
+    /// that `accepts` agrees to, polling up to `polls` times while none is
+    /// there (`pause()` between polls). A peer writes to this process
+    /// through one transport for the whole run, so when it writes through
+    /// shared memory its ring holds its frames in order, and `Empty` means
+    /// none arrived; `Other` when its route is not shared memory.
     #[inline(always)]
     pub fn take_eager(
         &mut self,
         peer: u32,
         buf: Region,
-        accepts: impl FnOnce(u32, i32) -> bool,
+        polls: u32,
+        pause: impl FnMut(),
+        accepts: impl Fn(u32, i32) -> bool,
     ) -> Direct {
         match (self.routes.get(&peer), self.shm.as_mut()) {
-            (Some(Route::Shm), Some(shm)) => shm.take_eager(peer, buf, accepts),
+            (Some(Route::Shm), Some(shm)) => shm.take_eager(peer, buf, polls, pause, accepts),
             _ => Direct::Other,
         }
     }

@@ -22,6 +22,7 @@ impl<T> Default for PeerTable<T> {
 }
 
 impl<T> PeerTable<T> {
+    #[inline]
     fn position(&self, peer: u32) -> Option<usize> {
         match self.index.get(peer as usize) {
             Some(&at) if at > 0 => Some(at as usize - 1),
@@ -29,14 +30,17 @@ impl<T> PeerTable<T> {
         }
     }
 
+    #[inline]
     pub fn get(&self, peer: &u32) -> Option<&T> {
         self.position(*peer).map(|at| &self.entries[at].1)
     }
 
+    #[inline]
     pub fn get_mut(&mut self, peer: &u32) -> Option<&mut T> {
         self.position(*peer).map(|at| &mut self.entries[at].1)
     }
 
+    #[inline]
     pub fn contains_key(&self, peer: &u32) -> bool {
         self.position(*peer).is_some()
     }

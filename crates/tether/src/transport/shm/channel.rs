@@ -196,12 +196,12 @@ impl Outgoing {
         len: usize,
         ringer: &Ringer,
     ) -> bool {
-        if !self.out.is_empty() {
-            return false;
-        }
         if line::fits(header, word, len) {
             // SAFETY: as this function's.
-            return unsafe { self.write_line(header, payload, len, ringer) };
+            return unsafe { self.write_line(header.context, header.tag, payload, len, ringer) };
+        }
+        if !self.out.is_empty() {
+            return false;
         }
         // SAFETY: as this function's.
         unsafe { self.write_frame(header, word, payload, len, ringer) }
@@ -262,25 +262,27 @@ impl Outgoing {
 
     /// Writes an eager message of at most `line::LINE_PAYLOAD` bytes as a
     /// one-line frame (`line.rs`): fields and payload in place, the zeroed
-    /// word after the line, then the marker with Release.
+    /// word after the line, then the marker with Release. Returns whether
+    /// it did: not when frames wait before it or the ring is full.
     ///
     /// # Safety
     /// `payload` is valid for `len` reads (or `len` is 0).
     #[inline(always)]
-    unsafe fn write_line(
+    pub unsafe fn write_line(
         &mut self,
-        header: &FrameHeader,
+        context: u32,
+        tag: i32,
         payload: *const u8,
         len: usize,
         ringer: &Ringer,
     ) -> bool {
-        if room(&mut self.producer, LINE) < LINE {
+        if !self.out.is_empty() || room(&mut self.producer, LINE) < LINE {
             return false;
         }
         let seq = self.next_seq();
         let fields = line::Fields {
-            context: header.context,
-            tag: header.tag,
+            context,
+            tag,
             len: len as u32,
         };
         // SAFETY: frames start on lines and a line never wraps (the ring is

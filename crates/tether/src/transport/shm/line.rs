@@ -65,7 +65,7 @@ pub fn marker_seq(word: u64) -> u64 {
 /// # Safety
 /// `src` is valid for `len` reads, `dst` for `len` writes, and they do
 /// not overlap.
-#[inline]
+#[inline(always)]
 pub unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
     debug_assert!(len <= LINE_PAYLOAD);
     // Pieces of 8 (the last overlapping the one before), else of 4, else

@@ -439,30 +439,45 @@ impl ShmTransport {
         }
     }
 
-    /// Writes an `Eager` frame with `header` and the bytes of `payload` to
-    /// `peer` now, if its ring takes the whole frame and nothing waits
-    /// before it; returns whether it did (then the send is complete).
-    /// Nothing is written otherwise. The short path of a blocking send.
+    /// Writes an eager message with `context` and `tag` and the bytes of
+    /// `payload` to `peer` now, if its ring takes the whole frame and
+    /// nothing waits before it; returns whether it did (then the send is
+    /// complete). Nothing is written otherwise. The short path of a
+    /// blocking send.
     #[inline(always)]
-    pub fn send_eager(&mut self, peer: u32, header: &FrameHeader, payload: Region) -> bool {
+    pub fn send_eager(&mut self, peer: u32, context: u32, tag: i32, payload: Region) -> bool {
         let Some(out) = live_out(&mut self.channels, peer) else {
             return false;
         };
-        // SAFETY: the caller's buffer is valid during the call.
-        unsafe { out.write_whole(header, 0, payload.ptr, payload.len, &self.ringer) }
+        let (ptr, len) = (payload.ptr, payload.len);
+        if len <= line::LINE_PAYLOAD {
+            // SAFETY: the caller's buffer is valid during the call.
+            return unsafe { out.write_line(context, tag, ptr, len, &self.ringer) };
+        }
+        let mut header = FrameHeader::new(FrameKind::Eager);
+        header.context = context;
+        header.tag = tag;
+        header.msg_size = len as u64;
+        // SAFETY: as above.
+        unsafe { out.write_whole(&header, 0, ptr, len, &self.ringer) }
     }
 
     /// Takes the next frame from `peer` straight into `buf` if it is an
-    /// `Eager` frame `accepts` agrees to (see `Incoming::take_eager`).
-    /// `Other` also when this process has frames waiting for room in the
-    /// ring to `peer`: the peer may wait for them before it answers, and
-    /// only the full poll writes them.
+    /// `Eager` frame `accepts` agrees to (see `Incoming::take_eager`),
+    /// polling the ring up to `polls` times (at least once) while it is
+    /// empty, with `pause()` between polls. `Other` also when this process
+    /// has frames waiting for room in the ring to `peer`: the peer may
+    /// wait for them before it answers, and only the full poll writes
+    /// them. The channel is looked up once: nothing that runs between
+    /// polls changes it (only the full poll does).
     #[inline(always)]
     pub fn take_eager(
         &mut self,
         peer: u32,
         buf: Region,
-        accepts: impl FnOnce(u32, i32) -> bool,
+        polls: u32,
+        mut pause: impl FnMut(),
+        accepts: impl Fn(u32, i32) -> bool,
     ) -> Direct {
         let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
             return Direct::Other;
@@ -473,7 +488,14 @@ impl ShmTransport {
         let Some(inc) = channel.inc.as_mut() else {
             return Direct::Other;
         };
-        let found = inc.take_eager(buf, accepts);
+        let mut found = inc.take_eager(buf, &accepts);
+        for _ in 1..polls {
+            if !matches!(found, Direct::Empty) {
+                break;
+            }
+            pause();
+            found = inc.take_eager(buf, &accepts);
+        }
         if let (Direct::Taken { .. }, Some(out)) = (&found, channel.out.as_ref()) {
             out.wake_peer(&self.ringer);
         }
