@@ -303,6 +303,9 @@ static void blocking_order(void) {
         CHECK(tether_send(&v, 1, TETHER_INT64, 1, 11, TETHER_COMM_UNIVERSE));
         /* 5: a wildcard tag takes the oldest message of the source. */
         for (v = 8; v <= 9; v++) CHECK(tether_send(&v, 1, TETHER_INT64, 1, 20 + (int)v, TETHER_COMM_UNIVERSE));
+        /* 6: an irecv posted for another tag leaves the blocking receive
+         * its message; with a wildcard tag the irecv still comes first. */
+        for (v = 10; v <= 13; v++) CHECK(tether_send(&v, 1, TETHER_INT64, 1, 30 + (int)v % 2, TETHER_COMM_UNIVERSE));
     } else {
         int64_t first = 0;
         tether_request req;
@@ -337,6 +340,20 @@ static void blocking_order(void) {
             EXPECT(got == want && st.tag == 20 + (int)want && st.source == 0 && st.bytes == 8,
                    "wildcard tag got %lld tag %d source %d", (long long)got, st.tag, st.source);
         }
+
+        int64_t posted = 0;
+        CHECK(tether_irecv(&posted, 1, TETHER_INT64, 0, 31, TETHER_COMM_UNIVERSE, &req));
+        CHECK(tether_recv(&got, 1, TETHER_INT64, 0, 30, TETHER_COMM_UNIVERSE, &st));
+        EXPECT(got == 10 && st.tag == 30, "recv of tag 30 beside an irecv of 31 got %lld tag %d", (long long)got,
+               st.tag);
+        CHECK(tether_wait(&req, &st));
+        EXPECT(posted == 11 && st.tag == 31, "irecv of tag 31 got %lld tag %d", (long long)posted, st.tag);
+        CHECK(tether_irecv(&posted, 1, TETHER_INT64, 0, 30, TETHER_COMM_UNIVERSE, &req));
+        CHECK(tether_recv(&got, 1, TETHER_INT64, 0, TETHER_ANY_TAG, TETHER_COMM_UNIVERSE, &st));
+        EXPECT(got == 13 && st.tag == 31, "wildcard recv after an irecv of tag 30 got %lld tag %d (12 is the irecv's)",
+               (long long)got, st.tag);
+        CHECK(tether_wait(&req, &st));
+        EXPECT(posted == 12 && st.tag == 30, "irecv of tag 30 got %lld tag %d", (long long)posted, st.tag);
     }
     free(big);
     CHECK(tether_comm_free(&pair));

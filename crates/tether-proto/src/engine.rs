@@ -672,11 +672,17 @@ impl Engine {
         Some(self.recv_region(req).prefix(header.payload_len as usize))
     }
 
-    /// Whether a posted receive matches a message from `peer` with
-    /// `context` and `tag` (then the oldest such receive must take it).
+    /// Whether a posted receive could take a message from `peer` that a
+    /// receive of (`context`, `tag`, `None`: any tag) also accepts: then
+    /// that message is the posted receive's (the oldest matching receive
+    /// takes a message), and a new receive must not take it first.
     #[inline]
-    pub fn is_posted_for(&self, peer: u32, context: u32, tag: i32) -> bool {
-        self.posted_for(peer, context, tag).is_some()
+    pub fn has_posted_overlapping(&self, peer: u32, context: u32, tag: Option<i32>) -> bool {
+        self.posted.overlaps(&Selector {
+            source: Some(peer),
+            context,
+            tag,
+        })
     }
 
     fn posted_for(&self, peer: u32, context: u32, tag: i32) -> Option<ReqId> {

@@ -32,6 +32,17 @@ impl Selector {
             && self.source.is_none_or(|s| s == envelope.source)
             && self.tag.is_none_or(|t| t == envelope.tag)
     }
+
+    /// Whether some message matches both selectors.
+    pub fn overlaps(&self, other: &Selector) -> bool {
+        let same = |a: Option<i32>, b: Option<i32>| a.is_none() || b.is_none() || a == b;
+        self.context == other.context
+            && same(
+                self.source.map(|s| s as i32),
+                other.source.map(|s| s as i32),
+            )
+            && same(self.tag, other.tag)
+    }
 }
 
 /// Receives that were posted before their message arrived.
@@ -60,6 +71,13 @@ impl PostedQueue {
             .iter()
             .find(|(s, _)| s.matches(envelope))
             .map(|(_, req)| *req)
+    }
+
+    /// Whether a waiting receive matches some message that `selector`
+    /// matches.
+    #[inline]
+    pub fn overlaps(&self, selector: &Selector) -> bool {
+        !self.items.is_empty() && self.items.iter().any(|(s, _)| s.overlaps(selector))
     }
 
     /// Removes `req` if it is still waiting; tells whether it was.
@@ -168,6 +186,31 @@ mod tests {
             slot,
             generation: 0,
         }
+    }
+
+    #[test]
+    fn selectors_overlap_when_one_message_matches_both() {
+        let sel = |source, tag| Selector {
+            source,
+            context: 0,
+            tag,
+        };
+        let exact = sel(Some(1), Some(5));
+        assert!(exact.overlaps(&sel(Some(1), Some(5))));
+        assert!(exact.overlaps(&sel(None, Some(5))));
+        assert!(exact.overlaps(&sel(Some(1), None)));
+        assert!(sel(None, None).overlaps(&exact));
+        assert!(!exact.overlaps(&sel(Some(2), Some(5))));
+        assert!(!exact.overlaps(&sel(Some(1), Some(6))));
+        assert!(!exact.overlaps(&Selector {
+            context: 1,
+            ..exact
+        }));
+        let mut posted = PostedQueue::default();
+        assert!(!posted.overlaps(&exact));
+        posted.push(sel(Some(1), Some(6)), id(0));
+        assert!(!posted.overlaps(&exact));
+        assert!(posted.overlaps(&sel(Some(1), None)));
     }
 
     #[test]

@@ -45,6 +45,7 @@ impl Doorbell {
     }
 
     /// Producer, after publishing: whether it must wake the consumer.
+    #[inline]
     pub fn must_ring(&self) -> bool {
         fence(Ordering::SeqCst);
         self.sleeping.load(Ordering::Relaxed) == 1 && self.sleeping.swap(0, Ordering::Relaxed) == 1

@@ -50,6 +50,8 @@ const MAX_SLEEP: Duration = Duration::from_millis(100);
 pub struct Runtime {
     settings: Settings,
     universe: Arc<Universe>,
+    /// `universe.my_universe_rank()`, read on every message.
+    me: u32,
     rendezvous: Arc<Rendezvous>,
     /// A private rendezvous directory to remove at finalize.
     private_rendezvous: Option<std::path::PathBuf>,
@@ -121,6 +123,7 @@ impl Runtime {
         });
         let transport = Transports::new(bound, &settings, universe.clone(), rendezvous.clone());
         let mut runtime = Runtime {
+            me,
             comms: CommTable::with_universe(universe.size(), me),
             spin: SpinPolicy::new(Duration::from_micros(settings.number("POLL_SPIN_US"))),
             polling: Polling::Spin,

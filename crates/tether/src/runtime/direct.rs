@@ -17,12 +17,13 @@
 //!   same order, so the receiver cannot tell the difference.
 //! - **receive**: the source is a named peer whose frames arrive through
 //!   shared memory, no message that arrived earlier matches (the engine's
-//!   unexpected queue), and the next frame in the peer's ring is an eager
-//!   message that fits the buffer, that the receive accepts, and that no
-//!   receive posted earlier accepts (MPI's order: the oldest matching
-//!   receive takes it). Anything else (a rendezvous announcement, a frame
-//!   for another receive, a truncating message) is left in the ring and
-//!   the receive goes the engine's way.
+//!   unexpected queue), no receive posted earlier could take a message
+//!   this one accepts (MPI's order: the oldest matching receive takes a
+//!   message; with `TETHER_ANY_TAG` any earlier receive from the peer
+//!   counts), and the next frame in the peer's ring is an eager message
+//!   that fits the buffer and that the receive accepts. Anything else (a
+//!   rendezvous announcement, a frame for another receive, a truncating
+//!   message) is left in the ring and the receive goes the engine's way.
 //!
 //! While a non-blocking collective runs, both take the engine's path: its
 //! progress rounds advance the collective.
@@ -39,7 +40,7 @@
 use crate::coll::{Received, Shortcut};
 use crate::error::Result;
 use crate::progress::Polling;
-use crate::transport::{Direct, Transports};
+use crate::transport::{Direct, Transports, Wanted};
 use crate::{Runtime, Status};
 use tether_proto::{Engine, Region};
 
@@ -127,7 +128,7 @@ impl Runtime {
         comm: i32,
     ) -> Result<bool> {
         let (peer, context, tag) = self.destination(dest, tag, comm)?;
-        if !self.collectives.is_empty() || peer == self.universe.my_universe_rank() {
+        if !self.collectives.is_empty() || peer == self.me {
             return Ok(false);
         }
         let sent = send_now(
@@ -173,7 +174,7 @@ impl Runtime {
             return Ok(None);
         };
         if !self.collectives.is_empty()
-            || peer == self.universe.my_universe_rank()
+            || peer == self.me
             || self.engine.iprobe(Some(peer), context, tag).is_some()
         {
             return Ok(None);
@@ -220,9 +221,9 @@ fn send_now(
 }
 
 /// Takes the next frame from `peer` into `region` if it is an eager
-/// message that a receive of (`context`, `tag`) accepts and that no
-/// receive posted earlier takes, polling up to `polls` times while none
-/// is there. The caller has checked that no message already here matches
+/// message that a receive of (`context`, `tag`) accepts, polling up to
+/// `polls` times while none is there; `Other` at once when a receive
+/// posted earlier could take such a message. The caller has checked that no message already here matches
 /// the receive (`Engine::iprobe`), and nothing has reached the engine
 /// since.
 #[inline(always)]
@@ -234,12 +235,12 @@ fn take_next(
     polls: u32,
     pause: impl FnMut(),
 ) -> Direct {
-    let accepts = |message_context: u32, message_tag: i32| {
-        message_context == context
-            && tag.is_none_or(|t| t == message_tag)
-            && !engine.is_posted_for(peer, message_context, message_tag)
-    };
-    transport.take_eager(peer, region, polls, pause, accepts)
+    // Nothing reaches the engine while the transport polls, so a receive
+    // posted earlier that could take the message has it first.
+    if engine.has_posted_overlapping(peer, context, tag) {
+        return Direct::Other;
+    }
+    transport.take_eager(peer, region, polls, pause, Wanted { context, tag })
 }
 
 /// The short path for the transfers of a collective ([`Shortcut`]): its

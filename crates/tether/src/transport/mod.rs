@@ -44,8 +44,8 @@ use crate::settings::Settings;
 use crate::universe::{addr_key, size_key, PeerAddress, Universe};
 use file::{FileConfig, FilePayload, FileTransport, NotifyMode};
 use peer_table::PeerTable;
-pub use shm::Direct;
 use shm::{AttachError, ShmConfig, ShmTransport};
+pub use shm::{Direct, Wanted};
 use tcp::{TcpConfig, TcpTransport};
 
 /// A busy-polling wait calls epoll once per this many progress calls
@@ -364,7 +364,7 @@ impl Transports {
 
     /// The short path of a blocking receive: takes the next frame from
     /// `peer`'s shared-memory ring into `buf` if it is an `Eager` frame
-    /// that `accepts` agrees to, polling up to `polls` times while none is
+    /// that `want` accepts, polling up to `polls` times while none is
     /// there (`pause()` between polls). A peer writes to this process
     /// through one transport for the whole run, so when it writes through
     /// shared memory its ring holds its frames in order, and `Empty` means
@@ -376,10 +376,10 @@ impl Transports {
         buf: Region,
         polls: u32,
         pause: impl FnMut(),
-        accepts: impl Fn(u32, i32) -> bool,
+        want: Wanted,
     ) -> Direct {
         match (self.routes.get(&peer), self.shm.as_mut()) {
-            (Some(Route::Shm), Some(shm)) => shm.take_eager(peer, buf, polls, pause, accepts),
+            (Some(Route::Shm), Some(shm)) => shm.take_eager(peer, buf, polls, pause, want),
             _ => Direct::Other,
         }
     }

@@ -22,7 +22,7 @@ impl<T> Default for PeerTable<T> {
 }
 
 impl<T> PeerTable<T> {
-    #[inline]
+    #[inline(always)]
     fn position(&self, peer: u32) -> Option<usize> {
         match self.index.get(peer as usize) {
             Some(&at) if at > 0 => Some(at as usize - 1),
@@ -30,12 +30,12 @@ impl<T> PeerTable<T> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, peer: &u32) -> Option<&T> {
         self.position(*peer).map(|at| &self.entries[at].1)
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn get_mut(&mut self, peer: &u32) -> Option<&mut T> {
         self.position(*peer).map(|at| &mut self.entries[at].1)
     }

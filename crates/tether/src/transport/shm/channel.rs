@@ -345,6 +345,7 @@ impl Outgoing {
 
     /// Wakes the peer if it sleeps: after this process freed room in the
     /// ring the peer writes to us, which the peer may be waiting for.
+    #[inline(always)]
     pub fn wake_peer(&self, ringer: &Ringer) {
         if self.bell.must_ring() {
             ringer.ring(&self.bell_addr);
@@ -424,6 +425,21 @@ impl Outgoing {
                 }
             }
         }
+    }
+}
+
+/// The messages a short-path receive takes: eager messages of `context`
+/// with `tag` (`None`: any tag).
+#[derive(Debug, Clone, Copy)]
+pub struct Wanted {
+    pub context: u32,
+    pub tag: Option<i32>,
+}
+
+impl Wanted {
+    #[inline(always)]
+    fn accepts(self, context: u32, tag: i32) -> bool {
+        context == self.context && self.tag.is_none_or(|t| t == tag)
     }
 }
 
@@ -533,7 +549,7 @@ impl Incoming {
     }
 
     /// Takes the next frame straight into `buf` when it is an `Eager`
-    /// frame that `accepts` agrees to, that fits in `buf`, and whose bytes
+    /// frame that `want` accepts, that fits in `buf`, and whose bytes
     /// are all in the ring: the short path of a blocking receive that is
     /// not posted in the engine (`runtime/direct.rs`). Anything else is
     /// left in the ring for [`Incoming::read`] (`Other`), including a
@@ -542,14 +558,14 @@ impl Incoming {
     /// Inlined up to the one-line frame (what a poll of an empty ring and
     /// a small message cost); other frames are taken out of line.
     #[inline(always)]
-    pub fn take_eager(&mut self, buf: Region, accepts: impl FnOnce(u32, i32) -> bool) -> Direct {
+    pub fn take_eager(&mut self, buf: Region, want: Wanted) -> Direct {
         if self.mid_frame() {
             return Direct::Other;
         }
         // SAFETY: the read position is a frame's start, on a line.
         let first = unsafe { self.consumer.word_at(0) };
         if first == line::marker(self.seq) {
-            return self.take_line(buf, accepts);
+            return self.take_line(buf, want);
         }
         // The word at the read position is 0 until a frame's first word
         // replaces it: while it is, the ring's cursor, a line the peer
@@ -557,13 +573,13 @@ impl Incoming {
         if first == 0 {
             return Direct::Empty;
         }
-        self.take_frame(buf, accepts)
+        self.take_frame(buf, want)
     }
 
     /// [`Incoming::take_eager`] once a word other than the expected
     /// marker and 0 was found at the read position.
     #[inline(never)]
-    fn take_frame(&mut self, buf: Region, accepts: impl FnOnce(u32, i32) -> bool) -> Direct {
+    fn take_frame(&mut self, buf: Region, want: Wanted) -> Direct {
         if self.consumer.readable(PREFIX) < PREFIX {
             return Direct::Empty;
         }
@@ -573,7 +589,7 @@ impl Incoming {
         let first = unsafe { self.consumer.word_at(0) };
         if line::is_marker(first) {
             return if first == line::marker(self.seq) {
-                self.take_line(buf, accepts)
+                self.take_line(buf, want)
             } else {
                 Direct::Other
             };
@@ -590,7 +606,7 @@ impl Incoming {
         if header.kind != FrameKind::Eager
             || len > buf.len
             || self.consumer.readable(padded) < padded
-            || !accepts(header.context, header.tag)
+            || !want.accepts(header.context, header.tag)
         {
             return Direct::Other;
         }
@@ -611,14 +627,14 @@ impl Incoming {
     /// loaded at the read position: read in place, the payload straight
     /// into `buf`.
     #[inline(always)]
-    fn take_line(&mut self, buf: Region, accepts: impl FnOnce(u32, i32) -> bool) -> Direct {
+    fn take_line(&mut self, buf: Region, want: Wanted) -> Direct {
         // SAFETY: the read position is on a line, inside the ring.
         let line = unsafe { self.consumer.storage().at(self.consumer.read_offset()) };
         // SAFETY: the marker was loaded with Acquire, so the line is written.
         let fields = unsafe { line::read_fields(line) };
         let len = fields.len as usize;
         // A length past the line is the engine path's error to report.
-        if len > line::LINE_PAYLOAD || len > buf.len || !accepts(fields.context, fields.tag) {
+        if len > line::LINE_PAYLOAD || len > buf.len || !want.accepts(fields.context, fields.tag) {
             return Direct::Other;
         }
         // SAFETY: as above; `buf` is valid for `buf.len >= len` writes.
@@ -907,7 +923,13 @@ mod tests {
             ptr: buf.as_mut_ptr(),
             len: buf.len(),
         };
-        inc.take_eager(region, |_, _| true)
+        inc.take_eager(
+            region,
+            Wanted {
+                context: 3,
+                tag: None,
+            },
+        )
     }
 
     /// Writes `word` at every line of the ring from `from` on, as a frame

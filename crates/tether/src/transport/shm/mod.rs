@@ -50,8 +50,8 @@ use crate::transport::peer_table::PeerTable;
 use crate::transport::LinkEvent;
 use crate::universe::Universe;
 use bell::{Bell, Ringer};
-pub use channel::Direct;
 use channel::{Delivered, Incoming, Outgoing, DATA_WRITTEN};
+pub use channel::{Direct, Wanted};
 pub use segment::AttachError;
 use segment::{Segment, Shared, Writer};
 
@@ -463,7 +463,7 @@ impl ShmTransport {
     }
 
     /// Takes the next frame from `peer` straight into `buf` if it is an
-    /// `Eager` frame `accepts` agrees to (see `Incoming::take_eager`),
+    /// `Eager` frame that `want` accepts (see `Incoming::take_eager`),
     /// polling the ring up to `polls` times (at least once) while it is
     /// empty, with `pause()` between polls. `Other` also when this process
     /// has frames waiting for room in the ring to `peer`: the peer may
@@ -477,7 +477,7 @@ impl ShmTransport {
         buf: Region,
         polls: u32,
         mut pause: impl FnMut(),
-        accepts: impl Fn(u32, i32) -> bool,
+        want: Wanted,
     ) -> Direct {
         let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
             return Direct::Other;
@@ -488,13 +488,13 @@ impl ShmTransport {
         let Some(inc) = channel.inc.as_mut() else {
             return Direct::Other;
         };
-        let mut found = inc.take_eager(buf, &accepts);
+        let mut found = inc.take_eager(buf, want);
         for _ in 1..polls {
             if !matches!(found, Direct::Empty) {
                 break;
             }
             pause();
-            found = inc.take_eager(buf, &accepts);
+            found = inc.take_eager(buf, want);
         }
         if let (Direct::Taken { .. }, Some(out)) = (&found, channel.out.as_ref()) {
             out.wake_peer(&self.ringer);
