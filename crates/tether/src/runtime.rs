@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 use tether_proto::{Completion, CompletionError, Engine, EngineConfig, Region, ReqId};
 use tether_rendezvous::Rendezvous;
 
@@ -72,7 +72,9 @@ pub struct Runtime {
     /// The local peers `polling` was decided with.
     local_peers_seen: usize,
     in_kernel: bool,
-    kernel_peers: HashSet<u32>,
+    /// Which universe ranks this process exchanged messages with while
+    /// `IN_KERNEL` was set (marked on every message, so a flag by rank).
+    kernel_peers: Vec<bool>,
     /// Collectives in progress, in the order they started.
     collectives: Vec<collectives::Active>,
     /// Failed collectives whose transfers are still posted.
@@ -110,6 +112,7 @@ impl Runtime {
         )?);
         let rendezvous = Arc::new(rendezvous);
         let me = universe.my_universe_rank();
+        let size = universe.size();
         // When `file` comes first, it reaches every peer: its own eager
         // limit applies from the first message on.
         let file_first = settings.list("TRANSPORTS").first().map(String::as_str) == Some("file");
@@ -138,7 +141,7 @@ impl Runtime {
             transport,
             request_comm: Vec::new(),
             unreachable: HashMap::default(),
-            kernel_peers: HashSet::default(),
+            kernel_peers: vec![false; size as usize],
             collectives: Vec::new(),
             orphaned: Vec::new(),
             collective_errors: HashMap::default(),
@@ -237,7 +240,9 @@ impl Runtime {
 
     fn note_peer(&mut self, peer: u32) {
         if self.in_kernel {
-            self.kernel_peers.insert(peer);
+            if let Some(seen) = self.kernel_peers.get_mut(peer as usize) {
+                *seen = true;
+            }
         }
     }
 
@@ -601,7 +606,9 @@ impl Runtime {
             "IN_KERNEL" => {
                 self.in_kernel = value == "1";
                 if self.in_kernel {
-                    let peers: Vec<u32> = self.kernel_peers.iter().copied().collect();
+                    let peers: Vec<u32> = (0..self.kernel_peers.len() as u32)
+                        .filter(|&peer| self.kernel_peers[peer as usize])
+                        .collect();
                     for peer in peers {
                         self.transport.start_connect(peer, &mut self.engine);
                     }
