@@ -17,9 +17,9 @@
  *
  * The raw loop is raw_shm.c's `flag` loop (a sequence number stored with
  * release, polled with acquire loads and a pause hint between them, the
- * 8 bytes copied in and out of the same line); its mapping is a file in
- * /dev/shm that rank 0 creates, names to rank 1 through Tether, and
- * removes as soon as both have mapped it.
+ * 8 bytes copied in and out of the same line); its mapping is a memfd of
+ * rank 0 that rank 1 opens through /proc (named to it through Tether), so
+ * nothing is left behind whatever happens to the processes.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -118,34 +118,32 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Maps the shared lines: rank 0 creates the file and sends its name. */
+/* Maps the shared lines: a memfd of rank 0, which rank 1 opens through
+ * /proc while rank 0 holds it open (until the barrier). */
 static struct line *map_lines(int rank)
 {
-    char path[64];
+    char path[64] = "";
+    int fd = -1;
     if (rank == 0) {
-        snprintf(path, sizeof path, "/dev/shm/tether-paired-%d", (int)getpid());
-        int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+        fd = memfd_create("tether-paired", MFD_CLOEXEC);
         if (fd < 0 || ftruncate(fd, 4096) != 0) {
-            perror(path);
+            perror("memfd_create");
             tether_abort(3);
         }
-        close(fd);
+        snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), fd);
     }
     T(tether_bcast(path, sizeof path, TETHER_BYTE, 0, TETHER_COMM_UNIVERSE));
-    int fd = open(path, O_RDWR);
-    if (fd < 0) {
+    if (rank != 0 && (fd = open(path, O_RDWR)) < 0) {
         perror(path);
         tether_abort(3);
     }
     struct line *lines = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     if (lines == MAP_FAILED) {
         perror("mmap");
         tether_abort(3);
     }
     T(tether_barrier(TETHER_COMM_UNIVERSE));
-    if (rank == 0)
-        unlink(path);
+    close(fd);
     return lines;
 }
 
