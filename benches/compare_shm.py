@@ -75,12 +75,14 @@ def measure(mpis, quick):
                                           "--name", "b", "-n", "1", *prog],
                                          {"TETHER_TRANSPORTS": "shm", "TETHER_IN_KERNEL": "1"})
     paired = [str(OUT / "paired_pingpong"), "20" if quick else "200", "1000" if quick else "5000"]
-    out = subprocess.run([str(ROOT / "build/bin/tether"), "run", "--name", "a", "-n", "1", *paired, ":",
-                          "--name", "b", "-n", "1", *paired], capture_output=True, text=True, timeout=600,
-                         env=clean_env({"TETHER_TRANSPORTS": "shm"})).stdout
-    m = re.search(r"paired raw ([0-9.]+) tether ([0-9.]+) ratio ([0-9.]+)", out)
+    proc = subprocess.run([str(ROOT / "build/bin/tether"), "run", "--name", "a", "-n", "1", *paired, ":",
+                           "--name", "b", "-n", "1", *paired], capture_output=True, text=True, timeout=600,
+                          env=clean_env({"TETHER_TRANSPORTS": "shm"}))
+    m = re.search(r"paired raw ([0-9.]+) tether ([0-9.]+) ratio ([0-9.]+)", proc.stdout)
     if m:
         res["paired"] = {"raw": float(m.group(1)), "tether": float(m.group(2)), "ratio": float(m.group(3))}
+    else:
+        print(f"paired run gave no result (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}", file=sys.stderr)
     raw = str(OUT / "raw_shm")
     res["raw flag ping-pong"] = run([raw, "flag", "20000" if quick else "1000000"])
     res["raw flag ping-pong, no pause hint"] = run([raw, "flag-tight", "20000" if quick else "1000000"])

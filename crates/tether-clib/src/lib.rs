@@ -11,4 +11,4 @@
 //! A cdylib exports the `#[no_mangle]` functions of the crates it links,
 //! so this crate only has to link `tether-capi`.
 
-pub use tether_capi::*;
+use tether_capi as _;

@@ -35,14 +35,15 @@ impl Selector {
 
     /// Whether some message matches both selectors.
     pub fn overlaps(&self, other: &Selector) -> bool {
-        let same = |a: Option<i32>, b: Option<i32>| a.is_none() || b.is_none() || a == b;
         self.context == other.context
-            && same(
-                self.source.map(|s| s as i32),
-                other.source.map(|s| s as i32),
-            )
-            && same(self.tag, other.tag)
+            && both_accept(self.source, other.source)
+            && both_accept(self.tag, other.tag)
     }
+}
+
+/// Whether one value passes both fields of a selector (`None`: any).
+fn both_accept<T: PartialEq>(a: Option<T>, b: Option<T>) -> bool {
+    a.is_none() || b.is_none() || a == b
 }
 
 /// Receives that were posted before their message arrived.

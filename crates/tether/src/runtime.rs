@@ -127,7 +127,7 @@ impl Runtime {
         let transport = Transports::new(bound, &settings, universe.clone(), rendezvous.clone());
         let mut runtime = Runtime {
             me,
-            comms: CommTable::with_universe(universe.size(), me),
+            comms: CommTable::with_universe(size, me),
             spin: SpinPolicy::new(Duration::from_micros(settings.number("POLL_SPIN_US"))),
             polling: Polling::Spin,
             cpus: std::thread::available_parallelism().map_or(1, usize::from),
@@ -606,8 +606,9 @@ impl Runtime {
             "IN_KERNEL" => {
                 self.in_kernel = value == "1";
                 if self.in_kernel {
-                    let peers: Vec<u32> = (0..self.kernel_peers.len() as u32)
-                        .filter(|&peer| self.kernel_peers[peer as usize])
+                    let peers: Vec<u32> = (0..)
+                        .zip(&self.kernel_peers)
+                        .filter_map(|(peer, &seen)| seen.then_some(peer))
                         .collect();
                     for peer in peers {
                         self.transport.start_connect(peer, &mut self.engine);
@@ -620,7 +621,7 @@ impl Runtime {
     }
 
     fn connect_all(&mut self) {
-        let me = self.universe.my_universe_rank();
+        let me = self.me;
         for peer in (0..self.universe.size()).filter(|p| *p != me) {
             self.transport.start_connect(peer, &mut self.engine);
         }

@@ -83,7 +83,7 @@ impl Runtime {
     }
 
     fn create(&mut self, members: Vec<u32>) -> Result<i32> {
-        let me = self.universe.my_universe_rank();
+        let me = self.me;
         let Some(agreement) = Comm::new(CREATION_CONTEXT, members.clone(), me) else {
             return Ok(COMM_NULL);
         };

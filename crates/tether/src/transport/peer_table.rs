@@ -40,7 +40,6 @@ impl<T> PeerTable<T> {
         self.position(*peer).map(|at| &mut self.entries[at].1)
     }
 
-    #[inline]
     pub fn contains_key(&self, peer: &u32) -> bool {
         self.position(*peer).is_some()
     }

@@ -180,15 +180,45 @@ impl Outgoing {
         }
     }
 
-    /// [`Outgoing::write_now`] for a frame that is not an engine
-    /// [`Transmit`] (the short path's eager message); returns whether it
-    /// was written (otherwise nothing was). Inlined up to the one-line
-    /// frame; longer frames are written out of line.
+    /// Writes the eager message of the short path of a send (`context`,
+    /// `tag`, `len` bytes at `payload`) at once, as [`Outgoing::write_now`]
+    /// writes an engine frame; returns whether it did (otherwise nothing
+    /// was written). Inlined into the send as far as the one-line frame;
+    /// a longer message gets its header and goes through
+    /// [`Outgoing::write_whole`], out of line.
     ///
     /// # Safety
     /// `payload` is valid for `len` reads (or `len` is 0).
     #[inline(always)]
-    pub unsafe fn write_whole(
+    pub unsafe fn write_eager(
+        &mut self,
+        context: u32,
+        tag: i32,
+        payload: *const u8,
+        len: usize,
+        ringer: &Ringer,
+    ) -> bool {
+        if len <= line::LINE_PAYLOAD {
+            // SAFETY: as this function's.
+            return unsafe { self.write_line(context, tag, payload, len, ringer) };
+        }
+        let mut header = FrameHeader::new(FrameKind::Eager);
+        header.context = context;
+        header.tag = tag;
+        header.msg_size = len as u64;
+        // SAFETY: as this function's.
+        unsafe { self.write_whole(&header, 0, payload, len, ringer) }
+    }
+
+    /// Writes a whole frame with `header`, transport word `word` and
+    /// `len` bytes at `payload`, when no frame waits before it and the
+    /// ring has room for all of it; returns whether it did (otherwise
+    /// nothing was written).
+    ///
+    /// # Safety
+    /// `payload` is valid for `len` reads (or `len` is 0).
+    #[inline(never)]
+    unsafe fn write_whole(
         &mut self,
         header: &FrameHeader,
         word: u64,
@@ -203,23 +233,6 @@ impl Outgoing {
         if !self.out.is_empty() {
             return false;
         }
-        // SAFETY: as this function's.
-        unsafe { self.write_frame(header, word, payload, len, ringer) }
-    }
-
-    /// [`Outgoing::write_whole`] for a frame of more than one line.
-    ///
-    /// # Safety
-    /// As `write_whole`'s.
-    #[inline(never)]
-    unsafe fn write_frame(
-        &mut self,
-        header: &FrameHeader,
-        word: u64,
-        payload: *const u8,
-        len: usize,
-        ringer: &Ringer,
-    ) -> bool {
         let padded = line::padded(PREFIX + len);
         if room(&mut self.producer, padded) < padded {
             return false;
@@ -268,7 +281,7 @@ impl Outgoing {
     /// # Safety
     /// `payload` is valid for `len` reads (or `len` is 0).
     #[inline(always)]
-    pub unsafe fn write_line(
+    unsafe fn write_line(
         &mut self,
         context: u32,
         tag: i32,

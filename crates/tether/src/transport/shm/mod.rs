@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap as HashMap;
-use tether_proto::{Engine, FrameHeader, FrameKind, Region, ReqId, Transmit, TransmitPayload};
+use tether_proto::{Engine, FrameKind, Region, ReqId, Transmit, TransmitPayload};
 use tether_ring::{Consumer, Doorbell, Producer};
 
 use crate::error::{err, ErrorClass};
@@ -449,17 +449,8 @@ impl ShmTransport {
         let Some(out) = live_out(&mut self.channels, peer) else {
             return false;
         };
-        let (ptr, len) = (payload.ptr, payload.len);
-        if len <= line::LINE_PAYLOAD {
-            // SAFETY: the caller's buffer is valid during the call.
-            return unsafe { out.write_line(context, tag, ptr, len, &self.ringer) };
-        }
-        let mut header = FrameHeader::new(FrameKind::Eager);
-        header.context = context;
-        header.tag = tag;
-        header.msg_size = len as u64;
-        // SAFETY: as above.
-        unsafe { out.write_whole(&header, 0, ptr, len, &self.ringer) }
+        // SAFETY: the caller's buffer is valid during the call.
+        unsafe { out.write_eager(context, tag, payload.ptr, payload.len, &self.ringer) }
     }
 
     /// Takes the next frame from `peer` straight into `buf` if it is an
