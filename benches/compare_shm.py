@@ -11,11 +11,15 @@ Prints a markdown table of medians over --reps interleaved repetitions
 with the ratios the targets are stated in (docs/PERFORMANCE.md):
 8 B half round trip (us) and 1 MiB / 16 MiB bandwidth (MB/s, 1 MB = 1e6 B).
 
-The 8 B target (within 2x of the raw ping-pong) is judged on the paired
-run (benches/shm/paired_pingpong.c): Tether and the raw loop in
-alternating blocks between the same two processes, so both see the same
-CPU placement, which a virtual machine changes from second to second
-(the separate runs' ratio is printed too).
+The 8 B target (within 2x of the raw ping-pong) is judged two ways, and
+met only when both are: the separate runs above (Tether's ping-pong over
+the raw loop's), and the paired run (benches/shm/paired_pingpong.c:
+Tether and the raw loop in alternating blocks between the same two
+processes, so both see the same CPU placement, which a virtual machine
+changes from second to second) taken against the faster of the paired
+and the separate raw loop: the paired program's raw blocks were seen to
+run slower (0.048 against 0.038 us) in some runs, which would flatter
+Tether.
 
 Usage: python3 benches/compare_shm.py [--reps 5] [--quick]
 Needs `make build` first. MPI is skipped with a note when missing.
@@ -119,12 +123,16 @@ def main():
     t = [med("Tether shm", k) for k in keys]
     print("\n| target | measured | met |\n|---|---|---|")
     flag = med("raw flag ping-pong", ("latency", 8))
-    paired = med("paired", "ratio")
-    if paired:
-        print(f"| 8 B within 2x of raw flag ping-pong (paired run: raw {med('paired', 'raw'):.3f} us, "
-              f"Tether {med('paired', 'tether'):.3f} us) | {paired:.2f}x | {'yes' if paired <= 2 else 'no'} |")
     if t[0] and flag:
-        print(f"| the same, from the separate runs above | {t[0] / flag:.2f}x | {'yes' if t[0] <= 2 * flag else 'no'} |")
+        print(f"| 8 B within 2x of raw flag ping-pong (separate runs) | {t[0] / flag:.2f}x | "
+              f"{'yes' if t[0] <= 2 * flag else 'no'} |")
+    paired_raw, paired_tether = med("paired", "raw"), med("paired", "tether")
+    if paired_raw and paired_tether:
+        best_raw = min(paired_raw, flag or paired_raw)
+        ratio = paired_tether / best_raw
+        print(f"| 8 B within 2x of raw flag ping-pong (paired run: raw {paired_raw:.3f} us, Tether "
+              f"{paired_tether:.3f} us; against the run's faster raw, {best_raw:.3f} us) | {ratio:.2f}x | "
+              f"{'yes' if ratio <= 2 else 'no'} |")
     for name in mpis:
         m = [med(name, k) for k in keys]
         if t[0] and m[0]:
