@@ -214,6 +214,8 @@ pub struct Consumer<C: Deref<Target = RingControl>, B: Bytes> {
     bytes: B,
     tail: u64,
     head_seen: u64,
+    /// The read position last stored in the control words.
+    released: u64,
 }
 
 impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
@@ -230,6 +232,7 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
             bytes,
             tail,
             head_seen,
+            released: tail,
         }
     }
 
@@ -332,9 +335,21 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Consumer<C, B> {
         self.head_seen = self.head_seen.max(self.tail);
     }
 
-    /// Returns the space of every popped or skipped byte to the producer.
-    pub fn release(&mut self) {
+    /// Returns the space of every popped or skipped byte to the producer;
+    /// whether there was any (the cursor is stored only then: its line
+    /// stays in this consumer's cache while the producer does not look).
+    pub fn release(&mut self) -> bool {
+        if self.tail == self.released {
+            return false;
+        }
         self.control.tail.0.store(self.tail, Ordering::Release);
+        self.released = self.tail;
+        true
+    }
+
+    /// Bytes consumed but not yet released.
+    pub fn unreleased(&self) -> u64 {
+        self.tail - self.released
     }
 
     /// Whether bytes are ready. Reads the producer's cursor itself, so a

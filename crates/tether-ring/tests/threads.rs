@@ -186,3 +186,28 @@ fn doorbell_rings_once_per_sleep() {
     bell.awake();
     assert!(!bell.must_ring());
 }
+
+/// The consumer's cursor is stored only when bytes were consumed since
+/// the last release, and the producer sees room only once it is.
+#[test]
+fn release_stores_the_cursor_only_when_bytes_were_consumed() {
+    let control = Arc::new(RingControl::new());
+    let storage = storage(16);
+    // SAFETY: one producer and one consumer over the same storage.
+    let mut producer = unsafe { Producer::new(control.clone(), Heap(storage.clone())) };
+    let mut consumer = unsafe { Consumer::new(control, Heap(storage)) };
+    let mut buf = [0u8; 16];
+    assert!(!consumer.release(), "nothing consumed yet");
+    // SAFETY: the sources and destinations are valid for their lengths.
+    unsafe {
+        assert_eq!(producer.push([7u8; 16].as_ptr(), 16), 16);
+        producer.publish();
+        assert_eq!(consumer.pop(buf.as_mut_ptr(), 10), 10);
+    }
+    assert_eq!(consumer.unreleased(), 10);
+    assert_eq!(producer.writable(1), 0, "room not returned before release");
+    assert!(consumer.release());
+    assert_eq!(consumer.unreleased(), 0);
+    assert!(!consumer.release(), "released already");
+    assert_eq!(producer.writable(1), 10);
+}

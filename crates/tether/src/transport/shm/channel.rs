@@ -47,6 +47,12 @@ pub const DATA_WRITTEN: u64 = 1;
 pub const SPLIT: u64 = 1 << 63;
 /// Payloads up to this size are written with their prefix in one copy.
 const SMALL_PAYLOAD: usize = 192;
+/// Room of frames the short path took that may stay unreturned to the
+/// writer until the next call that reads the ring ([`Incoming::release_taken`]):
+/// a one-line frame or a small one. A larger frame's room is returned
+/// before the receive returns, so that a writer with more to send is not
+/// held up while this process computes.
+pub const LAZY_RELEASE: u64 = 4 * LINE as u64;
 
 struct OutFrame {
     prefix: [u8; PREFIX],
@@ -545,8 +551,10 @@ impl Incoming {
     }
 
     /// Reads every complete prefix and as much payload as the ring holds,
-    /// feeding frames of `peer` to `engine`. Returns whether bytes moved;
-    /// an error means the peer broke the protocol.
+    /// feeding frames of `peer` to `engine`, and returns the room of
+    /// everything read (or taken before) to the writer. Returns whether
+    /// bytes moved or room was returned (then the writer may need
+    /// waking); an error means the peer broke the protocol.
     pub fn read(
         &mut self,
         engine: &mut Engine,
@@ -555,10 +563,24 @@ impl Incoming {
     ) -> Result<bool, WireError> {
         let mut moved = false;
         let result = self.read_frames(engine, peer, delivered, &mut moved);
-        if moved {
-            self.consumer.release();
-        }
-        result.map(|()| moved)
+        let released = self.consumer.release();
+        result.map(|()| moved || released)
+    }
+
+    /// Returns to the writer the room of what [`Incoming::take_eager`]
+    /// took (it never does itself): all of it with `all`, else only when
+    /// it is more than [`LAZY_RELEASE`] bytes. Whether the cursor was
+    /// stored (then the writer may be waiting for the room: wake it).
+    ///
+    /// Storing the cursor right after taking a message would put it in
+    /// the answer's way: a store that has to take the cursor's line back
+    /// from the writer's cache holds up every store after it, the
+    /// answer's marker included (stores become visible in order). Taken
+    /// at the start of the next call instead, it happens while that call
+    /// waits for its message.
+    #[inline(always)]
+    pub fn release_taken(&mut self, all: bool) -> bool {
+        (all || self.consumer.unreleased() > LAZY_RELEASE) && self.consumer.release()
     }
 
     /// Takes the next frame straight into `buf` when it is an `Eager`
@@ -568,25 +590,45 @@ impl Incoming {
     /// left in the ring for [`Incoming::read`] (`Other`), including a
     /// frame that does not decode, so that errors are reported in one place.
     ///
+    /// While the ring is empty, polls up to `polls` times (at least
+    /// once), calling `pause` between polls; `Empty` after the last.
+    ///
     /// Inlined up to the one-line frame (what a poll of an empty ring and
-    /// a small message cost); other frames are taken out of line.
+    /// a small message cost); other frames are taken out of line. The
+    /// loop reads only the word at the read position and returns from
+    /// where it finds a frame, so nothing but that load and one compare
+    /// lies between the frame's arrival and taking it.
     #[inline(always)]
-    pub fn take_eager(&mut self, buf: Region, want: Wanted) -> Direct {
+    pub fn take_eager(
+        &mut self,
+        buf: Region,
+        want: Wanted,
+        polls: u32,
+        mut pause: impl FnMut(),
+    ) -> Direct {
         if self.mid_frame() {
             return Direct::Other;
         }
-        // SAFETY: the read position is a frame's start, on a line.
-        let first = unsafe { self.consumer.word_at(0) };
-        if first == line::marker(self.seq) {
-            return self.take_line(buf, want);
+        let expected = line::marker(self.seq);
+        let mut left = polls.max(1);
+        loop {
+            // SAFETY: the read position is a frame's start, on a line.
+            let first = unsafe { self.consumer.word_at(0) };
+            if first == expected {
+                return self.take_line(buf, want);
+            }
+            // The word at the read position is 0 until a frame's first
+            // word replaces it: while it is, the ring's cursor, a line the
+            // peer writes at every frame, is not read.
+            if first != 0 {
+                return self.take_frame(buf, want);
+            }
+            left -= 1;
+            if left == 0 {
+                return Direct::Empty;
+            }
+            pause();
         }
-        // The word at the read position is 0 until a frame's first word
-        // replaces it: while it is, the ring's cursor, a line the peer
-        // writes at every frame, is not read.
-        if first == 0 {
-            return Direct::Empty;
-        }
-        self.take_frame(buf, want)
     }
 
     /// [`Incoming::take_eager`] once a word other than the expected
@@ -628,7 +670,6 @@ impl Incoming {
         // receive buffer); the bytes are ready, checked above.
         unsafe { self.consumer.pop(buf.ptr, len) };
         self.consumer.skip(padded - PREFIX - len);
-        self.consumer.release();
         self.seq += 1;
         Direct::Taken {
             tag: header.tag,
@@ -655,7 +696,6 @@ impl Incoming {
             line::copy_small(line.add(line::PAYLOAD_AT), buf.ptr, len);
             self.consumer.skip_marked(LINE);
         }
-        self.consumer.release();
         self.seq += 1;
         Direct::Taken {
             tag: fields.tag,
@@ -931,7 +971,10 @@ mod tests {
         assert!(written, "the ring has room");
     }
 
+    /// Takes as `ShmTransport::take_eager` does: the room of the frame
+    /// taken before is returned first.
     fn take(inc: &mut Incoming, buf: &mut [u8]) -> Direct {
+        inc.release_taken(true);
         let region = Region {
             ptr: buf.as_mut_ptr(),
             len: buf.len(),
@@ -942,6 +985,8 @@ mod tests {
                 context: 3,
                 tag: None,
             },
+            1,
+            || {},
         )
     }
 
@@ -1013,6 +1058,62 @@ mod tests {
             Direct::Taken { tag: 3, bytes: 40 }
         ));
         assert_eq!(buf[..40], [5; 40]);
+    }
+
+    /// The short path returns the room of a one-line frame (or a small
+    /// frame) only when asked to, at the next call that reads the ring,
+    /// and a larger frame's as soon as the caller checks.
+    #[test]
+    fn taken_room_returns_to_the_writer_when_released() {
+        let (_segment, mut out, mut inc, ringer) = channel();
+        let mut buf = [0u8; 512];
+        // 63 one-line frames fill the ring (one line stays free).
+        for tag in 0..63 {
+            send(&mut out, &ringer, tag, &[1; 8]);
+        }
+        assert!(matches!(
+            take(&mut inc, &mut buf),
+            Direct::Taken { tag: 0, .. }
+        ));
+        assert!(
+            !inc.release_taken(false),
+            "a line's room waits for the next call"
+        );
+        // SAFETY: a valid payload.
+        let full = unsafe { out.write_whole(&eager(63), 0, [1u8; 8].as_ptr(), 8, &ringer) };
+        assert!(!full, "the writer does not see the taken line's room yet");
+        assert!(inc.release_taken(true));
+        assert!(!inc.release_taken(true), "nothing left to return");
+        send(&mut out, &ringer, 63, &[1; 8]);
+        for tag in 1..64 {
+            assert!(matches!(take(&mut inc, &mut buf), Direct::Taken { tag: t, .. } if t == tag));
+        }
+        assert!(inc.release_taken(true));
+        // A frame of 448 bytes (300 bytes of payload) is returned at once.
+        send(&mut out, &ringer, 64, &[2; 300]);
+        assert!(matches!(
+            take(&mut inc, &mut buf),
+            Direct::Taken {
+                tag: 64,
+                bytes: 300
+            }
+        ));
+        assert!(inc.release_taken(false), "more than LAZY_RELEASE bytes");
+        // The engine's read returns what the short path left unreturned,
+        // and says so (its caller then wakes the writer).
+        send(&mut out, &ringer, 65, &[3; 8]);
+        assert!(matches!(
+            take(&mut inc, &mut buf),
+            Direct::Taken { tag: 65, .. }
+        ));
+        let mut engine = Engine::new(tether_proto::EngineConfig {
+            me: 0,
+            eager_limit: 4096,
+        });
+        let mut delivered = Vec::new();
+        assert_eq!(inc.read(&mut engine, 1, &mut delivered), Ok(true));
+        assert!(!inc.release_taken(true));
+        assert_eq!(inc.read(&mut engine, 1, &mut delivered), Ok(false));
     }
 
     #[test]

@@ -467,7 +467,7 @@ impl ShmTransport {
         peer: u32,
         buf: Region,
         polls: u32,
-        mut pause: impl FnMut(),
+        pause: impl FnMut(),
         want: Wanted,
     ) -> Direct {
         let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
@@ -479,16 +479,18 @@ impl ShmTransport {
         let Some(inc) = channel.inc.as_mut() else {
             return Direct::Other;
         };
-        let mut found = inc.take_eager(buf, want);
-        for _ in 1..polls {
-            if !matches!(found, Direct::Empty) {
-                break;
-            }
-            pause();
-            found = inc.take_eager(buf, want);
+        // The room of what the last call took goes back now, while this
+        // one waits for its message (the writer woken if it waits for
+        // it); a large frame's right after taking it. Between this
+        // message's arrival and the return, only the large frame's case
+        // stores to the ring's control words or fences.
+        let out = channel.out.as_ref();
+        if inc.release_taken(true) {
+            wake(out, &self.ringer);
         }
-        if let (Direct::Taken { .. }, Some(out)) = (&found, channel.out.as_ref()) {
-            out.wake_peer(&self.ringer);
+        let found = inc.take_eager(buf, want, polls, pause);
+        if inc.release_taken(false) {
+            wake(out, &self.ringer);
         }
         found
     }
@@ -768,10 +770,6 @@ impl ShmTransport {
     }
 }
 
-/// A pidfd for (`pid`, `start`) registered in epoll under the peer's
-/// token: it becomes readable when the process exits. `None` where pidfds
-/// are not available (the periodic check covers it) or the process is
-/// already gone.
 /// The ring this process writes to `peer`, unless the peer is lost.
 #[inline(always)]
 fn live_out(channels: &mut PeerTable<Channel>, peer: u32) -> Option<&mut Outgoing> {
@@ -781,6 +779,20 @@ fn live_out(channels: &mut PeerTable<Channel>, peer: u32) -> Option<&mut Outgoin
         .and_then(|c| c.out.as_mut())
 }
 
+/// Wakes the peer that writes to this process if it sleeps, after room
+/// was returned to it; `out` is the ring to that peer, which carries its
+/// doorbell (none yet: the peer has not attached, so it cannot wait).
+#[inline(always)]
+fn wake(out: Option<&Outgoing>, ringer: &Ringer) {
+    if let Some(out) = out {
+        out.wake_peer(ringer);
+    }
+}
+
+/// A pidfd for (`pid`, `start`) registered in epoll under the peer's
+/// token: it becomes readable when the process exits. `None` where pidfds
+/// are not available (the periodic check covers it) or the process is
+/// already gone.
 fn watch(pid: u32, start: u64, peer: u32, registry: &Registry) -> Option<OwnedFd> {
     // SAFETY: a plain system call with integer arguments.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
