@@ -610,24 +610,30 @@ impl Incoming {
             return Direct::Other;
         }
         let expected = line::marker(self.seq);
+        // SAFETY: the read position is a frame's start, on a line.
+        let word = unsafe { self.consumer.storage().word(self.consumer.read_offset()) };
+        // The word at the read position is 0 until a frame's first word
+        // replaces it: while it is, the ring's cursor, a line the peer
+        // writes at every frame, is not read. Only the load, one compare
+        // and the count run between polls (the word is found once,
+        // before the loop): a poll that weighs little leaves the core to
+        // the process it shares it with.
         let mut left = polls.max(1);
-        loop {
-            // SAFETY: the read position is a frame's start, on a line.
-            let first = unsafe { self.consumer.word_at(0) };
-            if first == expected {
-                return self.take_line(buf, want);
-            }
-            // The word at the read position is 0 until a frame's first
-            // word replaces it: while it is, the ring's cursor, a line the
-            // peer writes at every frame, is not read.
+        let first = loop {
+            let first = word.load(Ordering::Acquire);
             if first != 0 {
-                return self.take_frame(buf, want);
+                break first;
             }
             left -= 1;
             if left == 0 {
                 return Direct::Empty;
             }
             pause();
+        };
+        if first == expected {
+            self.take_line(buf, want)
+        } else {
+            self.take_frame(buf, want)
         }
     }
 

@@ -128,6 +128,17 @@ unsafe impl Bytes for RingBytes {
 }
 
 impl RingBytes {
+    /// The word at byte `at` of the ring (a line's first word, which a
+    /// reader polls for a marker).
+    ///
+    /// # Safety
+    /// `at < capacity()` and a multiple of 8.
+    pub unsafe fn word(&self, at: usize) -> &AtomicU64 {
+        debug_assert!(at < self.len && at.is_multiple_of(8));
+        // SAFETY: as in `store_word`.
+        &*self.ptr.add(at).cast::<AtomicU64>()
+    }
+
     /// The address of byte `at` of the ring, for frames written and read
     /// in place.
     ///
