@@ -47,6 +47,9 @@ pub const DATA_WRITTEN: u64 = 1;
 pub const SPLIT: u64 = 1 << 63;
 /// Payloads up to this size are written with their prefix in one copy.
 const SMALL_PAYLOAD: usize = 192;
+/// How far past the write position [`Outgoing::zero_ahead`] keeps line
+/// words zeroed: the line a one-line frame written next ends on.
+const ZERO_AHEAD: usize = 2 * LINE;
 /// Room of frames the short path took that may stay unreturned to the
 /// writer until the next call that reads the ring ([`Incoming::release_taken`]):
 /// a one-line frame or a small one. A larger frame's room is returned
@@ -109,14 +112,6 @@ fn room(producer: &mut Producer<Shared<RingControl>, RingBytes>, want: usize) ->
         .min(want)
 }
 
-/// Ends a frame at the write position: zeroes the word there, where the
-/// next frame's first word goes (see `line.rs`).
-fn end_frame(producer: &mut Producer<Shared<RingControl>, RingBytes>) {
-    // SAFETY: frames are padded to lines, so the position is aligned, and
-    // `room` kept RESERVE bytes free after the frame.
-    unsafe { producer.store_word(0, 0, Ordering::Relaxed) };
-}
-
 /// Where a frame's payload bytes start (null when it has none).
 fn payload_ptr(payload: &TransmitPayload) -> *const u8 {
     match payload {
@@ -136,6 +131,10 @@ pub struct Outgoing {
     out: VecDeque<OutFrame>,
     /// Where a small frame is assembled before its one copy into the ring.
     small: Box<[u8; PREFIX + SMALL_PAYLOAD]>,
+    /// The first word of every line from the write position up to here
+    /// (a position in the ring's byte stream) is 0: the zeroed words the
+    /// next frames end on, written ahead ([`Outgoing::zero_ahead`]).
+    zeroed_to: u64,
 }
 
 impl Outgoing {
@@ -144,6 +143,7 @@ impl Outgoing {
         bell: Shared<Doorbell>,
         bell_addr: SocketAddr,
     ) -> Outgoing {
+        let zeroed_to = producer.position();
         Outgoing {
             producer,
             bell,
@@ -151,6 +151,7 @@ impl Outgoing {
             seq: 0,
             out: VecDeque::new(),
             small: Box::new([0; PREFIX + SMALL_PAYLOAD]),
+            zeroed_to,
         }
     }
 
@@ -274,7 +275,7 @@ impl Outgoing {
         }
         // SAFETY: the room was checked above.
         unsafe { self.producer.advance(padded) };
-        end_frame(&mut self.producer);
+        self.end_frame();
         self.publish(ringer);
         true
     }
@@ -311,13 +312,63 @@ impl Outgoing {
         unsafe {
             let at = self.producer.write_offset();
             line::write_body(self.producer.storage().at(at), fields, payload);
-            self.producer.store_word(LINE, 0, Ordering::Relaxed);
+            self.zero_word_at(LINE);
             self.producer
                 .store_word(0, line::marker(seq), Ordering::Release);
             self.producer.advance(LINE);
         }
         self.publish(ringer);
+        self.zero_ahead();
         true
+    }
+
+    /// Makes the word `offset` bytes past the write position, a line's
+    /// first where a frame ends, 0 before that frame becomes visible
+    /// (see `line.rs`): stores it unless [`Outgoing::zero_ahead`] did.
+    ///
+    /// # Safety
+    /// `offset` is a multiple of [`LINE`] within the room checked for the
+    /// frame and [`RESERVE`].
+    #[inline(always)]
+    unsafe fn zero_word_at(&mut self, offset: usize) {
+        let at = self.producer.position() + offset as u64;
+        if at >= self.zeroed_to {
+            // SAFETY: this function's contract.
+            unsafe { self.producer.store_word(offset, 0, Ordering::Relaxed) };
+            self.zeroed_to = at + LINE as u64;
+        }
+    }
+
+    /// Ends a frame at the write position: its word there, where the next
+    /// frame's first word goes, is 0.
+    fn end_frame(&mut self) {
+        // SAFETY: frames are padded to lines, and `room` kept RESERVE
+        // bytes free after the frame.
+        unsafe { self.zero_word_at(0) };
+    }
+
+    /// Zeroes ahead of need, within the room the ring has, the first
+    /// words of the lines up to [`ZERO_AHEAD`] bytes past the write
+    /// position, after the frame before them is visible: the next one-line
+    /// frame then has no word to zero before its marker. Stores become
+    /// visible in order, and that store would have waited for its line
+    /// to come back from the reader's cache, holding up the marker behind
+    /// it; here it has a round trip's time to complete.
+    #[inline(always)]
+    fn zero_ahead(&mut self) {
+        let head = self.producer.position();
+        let free = self.producer.writable(ZERO_AHEAD) as u64 / LINE as u64 * LINE as u64;
+        let end = head + free.min(ZERO_AHEAD as u64);
+        let mut at = self.zeroed_to.max(head);
+        while at < end {
+            // SAFETY: `at` is a line start inside the free room.
+            unsafe {
+                self.producer
+                    .store_word((at - head) as usize, 0, Ordering::Relaxed)
+            };
+            at += LINE as u64;
+        }
+        self.zeroed_to = self.zeroed_to.max(at);
     }
 
     /// Queues an engine frame with transport word `word`; numbers it.
@@ -411,7 +462,7 @@ impl Outgoing {
             if frame.written < padded {
                 break;
             }
-            end_frame(&mut self.producer);
+            self.end_frame();
             let frame = self.out.pop_front().expect("front exists");
             done.extend(frame.completes);
         }
@@ -611,7 +662,13 @@ impl Incoming {
         }
         let expected = line::marker(self.seq);
         // SAFETY: the read position is a frame's start, on a line.
-        let word = unsafe { self.consumer.storage().word(self.consumer.read_offset()) };
+        let (line, word) = unsafe {
+            let at = self.consumer.read_offset();
+            (
+                self.consumer.storage().at(at),
+                self.consumer.storage().word(at),
+            )
+        };
         // The word at the read position is 0 until a frame's first word
         // replaces it: while it is, the ring's cursor, a line the peer
         // writes at every frame, is not read. Only the load, one compare
@@ -631,7 +688,7 @@ impl Incoming {
             pause();
         };
         if first == expected {
-            self.take_line(buf, want)
+            self.take_line(line, buf, want)
         } else {
             self.take_frame(buf, want)
         }
@@ -650,7 +707,9 @@ impl Incoming {
         let first = unsafe { self.consumer.word_at(0) };
         if line::is_marker(first) {
             return if first == line::marker(self.seq) {
-                self.take_line(buf, want)
+                // SAFETY: the read position is on a line, inside the ring.
+                let line = unsafe { self.consumer.storage().at(self.consumer.read_offset()) };
+                self.take_line(line, buf, want)
             } else {
                 Direct::Other
             };
@@ -686,10 +745,9 @@ impl Incoming {
     /// [`Incoming::take_eager`] for the one-line frame whose marker was
     /// loaded at the read position: read in place, the payload straight
     /// into `buf`.
+    /// `line` is the line at the read position.
     #[inline(always)]
-    fn take_line(&mut self, buf: Region, want: Wanted) -> Direct {
-        // SAFETY: the read position is on a line, inside the ring.
-        let line = unsafe { self.consumer.storage().at(self.consumer.read_offset()) };
+    fn take_line(&mut self, line: *const u8, buf: Region, want: Wanted) -> Direct {
         // SAFETY: the marker was loaded with Acquire, so the line is written.
         let fields = unsafe { line::read_fields(line) };
         let len = fields.len as usize;
@@ -1064,6 +1122,44 @@ mod tests {
             Direct::Taken { tag: 3, bytes: 40 }
         ));
         assert_eq!(buf[..40], [5; 40]);
+    }
+
+    /// A frame's payload holding, at the start of each of its lines, the
+    /// marker the reader will expect at that line in the next lap: the
+    /// one-line frames of the next lap never let the reader take one
+    /// (the word after each frame is zeroed before the frame is visible,
+    /// ahead of need or just before its marker).
+    #[test]
+    fn a_payload_forging_the_next_laps_markers_is_never_taken() {
+        let (_segment, mut out, mut inc, ringer) = channel();
+        let mut buf = vec![0u8; 4096];
+        // Frame 0: its prefix on line 0, 61 lines of payload on lines
+        // 1..=61. The one-line frames after it land on lines 62, 63, 0,
+        // 1, ...: frame s on line (61 + s) % 64, so the reader expects
+        // frame L + 3 at line L of the next lap.
+        let lines = RING / LINE - 3;
+        let mut payload = vec![0u8; lines * LINE];
+        for m in 0..lines {
+            let line_no = m as u64 + 1;
+            payload[m * LINE..m * LINE + 8]
+                .copy_from_slice(&line::marker(line_no + 3).to_le_bytes());
+        }
+        send(&mut out, &ringer, 0, &payload);
+        assert!(matches!(
+            take(&mut inc, &mut buf),
+            Direct::Taken { tag: 0, .. }
+        ));
+        for tag in 1..2 * (RING / LINE) as i32 {
+            send(&mut out, &ringer, tag, &[tag as u8; 8]);
+            assert!(
+                matches!(take(&mut inc, &mut buf), Direct::Taken { tag: t, bytes: 8 } if t == tag),
+                "frame {tag}"
+            );
+            assert!(
+                matches!(take(&mut inc, &mut buf), Direct::Empty),
+                "a forged marker after frame {tag}"
+            );
+        }
     }
 
     /// The short path returns the room of a one-line frame (or a small

@@ -27,6 +27,10 @@
 //! frame visible, keeping one line of the ring free for it ([`RESERVE`]),
 //! so the word at the reader's position is always 0, this frame's first
 //! word, or its marker (tether-ring's threads and loom tests check that).
+//! For a one-line frame that word is usually zeroed ahead of need, right
+//! after the frame before became visible (`Outgoing::zero_ahead`): zeroed
+//! just before the marker, its store waited for the line to come back
+//! from the reader's cache and held up the marker behind it.
 
 use tether_proto::{FrameHeader, FrameKind, WireError};
 
@@ -94,7 +98,9 @@ pub unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
         if len > 32 {
             piece(24, 8);
         }
-        piece(len - 8, 8);
+        if len > 8 {
+            piece(len - 8, 8);
+        }
     } else if len >= 4 {
         piece(0, 4);
         piece(len - 4, 4);
