@@ -645,10 +645,7 @@ impl Incoming {
     /// once), calling `pause` between polls; `Empty` after the last.
     ///
     /// Inlined up to the one-line frame (what a poll of an empty ring and
-    /// a small message cost); other frames are taken out of line. The
-    /// loop reads only the word at the read position and returns from
-    /// where it finds a frame, so nothing but that load and one compare
-    /// lies between the frame's arrival and taking it.
+    /// a small message cost); other frames are taken out of line.
     #[inline(always)]
     pub fn take_eager(
         &mut self,
@@ -672,9 +669,11 @@ impl Incoming {
         // The word at the read position is 0 until a frame's first word
         // replaces it: while it is, the ring's cursor, a line the peer
         // writes at every frame, is not read. Only the load, one compare
-        // and the count run between polls (the word is found once,
-        // before the loop): a poll that weighs little leaves the core to
-        // the process it shares it with.
+        // and the count run between pause hints: the word's address is
+        // found once, before the loop, where each poll used to load the
+        // ring's pointer, size and read offset first and the word after
+        // them (8 B half round trip 0.0713 -> 0.066 us, alternating runs:
+        // the frame is seen sooner after it arrives).
         let mut left = polls.max(1);
         let first = loop {
             let first = word.load(Ordering::Acquire);
