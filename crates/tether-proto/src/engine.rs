@@ -668,7 +668,12 @@ impl Engine {
         if header.kind != FrameKind::Eager {
             return None;
         }
-        let req = self.posted_for(peer, header.context, header.tag)?;
+        let envelope = Envelope {
+            source: peer,
+            context: header.context,
+            tag: header.tag,
+        };
+        let req = self.posted.peek_match(&envelope)?;
         Some(self.recv_region(req).prefix(header.payload_len as usize))
     }
 
@@ -683,15 +688,6 @@ impl Engine {
             context,
             tag,
         })
-    }
-
-    fn posted_for(&self, peer: u32, context: u32, tag: i32) -> Option<ReqId> {
-        let envelope = Envelope {
-            source: peer,
-            context,
-            tag,
-        };
-        self.posted.peek_match(&envelope)
     }
 
     /// The buffer of rendezvous send `req` while it waits for its `Cts`:

@@ -78,7 +78,7 @@ impl PostedQueue {
     /// matches.
     #[inline]
     pub fn overlaps(&self, selector: &Selector) -> bool {
-        !self.items.is_empty() && self.items.iter().any(|(s, _)| s.overlaps(selector))
+        self.items.iter().any(|(s, _)| s.overlaps(selector))
     }
 
     /// Removes `req` if it is still waiting; tells whether it was.

@@ -42,6 +42,24 @@ unsafe impl Bytes for Heap {
     }
 }
 
+type Ends = (
+    Producer<Arc<RingControl>, Heap>,
+    Consumer<Arc<RingControl>, Heap>,
+);
+
+/// The two ends of an empty ring of `bytes` bytes.
+fn ring(bytes: usize) -> Ends {
+    let control = Arc::new(RingControl::new());
+    let storage = storage(bytes);
+    // SAFETY: one producer and one consumer over the same storage.
+    unsafe {
+        (
+            Producer::new(control.clone(), Heap(storage.clone())),
+            Consumer::new(control, Heap(storage)),
+        )
+    }
+}
+
 fn byte(i: u64) -> u8 {
     (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
 }
@@ -49,11 +67,7 @@ fn byte(i: u64) -> u8 {
 #[test]
 fn bytes_arrive_in_order_across_wraps() {
     const TOTAL: u64 = 4_000_000;
-    let control = Arc::new(RingControl::new());
-    let storage = storage(256);
-    // SAFETY: one producer and one consumer over the same storage.
-    let mut producer = unsafe { Producer::new(control.clone(), Heap(storage.clone())) };
-    let mut consumer = unsafe { Consumer::new(control, Heap(storage)) };
+    let (mut producer, mut consumer) = ring(256);
     let writer = std::thread::spawn(move || {
         let mut sent = 0u64;
         let mut chunk = 1usize;
@@ -90,11 +104,7 @@ fn bytes_arrive_in_order_across_wraps() {
 
 #[test]
 fn peek_shows_what_pop_then_takes_across_the_wrap() {
-    let control = Arc::new(RingControl::new());
-    let storage = storage(16);
-    // SAFETY: one producer and one consumer over the same storage.
-    let mut producer = unsafe { Producer::new(control.clone(), Heap(storage.clone())) };
-    let mut consumer = unsafe { Consumer::new(control, Heap(storage)) };
+    let (mut producer, mut consumer) = ring(16);
     let mut buf = [0u8; 16];
     // Move both cursors to 12 so that the next 8 bytes wrap.
     // SAFETY: the sources and destinations are valid for their lengths.
@@ -133,11 +143,7 @@ fn peek_shows_what_pop_then_takes_across_the_wrap() {
 fn marked_frames_arrive_in_order_without_the_cursor() {
     const FRAMES: u64 = 300_000;
     const RESERVE: usize = 16;
-    let control = Arc::new(RingControl::new());
-    let storage = storage(128);
-    // SAFETY: one producer and one consumer over the same storage.
-    let mut producer = unsafe { Producer::new(control.clone(), Heap(storage.clone())) };
-    let mut consumer = unsafe { Consumer::new(control, Heap(storage)) };
+    let (mut producer, mut consumer) = ring(128);
     let frame_len = |i: u64| 16 + (i % 4) as usize * 8;
     let writer = std::thread::spawn(move || {
         for i in 0..FRAMES {
@@ -191,11 +197,7 @@ fn doorbell_rings_once_per_sleep() {
 /// the last release, and the producer sees room only once it is.
 #[test]
 fn release_stores_the_cursor_only_when_bytes_were_consumed() {
-    let control = Arc::new(RingControl::new());
-    let storage = storage(16);
-    // SAFETY: one producer and one consumer over the same storage.
-    let mut producer = unsafe { Producer::new(control.clone(), Heap(storage.clone())) };
-    let mut consumer = unsafe { Consumer::new(control, Heap(storage)) };
+    let (mut producer, mut consumer) = ring(16);
     let mut buf = [0u8; 16];
     assert!(!consumer.release(), "nothing consumed yet");
     // SAFETY: the sources and destinations are valid for their lengths.

@@ -350,10 +350,10 @@ impl Outgoing {
     /// Zeroes ahead of need, within the room the ring has, the first
     /// words of the lines up to [`ZERO_AHEAD`] bytes past the write
     /// position, after the frame before them is visible: the next one-line
-    /// frame then has no word to zero before its marker. Stores become
-    /// visible in order, and that store would have waited for its line
-    /// to come back from the reader's cache, holding up the marker behind
-    /// it; here it has a round trip's time to complete.
+    /// frame then has no word to zero before its marker (8 B half round
+    /// trip 0.0658 -> 0.0639 us, alternating paired runs; likely because
+    /// that store's line comes from the reader's cache and stores become
+    /// visible in order, so it held up the marker: not established).
     #[inline(always)]
     fn zero_ahead(&mut self) {
         let head = self.producer.position();
@@ -623,12 +623,12 @@ impl Incoming {
     /// it is more than [`LAZY_RELEASE`] bytes. Whether the cursor was
     /// stored (then the writer may be waiting for the room: wake it).
     ///
-    /// Storing the cursor right after taking a message would put it in
-    /// the answer's way: a store that has to take the cursor's line back
-    /// from the writer's cache holds up every store after it, the
-    /// answer's marker included (stores become visible in order). Taken
-    /// at the start of the next call instead, it happens while that call
-    /// waits for its message.
+    /// Stored right after taking a message, the cursor (and the wake-up
+    /// check's fence after it) stood between the message's arrival and
+    /// the answer's marker; at the start of the next call it happens
+    /// while that call waits for its message (8 B half round trip 0.0737
+    /// -> 0.0704 us, alternating paired runs; why that store cost so much
+    /// is not established, docs/PERFORMANCE.md).
     #[inline(always)]
     pub fn release_taken(&mut self, all: bool) -> bool {
         (all || self.consumer.unreleased() > LAZY_RELEASE) && self.consumer.release()
@@ -659,13 +659,7 @@ impl Incoming {
         }
         let expected = line::marker(self.seq);
         // SAFETY: the read position is a frame's start, on a line.
-        let (line, word) = unsafe {
-            let at = self.consumer.read_offset();
-            (
-                self.consumer.storage().at(at),
-                self.consumer.storage().word(at),
-            )
-        };
+        let word = unsafe { self.consumer.storage().word(self.consumer.read_offset()) };
         // The word at the read position is 0 until a frame's first word
         // replaces it: while it is, the ring's cursor, a line the peer
         // writes at every frame, is not read. Only the load, one compare
@@ -687,7 +681,7 @@ impl Incoming {
             pause();
         };
         if first == expected {
-            self.take_line(line, buf, want)
+            self.take_line(word.as_ptr().cast(), buf, want)
         } else {
             self.take_frame(buf, want)
         }
@@ -742,9 +736,8 @@ impl Incoming {
     }
 
     /// [`Incoming::take_eager`] for the one-line frame whose marker was
-    /// loaded at the read position: read in place, the payload straight
-    /// into `buf`.
-    /// `line` is the line at the read position.
+    /// loaded at the read position, the `line` there: read in place, the
+    /// payload straight into `buf`.
     #[inline(always)]
     fn take_line(&mut self, line: *const u8, buf: Region, want: Wanted) -> Direct {
         // SAFETY: the marker was loaded with Acquire, so the line is written.
@@ -1190,7 +1183,7 @@ mod tests {
             assert!(matches!(take(&mut inc, &mut buf), Direct::Taken { tag: t, .. } if t == tag));
         }
         assert!(inc.release_taken(true));
-        // A frame of 448 bytes (300 bytes of payload) is returned at once.
+        // A frame of 384 bytes (300 bytes of payload) is returned at once.
         send(&mut out, &ringer, 64, &[2; 300]);
         assert!(matches!(
             take(&mut inc, &mut buf),

@@ -117,13 +117,10 @@ unsafe impl Bytes for RingBytes {
         std::ptr::copy_nonoverlapping(self.ptr.add(at), dst, len);
     }
     unsafe fn store_word(&self, at: usize, value: u64, order: Ordering) {
-        // SAFETY: the ring starts on a page, so `at`, a multiple of 8,
-        // is an aligned u64 inside it.
-        (*self.ptr.add(at).cast::<AtomicU64>()).store(value, order);
+        self.word(at).store(value, order);
     }
     unsafe fn load_word(&self, at: usize, order: Ordering) -> u64 {
-        // SAFETY: as in `store_word`.
-        (*self.ptr.add(at).cast::<AtomicU64>()).load(order)
+        self.word(at).load(order)
     }
 }
 
@@ -135,7 +132,8 @@ impl RingBytes {
     /// `at < capacity()` and a multiple of 8.
     pub unsafe fn word(&self, at: usize) -> &AtomicU64 {
         debug_assert!(at < self.len && at.is_multiple_of(8));
-        // SAFETY: as in `store_word`.
+        // SAFETY: the ring starts on a page, so `at`, a multiple of 8,
+        // is an aligned u64 inside it.
         &*self.ptr.add(at).cast::<AtomicU64>()
     }
 
