@@ -17,6 +17,7 @@ SETUPS = {
     "tcp": {"TETHER_TRANSPORTS": "tcp"},
     "shm": {"TETHER_TRANSPORTS": "shm"},
     "shm-no-cma": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_CMA": "0"},
+    "shm-fenced": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_MEMBARRIER": "0"},
     "shm-small-ring": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_RING_BYTES": "4096"},
     "shm-no-split": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_SPLIT_BYTES": "0"},
     "shm-split-all": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_SPLIT_BYTES": "1", "TETHER_EAGER_LIMIT": "4096"},
@@ -112,3 +113,17 @@ def test_kill_9_during_start_up_leaves_nothing(built, program, tmp_path):
         proc.kill()
         proc.communicate()
     assert dev_shm() <= before
+
+
+def test_writers_fence_only_for_readers_that_sleep_without_the_barrier(built, program):
+    """alpha's processes sleep without membarrier (TETHER_SHM_MEMBARRIER=0),
+    beta's with it: every write to alpha, and alpha's writes (it did not
+    register for the barrier), are fenced; beta's writes to beta are not.
+    Five processes on this machine's CPUs sleep and wake all the time, and
+    every message of the stream arrives, in order, whole."""
+    prog = program("p2p_suite")
+    fenced = ["env", "TETHER_SHM_MEMBARRIER=0", prog]
+    proc = tether_run(["--name", "alpha", "-n", "2", *fenced, "stream", "1000", ":",
+                       "--name", "beta", "-n", "3", prog, "stream", "1000"],
+                      env=clean_env(TETHER_TRANSPORTS="shm"), timeout=300)
+    assert proc.stdout.count("ok stream") == 5

@@ -16,6 +16,22 @@
 //! consumer's 1, or the consumer's re-check sees the producer's bytes:
 //! never both miss (tests/loom.rs checks every interleaving). The swap
 //! makes at most one producer pay the system call per sleep.
+//!
+//! The asymmetric variant moves the producer's fence, paid at every
+//! publish, to the consumer, which sleeps rarely: the producer calls
+//! [`Doorbell::must_ring_unfenced`] (the compiler keeps the load after the
+//! publishing store, the processor need not), and the consumer runs a
+//! process-wide barrier between `prepare_sleep()` and its re-check, one
+//! that makes every CPU running a producer execute a full fence (Linux's
+//! `membarrier(2)`, `MEMBARRIER_CMD_GLOBAL_EXPEDITED`, the pattern of its
+//! manual page). At the point where a producer's CPU fences, either its
+//! publishing store came before (and is visible to the re-check after the
+//! barrier returns) or its load comes after (and sees the consumer's 1,
+//! visible before the barrier began). The caller provides that barrier
+//! and decides which variant a pair uses; loom cannot model it, so
+//! `tether`'s shm transport tests it on the machine (`barrier.rs`).
+
+use std::sync::atomic::compiler_fence;
 
 use crate::sync::{fence, AtomicU32, Ordering};
 
@@ -48,6 +64,21 @@ impl Doorbell {
     #[inline]
     pub fn must_ring(&self) -> bool {
         fence(Ordering::SeqCst);
+        self.claim_wakeup()
+    }
+
+    /// Producer, after publishing, when the consumer runs a process-wide
+    /// barrier before its re-check (the asymmetric variant, see the module
+    /// documentation): whether it must wake the consumer. No fence.
+    #[inline]
+    pub fn must_ring_unfenced(&self) -> bool {
+        compiler_fence(Ordering::SeqCst);
+        self.claim_wakeup()
+    }
+
+    /// Whether the consumer sleeps, and this producer is the one to wake it.
+    #[inline(always)]
+    fn claim_wakeup(&self) -> bool {
         self.sleeping.load(Ordering::Relaxed) == 1 && self.sleeping.swap(0, Ordering::Relaxed) == 1
     }
 }

@@ -120,6 +120,13 @@ pub static TABLE: &[Setting] = &[
         meaning: "1: rendezvous data between processes of one host is copied once, straight into the receive buffer, by cross-memory attach (process_vm_writev) when the kernel allows it; 0: always through the ring",
     },
     Setting {
+        key: "SHM_MEMBARRIER",
+        default: "1",
+        kind: Kind::Flag,
+        hint: false,
+        meaning: "1: peers on this host write to this process without a memory fence after each message, and this process runs membarrier(2) before it sleeps instead (where the kernel offers it); 0: every message to or from this process is followed by a fence",
+    },
+    Setting {
         key: "SHM_SPLIT_BYTES",
         default: "131072",
         kind: Kind::Number {

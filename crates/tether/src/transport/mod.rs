@@ -215,6 +215,7 @@ impl Transports {
                 .max(4096),
             cma: settings.flag("SHM_CMA"),
             split_bytes: settings.number("SHM_SPLIT_BYTES") as usize,
+            membarrier: settings.flag("SHM_MEMBARRIER"),
         };
         let mut shm_problem = bound.shm_problem;
         let shm = bound.shm.and_then(|prepared| {

@@ -127,6 +127,9 @@ pub struct Outgoing {
     producer: Producer<Shared<RingControl>, RingBytes>,
     bell: Shared<Doorbell>,
     bell_addr: SocketAddr,
+    /// The peer issues the process-wide barrier before it sleeps and this
+    /// process receives it (`barrier.rs`): its doorbell is asked unfenced.
+    unfenced: bool,
     seq: u64,
     out: VecDeque<OutFrame>,
     /// Where a small frame is assembled before its one copy into the ring.
@@ -142,12 +145,14 @@ impl Outgoing {
         producer: Producer<Shared<RingControl>, RingBytes>,
         bell: Shared<Doorbell>,
         bell_addr: SocketAddr,
+        unfenced: bool,
     ) -> Outgoing {
         let zeroed_to = producer.position();
         Outgoing {
             producer,
             bell,
             bell_addr,
+            unfenced,
             seq: 0,
             out: VecDeque::new(),
             small: Box::new([0; PREFIX + SMALL_PAYLOAD]),
@@ -417,7 +422,12 @@ impl Outgoing {
     /// ring the peer writes to us, which the peer may be waiting for.
     #[inline(always)]
     pub fn wake_peer(&self, ringer: &Ringer) {
-        if self.bell.must_ring() {
+        let must_ring = if self.unfenced {
+            self.bell.must_ring_unfenced()
+        } else {
+            self.bell.must_ring()
+        };
+        if must_ring {
             ringer.ring(&self.bell_addr);
         }
     }
@@ -1000,7 +1010,7 @@ mod tests {
     /// doorbell is never rung: nobody sleeps).
     fn channel() -> (Segment, Outgoing, Incoming, Ringer) {
         let mut segment = Segment::create().unwrap();
-        let mapping = segment.init(1, 0, 1, RING).unwrap();
+        let mapping = segment.init(1, 0, 1, RING, false).unwrap();
         let (control, bytes) = mapping.ring(0);
         // SAFETY: one producer and one consumer of the ring.
         let producer = unsafe { Producer::new(control, bytes) };
@@ -1008,7 +1018,7 @@ mod tests {
         // SAFETY: as above.
         let consumer = unsafe { Consumer::new(control, bytes) };
         let bell_addr = SocketAddr::from_pathname("/nonexistent/tether-test-bell").unwrap();
-        let out = Outgoing::new(producer, mapping.doorbell(), bell_addr);
+        let out = Outgoing::new(producer, mapping.doorbell(), bell_addr, false);
         let ringer = Ringer::new().unwrap();
         (segment, out, Incoming::new(consumer), ringer)
     }

@@ -25,6 +25,7 @@
 //! gone, what it wrote is still read, then every request that needs it
 //! completes with `TETHER_ERR_PEER_LOST`.
 
+mod barrier;
 mod bell;
 mod channel;
 mod cma;
@@ -77,6 +78,9 @@ pub struct ShmConfig {
     /// Rendezvous messages of at least this many bytes are copied by both
     /// processes at once (`split.rs`); 0: never.
     pub split_bytes: usize,
+    /// Whether this process may sleep with the process-wide barrier and
+    /// write to peers that do without fencing (`barrier.rs`).
+    pub membarrier: bool,
 }
 
 /// What exists before the universe is known: the segment's descriptor and
@@ -112,14 +116,21 @@ impl Prepared {
     }
 }
 
-/// Whether shared memory works in this process, and whether large
-/// messages get one copy (for `tether info`).
+/// Whether shared memory works in this process, whether large messages
+/// get one copy, and whether writers fence (for `tether info`).
 pub fn availability() -> Result<String, String> {
     Prepared::create().map_err(|e| format!("not usable: {e}"))?;
-    Ok(match cma::probe() {
-        Ok(()) => "usable: rings in a memfd segment, one-copy large messages by cross-memory attach".into(),
-        Err(e) => format!("usable: rings in a memfd segment; large messages are copied through the ring because cross-memory attach is refused ({e})"),
-    })
+    let copies = match cma::probe() {
+        Ok(()) => "one-copy large messages by cross-memory attach".to_string(),
+        Err(e) => format!("large messages are copied through the ring because cross-memory attach is refused ({e})"),
+    };
+    let fences = match barrier::register() {
+        Ok(()) => "no fence per message (sleepers call membarrier)".to_string(),
+        Err(e) => format!("a fence per message because membarrier is refused ({e})"),
+    };
+    Ok(format!(
+        "usable: rings in a memfd segment, {copies}, {fences}"
+    ))
 }
 
 /// What a cross-memory write of granted data came to.
@@ -197,11 +208,18 @@ impl ShmTransport {
         mut config: ShmConfig,
         registry: &Registry,
     ) -> std::io::Result<ShmTransport> {
+        if config.membarrier {
+            if let Err(e) = barrier::register() {
+                tracing::info!("membarrier refused ({e}): every message to a peer on this host is followed by a fence");
+                config.membarrier = false;
+            }
+        }
         let mapping = prepared.segment.init(
             universe.id,
             universe.my_universe_rank(),
             universe.size(),
             config.ring_bytes,
+            config.membarrier,
         )?;
         let own_bell = mapping.doorbell();
         let generation = mapping.generation();
@@ -274,7 +292,8 @@ impl ShmTransport {
         // SAFETY: the slot was claimed for this process by `attach`, so
         // this is the ring's only producer.
         let producer = unsafe { Producer::new(control, bytes) };
-        let out = Outgoing::new(producer, mapping.doorbell(), bell_addr);
+        let unfenced = self.config.membarrier && mapping.owner_sleeps_with_barrier();
+        let out = Outgoing::new(producer, mapping.doorbell(), bell_addr, unfenced);
         let channel = self.channel(peer, pid, start, registry);
         channel.out = Some(out);
         tracing::info!(
@@ -703,6 +722,15 @@ impl ShmTransport {
     /// they write to it and when they free room in a ring it writes.
     pub fn prepare_sleep(&mut self) -> bool {
         self.own_bell.prepare_sleep();
+        if self.config.membarrier {
+            if let Err(e) = barrier::issue() {
+                // Peers write without fencing: without the barrier this
+                // process could miss their wake-up, so it stays awake.
+                tracing::warn!("membarrier failed ({e}): not sleeping");
+                self.own_bell.awake();
+                return false;
+            }
+        }
         let pending = self.generation.load(Ordering::Relaxed) != self.generation_seen
             || self.channels.values_mut().any(|c| {
                 !c.lost

@@ -5,7 +5,7 @@
 //!
 //! | offset | what |
 //! |---|---|
-//! | 0 | [`Header`]: magic, universe id, owner, slot count, `R`, `ready` |
+//! | 0 | [`Header`]: magic, universe id, owner, slot count, `R`, sleep barrier, `ready` |
 //! | 256 | attach generation: +1 each time a writer attaches |
 //! | 320 | the owner's [`Doorbell`] (its sleep flag) |
 //! | 4096 + i*(4096+R) | slot i: [`RingControl`], [`WriterInfo`] |
@@ -35,7 +35,7 @@ use std::sync::Arc;
 use memmap2::{MmapOptions, MmapRaw};
 use tether_ring::{Bytes, Doorbell, RingControl};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"TTHRSHM1");
+const MAGIC: u64 = u64::from_le_bytes(*b"TTHRSHM2");
 const PAGE: usize = 4096;
 const GENERATION_AT: usize = 256;
 const DOORBELL_AT: usize = 320;
@@ -47,6 +47,9 @@ struct Header {
     owner_rank: u32,
     slots: u32,
     ring_bytes: u64,
+    /// 1: the owner issues the process-wide barrier of `barrier.rs`
+    /// before it sleeps, so its writers need not fence (`Doorbell`).
+    sleeps_with_barrier: u32,
     ready: AtomicU32,
 }
 
@@ -191,6 +194,12 @@ impl Mapping {
         self.at(DOORBELL_AT)
     }
 
+    /// Whether the owner issues the process-wide barrier before it sleeps
+    /// (written before `ready`, so settled once the mapping is usable).
+    pub fn owner_sleeps_with_barrier(&self) -> bool {
+        self.header().sleeps_with_barrier == 1
+    }
+
     pub fn slots(&self) -> u32 {
         self.slots
     }
@@ -253,13 +262,15 @@ impl Segment {
     }
 
     /// Sizes and maps the segment and marks it ready. `ring_bytes` must be
-    /// a power of two.
+    /// a power of two; `sleeps_with_barrier`: this process issues the
+    /// barrier of `barrier.rs` before it sleeps.
     pub fn init(
         &mut self,
         universe_id: u64,
         owner_rank: u32,
         slots: u32,
         ring_bytes: usize,
+        sleeps_with_barrier: bool,
     ) -> std::io::Result<&Mapping> {
         assert!(ring_bytes.is_power_of_two() && ring_bytes >= PAGE);
         let len = segment_len(slots, ring_bytes);
@@ -279,6 +290,7 @@ impl Segment {
             (*header).owner_rank = owner_rank;
             (*header).slots = slots;
             (*header).ring_bytes = ring_bytes as u64;
+            (*header).sleeps_with_barrier = sleeps_with_barrier as u32;
         }
         mapping.header().ready.store(1, Ordering::Release);
         Ok(self.mapping.insert(mapping))
@@ -392,7 +404,7 @@ mod tests {
     #[test]
     fn populating_a_ring_faults_in_every_page_and_changes_no_byte() {
         let mut segment = Segment::create().unwrap();
-        let mapping = segment.init(1, 0, 2, 64 * 1024).unwrap();
+        let mapping = segment.init(1, 0, 2, 64 * 1024, false).unwrap();
         let (_, bytes) = mapping.ring(1);
         assert_eq!(resident_pages(&bytes), 0, "a fresh ring has no pages");
         // SAFETY: a word inside the ring.
