@@ -2,8 +2,10 @@
 """Shared-memory comparison, all in one run on this host: Tether over
 `shm` (TETHER_TRANSPORTS=shm) against raw baselines written for the
 benchmark (benches/shm/raw_shm.c: a flag ping-pong in a shared mapping,
-polling with a pause hint, which is the faster loop here, and without
-one for comparison; process_vm_readv; memcpy) and, when installed, MPICH
+polling with a pause hint, which is the faster loop here, without one
+for comparison, and answering each message only after a few cycles, as
+any code between a receive and a send does; process_vm_readv; memcpy)
+and, when installed, MPICH
 and Open MPI between
 2 ranks on this host with their default shared-memory paths.
 
@@ -40,6 +42,12 @@ from compare_p2p import clean_env, parse  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "build" / "bench"
 BW = [1 << 20, 16 << 20]
+# Empty loop iterations (about a cycle each) the third raw loop runs
+# between seeing a message and answering it: the least code any receive
+# and the next send add. With the CPUs far apart, 30 doubled the raw
+# loop's time here while 20 did not (docs/PERFORMANCE.md); for
+# information, not a target.
+ANSWER_SPINS = 30
 
 
 def build():
@@ -90,6 +98,8 @@ def measure(mpis, quick):
     raw = str(OUT / "raw_shm")
     res["raw flag ping-pong"] = run([raw, "flag", "20000" if quick else "1000000"])
     res["raw flag ping-pong, no pause hint"] = run([raw, "flag-tight", "20000" if quick else "1000000"])
+    res[f"raw flag ping-pong, answering {ANSWER_SPINS} spins after a message"] = run(
+        [raw, "flag-answer", "20000" if quick else "1000000", str(ANSWER_SPINS)])
     res["raw process_vm_readv"] = {k: v for s in BW for k, v in run([raw, "cma", str(s), "20" if quick else "200"]).items()}
     res["memcpy"] = {k: v for s in BW for k, v in run([raw, "memcpy", str(s), "20" if quick else "200"]).items()}
     for name, (launcher, exe) in mpis.items():

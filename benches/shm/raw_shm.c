@@ -5,6 +5,13 @@
  *                               processes busy-polling on a flag in a shared
  *                               mapping: "latency 8 <us, half round trip>"
  *   raw_shm flag-tight ITERS    the same, polling without a pause hint
+ *   raw_shm flag-answer ITERS SPINS
+ *                               the same, each side running SPINS iterations
+ *                               of an empty loop (about a cycle each) between
+ *                               seeing a message and answering it: the least
+ *                               any code between a receive and the next send
+ *                               (a library's calls, the program's own work)
+ *                               adds to the loop (docs/PERFORMANCE.md)
  *   raw_shm cma SIZE REPS       process_vm_readv of SIZE bytes from a child's
  *                               buffer into ours: "bw SIZE <MB/s>"
  *   raw_shm memcpy SIZE REPS    memcpy between two buffers of this process:
@@ -39,6 +46,13 @@ static inline void poll_pause(void) {
 #endif
 }
 
+/* Empty loop iterations between seeing a message and answering it. */
+static long answer_spins = 0;
+
+static inline void before_answer(void) {
+    for (long j = 0; j < answer_spins; j++) __asm__ volatile("" ::: "memory");
+}
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -62,6 +76,7 @@ static void flag(long iters) {
         for (uint64_t i = 1; i <= (uint64_t)(iters + warm); i++) {
             while (atomic_load_explicit(&ping->seq, memory_order_acquire) != i) poll_pause();
             memcpy(buf, ping->payload, 8);
+            before_answer();
             memcpy(pong->payload, buf, 8);
             atomic_store_explicit(&pong->seq, i, memory_order_release);
         }
@@ -71,6 +86,7 @@ static void flag(long iters) {
     double t0 = 0;
     for (uint64_t i = 1; i <= (uint64_t)(iters + warm); i++) {
         if (i == (uint64_t)warm + 1) t0 = now();
+        if (i > 1) before_answer();
         memcpy(ping->payload, buf, 8);
         atomic_store_explicit(&ping->seq, i, memory_order_release);
         while (atomic_load_explicit(&pong->seq, memory_order_acquire) != i) poll_pause();
@@ -126,8 +142,12 @@ int main(int argc, char **argv) {
         pause_between_polls = 0;
         flag(atol(argv[2]));
     }
+    else if (argc >= 4 && !strcmp(argv[1], "flag-answer")) {
+        answer_spins = atol(argv[3]);
+        flag(atol(argv[2]));
+    }
     else if (argc >= 4 && !strcmp(argv[1], "cma")) cma(atol(argv[2]), atol(argv[3]));
     else if (argc >= 4 && !strcmp(argv[1], "memcpy")) copy(atol(argv[2]), atol(argv[3]));
-    else { fprintf(stderr, "usage: raw_shm flag|flag-tight ITERS | cma SIZE REPS | memcpy SIZE REPS\n"); return 2; }
+    else { fprintf(stderr, "usage: raw_shm flag|flag-tight ITERS | flag-answer ITERS SPINS | cma SIZE REPS | memcpy SIZE REPS\n"); return 2; }
     return 0;
 }
