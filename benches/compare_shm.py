@@ -3,8 +3,9 @@
 `shm` (TETHER_TRANSPORTS=shm) against raw baselines written for the
 benchmark (benches/shm/raw_shm.c: a flag ping-pong in a shared mapping,
 polling with a pause hint, which is the faster loop here, without one
-for comparison, and answering each message only after a few cycles, as
-any code between a receive and a send does; process_vm_readv; memcpy)
+for comparison, and answering each message only after a few cycles, or
+after an lfence, as any code between a receive and a send that the
+processor cannot run ahead of the message does; process_vm_readv; memcpy)
 and, when installed, MPICH
 and Open MPI between
 2 ranks on this host with their default shared-memory paths.
@@ -29,6 +30,7 @@ Needs `make build` first. MPI is skipped with a note when missing.
 
 import argparse
 import os
+import platform
 import re
 import shutil
 import statistics
@@ -100,6 +102,8 @@ def measure(mpis, quick):
     res["raw flag ping-pong, no pause hint"] = run([raw, "flag-tight", "20000" if quick else "1000000"])
     res[f"raw flag ping-pong, answering {ANSWER_SPINS} spins after a message"] = run(
         [raw, "flag-answer", "20000" if quick else "1000000", str(ANSWER_SPINS)])
+    if platform.machine() in ("x86_64", "i686"):
+        res["raw flag ping-pong, lfence after the poll"] = run([raw, "flag-lfence", "20000" if quick else "1000000"])
     res["raw process_vm_readv"] = {k: v for s in BW for k, v in run([raw, "cma", str(s), "20" if quick else "200"]).items()}
     res["memcpy"] = {k: v for s in BW for k, v in run([raw, "memcpy", str(s), "20" if quick else "200"]).items()}
     for name, (launcher, exe) in mpis.items():

@@ -12,6 +12,9 @@
  *                               any code between a receive and the next send
  *                               (a library's calls, the program's own work)
  *                               adds to the loop (docs/PERFORMANCE.md)
+ *   raw_shm flag-lfence ITERS   the same, with an LFENCE after the poll load
+ *                               that sees a message (x86): the processor may
+ *                               no longer run the answer ahead of the message
  *   raw_shm cma SIZE REPS       process_vm_readv of SIZE bytes from a child's
  *                               buffer into ours: "bw SIZE <MB/s>"
  *   raw_shm memcpy SIZE REPS    memcpy between two buffers of this process:
@@ -48,8 +51,13 @@ static inline void poll_pause(void) {
 
 /* Empty loop iterations between seeing a message and answering it. */
 static long answer_spins = 0;
+/* Whether an LFENCE follows the poll load that sees a message. */
+static int fence_after_poll = 0;
 
 static inline void before_answer(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (fence_after_poll) __builtin_ia32_lfence();
+#endif
     for (long j = 0; j < answer_spins; j++) __asm__ volatile("" ::: "memory");
 }
 
@@ -142,12 +150,21 @@ int main(int argc, char **argv) {
         pause_between_polls = 0;
         flag(atol(argv[2]));
     }
+    else if (argc >= 3 && !strcmp(argv[1], "flag-lfence")) {
+#if defined(__x86_64__) || defined(__i386__)
+        fence_after_poll = 1;
+        flag(atol(argv[2]));
+#else
+        fprintf(stderr, "raw_shm: flag-lfence is for x86 only\n");
+        return 2;
+#endif
+    }
     else if (argc >= 4 && !strcmp(argv[1], "flag-answer")) {
         answer_spins = atol(argv[3]);
         flag(atol(argv[2]));
     }
     else if (argc >= 4 && !strcmp(argv[1], "cma")) cma(atol(argv[2]), atol(argv[3]));
     else if (argc >= 4 && !strcmp(argv[1], "memcpy")) copy(atol(argv[2]), atol(argv[3]));
-    else { fprintf(stderr, "usage: raw_shm flag|flag-tight ITERS | flag-answer ITERS SPINS | cma SIZE REPS | memcpy SIZE REPS\n"); return 2; }
+    else { fprintf(stderr, "usage: raw_shm flag|flag-tight|flag-lfence ITERS | flag-answer ITERS SPINS | cma SIZE REPS | memcpy SIZE REPS\n"); return 2; }
     return 0;
 }
