@@ -17,7 +17,9 @@
 //! Waiting: the owner's doorbell flag (`tether_ring::Doorbell`) and its
 //! abstract socket (`bell.rs`), registered in the runtime's epoll, let the
 //! runtime sleep on TCP and shared memory at once; see
-//! [`ShmTransport::prepare_sleep`].
+//! [`ShmTransport::prepare_sleep`]. Where the kernel allows, writers skip
+//! the doorbell's fence and a sleeper issues `membarrier(2)` instead
+//! (`barrier.rs`).
 //!
 //! Liveness: each channel knows its peer's pid and start time. A pidfd in
 //! the same epoll reports its exit at once; where pidfds are missing, the
@@ -197,6 +199,8 @@ pub struct ShmTransport {
     pub events_out: Vec<LinkEvent>,
     /// Hybrid payloads announced on a ring, for the file transport.
     pub file_payloads: Vec<FilePayload>,
+    /// The sleep barrier failed once (said once in the log).
+    barrier_failed: bool,
 }
 
 impl ShmTransport {
@@ -249,6 +253,7 @@ impl ShmTransport {
             part_reads: Vec::new(),
             events_out: Vec::new(),
             file_payloads: Vec::new(),
+            barrier_failed: false,
         })
     }
 
@@ -726,7 +731,12 @@ impl ShmTransport {
             if let Err(e) = barrier::issue() {
                 // Peers write without fencing: without the barrier this
                 // process could miss their wake-up, so it stays awake.
-                tracing::warn!("membarrier failed ({e}): not sleeping");
+                if !self.barrier_failed {
+                    self.barrier_failed = true;
+                    tracing::warn!(
+                        "membarrier failed ({e}): this process polls instead of sleeping"
+                    );
+                }
                 self.own_bell.awake();
                 return false;
             }
