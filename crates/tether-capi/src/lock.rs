@@ -35,14 +35,7 @@ use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicUsize, Orde
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
-const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
-
-/// `membarrier(cmd, 0, 0)`: whether it succeeded.
-fn membarrier(cmd: libc::c_long) -> bool {
-    // SAFETY: these commands take no pointers.
-    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) == 0 }
-}
+use tether::membarrier::{membarrier, CMD_PRIVATE_EXPEDITED, CMD_REGISTER_PRIVATE_EXPEDITED};
 
 /// This thread's identity among live threads: its `pthread_t`, unique
 /// while the thread lives and read from the thread pointer (a thread-local
@@ -157,7 +150,7 @@ impl<T> BiasedLock<T> {
         {
             return false;
         }
-        let registered = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+        let registered = membarrier(CMD_REGISTER_PRIVATE_EXPEDITED).is_ok();
         if registered {
             // Under the mutex: a thread inside through it (which saw no
             // bias) leaves first, and every later one sees the bias and
@@ -179,7 +172,7 @@ impl<T> BiasedLock<T> {
         // Registration succeeded before the bias was set, and a child of
         // fork() keeps it (tests/c/threads.c revokes in one).
         assert!(
-            membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED),
+            membarrier(CMD_PRIVATE_EXPEDITED).is_ok(),
             "membarrier failed after registering"
         );
         // The owner may be inside for long (a blocking receive): wait as a

@@ -20,16 +20,18 @@
 //! The asymmetric variant moves the producer's fence, paid at every
 //! publish, to the consumer, which sleeps rarely: the producer calls
 //! [`Doorbell::must_ring_unfenced`] (the compiler keeps the load after the
-//! publishing store, the processor need not), and the consumer runs a
-//! process-wide barrier between `prepare_sleep()` and its re-check, one
-//! that makes every CPU running a producer execute a full fence (Linux's
-//! `membarrier(2)`, `MEMBARRIER_CMD_GLOBAL_EXPEDITED`, the pattern of its
-//! manual page). At the point where a producer's CPU fences, either its
+//! publishing store, the processor need not), and the consumer runs,
+//! between `prepare_sleep()` and its re-check, a barrier that makes every
+//! CPU running a producer execute a full fence (Linux's `membarrier(2)`,
+//! `MEMBARRIER_CMD_GLOBAL_EXPEDITED`, which reaches the CPUs running
+//! processes registered for it: the pattern of its manual page). At the point where a producer's CPU fences, either its
 //! publishing store came before (and is visible to the re-check after the
 //! barrier returns) or its load comes after (and sees the consumer's 1,
 //! visible before the barrier began). The caller provides that barrier
-//! and decides which variant a pair uses; loom cannot model it, so
-//! `tether`'s shm transport tests it on the machine (`barrier.rs`).
+//! and decides which variant a pair uses. The guarantee is the kernel's,
+//! outside the Rust memory model (as in liburcu and folly); loom cannot
+//! model it, so `tether`'s shm transport tests the wiring on the machine
+//! (`barrier.rs`).
 
 use std::sync::atomic::compiler_fence;
 
@@ -67,9 +69,11 @@ impl Doorbell {
         self.claim_wakeup()
     }
 
-    /// Producer, after publishing, when the consumer runs a process-wide
-    /// barrier before its re-check (the asymmetric variant, see the module
-    /// documentation): whether it must wake the consumer. No fence.
+    /// Producer, after publishing, when the consumer runs the asymmetric
+    /// barrier before its re-check and that barrier reaches this producer's
+    /// CPU (for `membarrier(2)`: this process registered for the command
+    /// the consumer issues; see the module documentation): whether it must
+    /// wake the consumer. No fence.
     #[inline]
     pub fn must_ring_unfenced(&self) -> bool {
         compiler_fence(Ordering::SeqCst);

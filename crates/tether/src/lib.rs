@@ -12,6 +12,7 @@ pub mod error;
 pub mod host;
 pub mod identity;
 pub mod log;
+pub mod membarrier;
 pub mod op;
 pub mod progress;
 pub mod runtime;

@@ -124,7 +124,7 @@ pub static TABLE: &[Setting] = &[
         default: "1",
         kind: Kind::Flag,
         hint: false,
-        meaning: "1: peers on this host write to this process without a memory fence after each message, and this process runs membarrier(2) before it sleeps instead (where the kernel offers it); 0: every message to or from this process is followed by a fence",
+        meaning: "1: between two processes of this host that both have 1 (and a kernel that offers membarrier(2)), a message or returned ring room is not followed by a memory fence, and a process runs membarrier(2) before it sleeps instead; 0: every message to or from this process is followed by a fence",
     },
     Setting {
         key: "SHM_SPLIT_BYTES",

@@ -127,7 +127,7 @@ pub struct Outgoing {
     producer: Producer<Shared<RingControl>, RingBytes>,
     bell: Shared<Doorbell>,
     bell_addr: SocketAddr,
-    /// The peer issues the process-wide barrier before it sleeps and this
+    /// The peer issues the barrier of `barrier.rs` before it sleeps and this
     /// process receives it (`barrier.rs`): its doorbell is asked unfenced.
     unfenced: bool,
     seq: u64,

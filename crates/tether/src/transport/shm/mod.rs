@@ -80,7 +80,7 @@ pub struct ShmConfig {
     /// Rendezvous messages of at least this many bytes are copied by both
     /// processes at once (`split.rs`); 0: never.
     pub split_bytes: usize,
-    /// Whether this process may sleep with the process-wide barrier and
+    /// Whether this process may sleep with the barrier of `barrier.rs` and
     /// write to peers that do without fencing (`barrier.rs`).
     pub membarrier: bool,
 }
@@ -119,7 +119,8 @@ impl Prepared {
 }
 
 /// Whether shared memory works in this process, whether large messages
-/// get one copy, and whether writers fence (for `tether info`).
+/// get one copy, and whether writers fence (for `tether info`; it
+/// registers the calling process for the sleep barrier).
 pub fn availability() -> Result<String, String> {
     Prepared::create().map_err(|e| format!("not usable: {e}"))?;
     let copies = match cma::probe() {
@@ -724,7 +725,9 @@ impl ShmTransport {
     /// false (and stays awake) when a ring already holds data for it, or
     /// one it writes has room for frames that wait; after a true, call
     /// [`ShmTransport::awake`] once the sleep ends. Peers wake it both when
-    /// they write to it and when they free room in a ring it writes.
+    /// they write to it and when they free room in a ring it writes. With
+    /// the sleep barrier (`barrier.rs`), false also when the barrier
+    /// fails: peers write to it unfenced, so it must not sleep without.
     pub fn prepare_sleep(&mut self) -> bool {
         self.own_bell.prepare_sleep();
         if self.config.membarrier {

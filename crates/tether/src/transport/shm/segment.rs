@@ -5,7 +5,7 @@
 //!
 //! | offset | what |
 //! |---|---|
-//! | 0 | [`Header`]: magic, universe id, owner, slot count, `R`, sleep barrier, `ready` |
+//! | 0 | [`Header`]: magic, universe id, owner, slot count, `R`, `ready`, sleep barrier |
 //! | 256 | attach generation: +1 each time a writer attaches |
 //! | 320 | the owner's [`Doorbell`] (its sleep flag) |
 //! | 4096 + i*(4096+R) | slot i: [`RingControl`], [`WriterInfo`] |
@@ -47,10 +47,10 @@ struct Header {
     owner_rank: u32,
     slots: u32,
     ring_bytes: u64,
-    /// 1: the owner issues the process-wide barrier of `barrier.rs`
-    /// before it sleeps, so its writers need not fence (`Doorbell`).
-    sleeps_with_barrier: u32,
     ready: AtomicU32,
+    /// 1: the owner issues the barrier of `barrier.rs` before it sleeps,
+    /// so its registered writers need not fence (`Doorbell`).
+    sleeps_with_barrier: u32,
 }
 
 /// Who writes a slot: state 0 free, 2 being claimed, 1 attached.
@@ -194,8 +194,9 @@ impl Mapping {
         self.at(DOORBELL_AT)
     }
 
-    /// Whether the owner issues the process-wide barrier before it sleeps
-    /// (written before `ready`, so settled once the mapping is usable).
+    /// Whether the owner issues the barrier of `barrier.rs` before it
+    /// sleeps (written before `ready`, so settled once the mapping is
+    /// usable).
     pub fn owner_sleeps_with_barrier(&self) -> bool {
         self.header().sleeps_with_barrier == 1
     }
@@ -354,7 +355,12 @@ pub fn attach(
         header.slots,
         header.ring_bytes as usize,
     );
-    if magic != MAGIC || id != universe_id {
+    if magic != MAGIC {
+        return Err(AttachError::Unusable(format!(
+            "{path} has segment format {magic:#x}, expected {MAGIC:#x} (another version of Tether?)"
+        )));
+    }
+    if id != universe_id {
         return Err(AttachError::Unusable(format!(
             "{path} is not a segment of this universe (id {id:#x}, expected {universe_id:#x})"
         )));
@@ -399,6 +405,25 @@ mod tests {
         let rc = unsafe { libc::mincore(bytes.ptr.cast(), bytes.len, present.as_mut_ptr()) };
         assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
         present.iter().filter(|&&p| p & 1 == 1).count()
+    }
+
+    /// A writer attaching through /proc reads whether the owner sleeps
+    /// with the barrier, as the owner wrote it.
+    #[test]
+    fn a_writer_reads_how_the_owner_sleeps() {
+        for sleeps_with_barrier in [false, true] {
+            let mut segment = Segment::create().unwrap();
+            segment.init(7, 0, 2, 4096, sleeps_with_barrier).unwrap();
+            let me = Writer {
+                pid: std::process::id(),
+                start: 1,
+                segment_fd: 0,
+            };
+            let Ok(mapping) = attach(std::process::id(), segment.fd(), 7, 1, me) else {
+                panic!("attaching to this process's own segment failed");
+            };
+            assert_eq!(mapping.owner_sleeps_with_barrier(), sleeps_with_barrier);
+        }
     }
 
     #[test]
