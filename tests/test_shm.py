@@ -66,6 +66,20 @@ def test_split_copy_when_the_kernel_refuses_the_read(built, program):
     assert proc.stderr.count("by cross-memory attach refused") == 1, proc.stderr
 
 
+def test_a_process_refused_membarrier_writes_and_is_written_to_with_fences(built, program):
+    """Rank 1 cannot call membarrier (a seccomp filter): it says so once,
+    does not say it sleeps with the barrier, and fences its own writes;
+    rank 0 fences its writes to it. Every size arrives whole, both ways."""
+    prog = program("sizes")
+    proc = tether_run(["--name", "a", "-n", "1", prog, ":", "--name", "b", "-n", "1",
+                       "env", "SIZES_DENY_MEMBARRIER=1", prog],
+                      env=clean_env(TETHER_TRANSPORTS="shm", TETHER_LOG_LEVEL="info"), timeout=120)
+    assert proc.stdout.count("ok sizes") == 2
+    assert "size 67108864 ok" in proc.stdout
+    assert proc.stderr.count("membarrier refused") == 1, proc.stderr
+    assert "[b:0]" in proc.stderr.split("membarrier refused")[0].splitlines()[-1], proc.stderr
+
+
 def launch(prog, scenario, rdv, rank, size, **extra):
     env = clean_env(TETHER_RENDEZVOUS=rdv, TETHER_PROGRAM="solo", TETHER_RANK=rank, TETHER_SIZE=size,
                     TETHER_TRANSPORTS="shm", **extra)

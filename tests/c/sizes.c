@@ -6,7 +6,8 @@
  *
  * With SIZES_DENY_READV=1 in its environment, the process first installs
  * a seccomp filter that fails process_vm_readv with EPERM (as some
- * container policies do) while process_vm_writev stays allowed. */
+ * container policies do) while process_vm_writev stays allowed; with
+ * SIZES_DENY_MEMBARRIER=1, one that fails membarrier with EPERM. */
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -16,10 +17,11 @@
 
 #include "common.h"
 
-static void deny_process_vm_readv(void) {
+/* Installs a seccomp filter that fails system call `nr` with EPERM. */
+static void deny(unsigned int nr) {
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
@@ -35,8 +37,10 @@ static int64_t setting(const char *key) {
 }
 
 int main(int argc, char **argv) {
-    const char *deny = getenv("SIZES_DENY_READV");
-    if (deny && !strcmp(deny, "1")) deny_process_vm_readv();
+    const char *deny_readv = getenv("SIZES_DENY_READV");
+    if (deny_readv && !strcmp(deny_readv, "1")) deny(__NR_process_vm_readv);
+    const char *deny_membarrier = getenv("SIZES_DENY_MEMBARRIER");
+    if (deny_membarrier && !strcmp(deny_membarrier, "1")) deny(__NR_membarrier);
     CHECK(tether_init(&argc, &argv));
     int me;
     CHECK(tether_universe_rank(&me));
