@@ -30,6 +30,12 @@ static void deny(unsigned int nr) {
     EXPECT(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0, "seccomp filter refused");
 }
 
+/* Whether environment variable `key` is "1". */
+static int env_is_1(const char *key) {
+    const char *value = getenv(key);
+    return value && !strcmp(value, "1");
+}
+
 static int64_t setting(const char *key) {
     char value[64];
     CHECK(tether_hint_get(key, value, sizeof value));
@@ -37,10 +43,8 @@ static int64_t setting(const char *key) {
 }
 
 int main(int argc, char **argv) {
-    const char *deny_readv = getenv("SIZES_DENY_READV");
-    if (deny_readv && !strcmp(deny_readv, "1")) deny(__NR_process_vm_readv);
-    const char *deny_membarrier = getenv("SIZES_DENY_MEMBARRIER");
-    if (deny_membarrier && !strcmp(deny_membarrier, "1")) deny(__NR_membarrier);
+    if (env_is_1("SIZES_DENY_READV")) deny(__NR_process_vm_readv);
+    if (env_is_1("SIZES_DENY_MEMBARRIER")) deny(__NR_membarrier);
     CHECK(tether_init(&argc, &argv));
     int me;
     CHECK(tether_universe_rank(&me));

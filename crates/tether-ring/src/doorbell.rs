@@ -24,10 +24,11 @@
 //! between `prepare_sleep()` and its re-check, a barrier that makes every
 //! CPU running a producer execute a full fence (Linux's `membarrier(2)`,
 //! `MEMBARRIER_CMD_GLOBAL_EXPEDITED`, which reaches the CPUs running
-//! processes registered for it: the pattern of its manual page). At the point where a producer's CPU fences, either its
-//! publishing store came before (and is visible to the re-check after the
-//! barrier returns) or its load comes after (and sees the consumer's 1,
-//! visible before the barrier began). The caller provides that barrier
+//! processes registered for it: the pattern of its manual page). At the
+//! point where a producer's CPU fences, either its publishing store came
+//! before (and is visible to the re-check after the barrier returns) or
+//! its load comes after (and sees the consumer's 1, visible before the
+//! barrier began). The caller provides that barrier
 //! and decides which variant a pair uses. The guarantee is the kernel's,
 //! outside the Rust memory model (as in liburcu and folly); loom cannot
 //! model it, so `tether`'s shm transport tests the wiring on the machine

@@ -55,7 +55,7 @@ const ZERO_AHEAD: usize = 2 * LINE;
 /// a one-line frame or a small one. A larger frame's room is returned
 /// before the receive returns, so that a writer with more to send is not
 /// held up while this process computes.
-pub const LAZY_RELEASE: u64 = 4 * LINE as u64;
+const LAZY_RELEASE: u64 = 4 * LINE as u64;
 
 struct OutFrame {
     prefix: [u8; PREFIX],
