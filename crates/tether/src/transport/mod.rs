@@ -14,10 +14,13 @@
 //! epoll, a system call, only when sleeping, when TCP has connections, or
 //! every [`TCP_POLL_EVERY`] calls otherwise (to accept connections and
 //! see pidfd events), so a busy-polling wait on shared memory does not
-//! pay a system call per round. Sleeping happens in the one epoll that
-//! watches the sockets, the shared-memory doorbell, the peers' pidfds and
-//! the file inbox's inotify descriptor (capped by the file transport's
-//! polling schedule where there are no events).
+//! pay a system call per round. Sleeping happens in the one epoll, the
+//! router's [`reactor`], that watches the sockets, the shared-memory
+//! doorbell, the peers' pidfds and the file inbox's inotify descriptor
+//! (capped by the file transport's polling schedule where there are no
+//! events). Each transport registers under tokens of its own space, and
+//! the router hands each ready token to its owner: no transport waits,
+//! and none sees another's descriptors.
 //!
 //! `file` reaches every peer (that shares `TETHER_FILE_DIR`); `hybrid`
 //! reaches a peer as `shm` or, failing that, `tcp` would, and additionally
@@ -26,6 +29,7 @@
 
 pub mod file;
 mod peer_table;
+mod reactor;
 pub mod shm;
 pub mod tcp;
 
@@ -44,6 +48,7 @@ use crate::settings::Settings;
 use crate::universe::{addr_key, size_key, PeerAddress, Universe};
 use file::{FileConfig, FilePayload, FileTransport, NotifyMode};
 use peer_table::PeerTable;
+use reactor::{Owner, Reactor};
 use shm::{AttachError, ShmConfig, ShmTransport};
 pub use shm::{Direct, Wanted};
 use tcp::{TcpConfig, TcpTransport};
@@ -67,7 +72,10 @@ pub enum LinkEvent {
 /// What exists before the universe is known: the TCP listener and the
 /// shared-memory segment, and the address that publishes them.
 pub struct Bound {
+    reactor: Reactor,
     tcp: tcp::Bound,
+    /// The TCP transport's clone of the reactor's registry.
+    tcp_registry: mio::Registry,
     tcp_config: TcpConfig,
     shm: Option<shm::Prepared>,
     shm_problem: String,
@@ -90,6 +98,9 @@ enum Route {
 }
 
 pub struct Transports {
+    reactor: Reactor,
+    /// Ready shared-memory tokens of the last wait (kept to reuse its memory).
+    shm_ready: Vec<mio::Token>,
     tcp: TcpTransport,
     shm: Option<ShmTransport>,
     shm_problem: String,
@@ -169,7 +180,10 @@ impl Transports {
             connect_timeout: Duration::from_secs(settings.number("CONNECT_TIMEOUT")),
             handshake_timeout: Duration::from_secs(settings.number("HANDSHAKE_TIMEOUT")),
         };
-        let tcp = TcpTransport::bind(tcp_config.clone())?;
+        let epoll_error = |e: std::io::Error| err(ErrorClass::Transport, format!("epoll: {e}"));
+        let reactor = Reactor::new().map_err(epoll_error)?;
+        let tcp_registry = reactor.registry().try_clone().map_err(epoll_error)?;
+        let tcp = TcpTransport::bind(tcp_config.clone(), reactor.registry())?;
         let (shm, shm_problem) = match shm::Prepared::create() {
             Ok(p) => (Some(p), String::new()),
             Err(e) => {
@@ -179,14 +193,16 @@ impl Transports {
         };
         let host = host::host_id(settings.text("HOST_ID"));
         let address = PeerAddress {
-            tcp: tcp.2.to_string(),
+            tcp: tcp.1.to_string(),
             host: host.clone(),
             pid: std::process::id(),
             start: shm.as_ref().map(shm::Prepared::start_time),
             shm: shm.as_ref().map(shm::Prepared::segment_fd),
         };
         Ok(Bound {
+            reactor,
             tcp,
+            tcp_registry,
             tcp_config,
             shm,
             shm_problem,
@@ -205,6 +221,7 @@ impl Transports {
         let connect_timeout = bound.tcp_config.connect_timeout;
         let tcp = TcpTransport::new(
             bound.tcp,
+            bound.tcp_registry,
             bound.tcp_config,
             universe.clone(),
             rendezvous.clone(),
@@ -219,7 +236,7 @@ impl Transports {
         };
         let mut shm_problem = bound.shm_problem;
         let shm = bound.shm.and_then(|prepared| {
-            ShmTransport::new(prepared, universe.clone(), config, tcp.registry())
+            ShmTransport::new(prepared, universe.clone(), config, bound.reactor.registry())
                 .map_err(|e| {
                     tracing::info!("shared memory is not usable here: {e}");
                     shm_problem = format!("not usable in this process: {e}");
@@ -228,6 +245,8 @@ impl Transports {
         });
         let file_settings = FileSettings::new(settings, &rendezvous, &universe);
         let mut transports = Transports {
+            reactor: bound.reactor,
+            shm_ready: Vec::new(),
             tcp,
             shm,
             shm_problem,
@@ -255,7 +274,7 @@ impl Transports {
     /// process before it writes to them: its inbox and heartbeat start now.
     fn start_file_inbox(&mut self) {
         if self.order.iter().any(|t| t == "file") {
-            let registry = self.tcp.registry().try_clone();
+            let registry = self.reactor.registry().try_clone();
             let started = registry
                 .map_err(|e| err(ErrorClass::File, format!("epoll: {e}")))
                 .and_then(|registry| self.file()?.receive_frames(&registry));
@@ -284,7 +303,8 @@ impl Transports {
                 connect_timeout: self.connect_timeout,
                 frames: self.order.iter().any(|t| t == "file"),
             };
-            let transport = FileTransport::new(config, self.universe.clone(), self.tcp.registry())?;
+            let transport =
+                FileTransport::new(config, self.universe.clone(), self.reactor.registry())?;
             self.file = Some(transport);
         }
         Ok(self.file.as_mut().expect("created above"))
@@ -460,7 +480,7 @@ impl Transports {
                 let (Some(start), Some(fd)) = (address.start, address.shm) else {
                     return Err(Some("it offers no shared memory".into()));
                 };
-                match shm.attach(peer, address.pid, start, fd, self.tcp.registry()) {
+                match shm.attach(peer, address.pid, start, fd, self.reactor.registry()) {
                     Ok(()) => return Ok(()),
                     Err(AttachError::Unusable(why)) => return Err(Some(why)),
                     Err(AttachError::NotReady) => "its shared segment never became ready".into(),
@@ -588,7 +608,7 @@ impl Transports {
     pub fn poll(&mut self, timeout: Option<Duration>, engine: &mut Engine) -> bool {
         let mut moved = false;
         if let Some(shm) = self.shm.as_mut() {
-            moved |= shm.poll(engine, self.tcp.registry());
+            moved |= shm.poll(engine, self.reactor.registry());
         }
         if let Some(file) = self.file.as_mut() {
             moved |= file.poll(engine);
@@ -610,15 +630,33 @@ impl Transports {
             moved |= self.tcp.poll_direct(engine);
         } else if tcp_due {
             let sleeping = wants_sleep && self.shm.as_mut().is_none_or(|s| s.prepare_sleep());
-            let wait = if sleeping {
+            let mut wait = if sleeping {
                 timeout
             } else {
                 Some(Duration::ZERO)
             };
-            moved |= self.tcp.poll(wait, engine);
-            let mut ready = std::mem::take(&mut self.tcp.foreign);
-            if ready.contains(&file::TOKEN) {
-                ready.retain(|t| *t != file::TOKEN);
+            // The clock is read only while a TCP timer is armed (connects
+            // and handshakes in progress): an established link needs none.
+            let timer = self.tcp.timer();
+            if let Some(at) = timer {
+                let left = at.saturating_duration_since(Instant::now());
+                wait = Some(wait.map_or(left, |t| t.min(left)));
+            }
+            let mut file_ready = false;
+            self.shm_ready.clear();
+            for ready in self.reactor.wait(wait) {
+                moved = true;
+                match reactor::owner(ready.token) {
+                    Some(Owner::Tcp) => self.tcp.on_ready(ready, engine),
+                    Some(Owner::Shm) => self.shm_ready.push(ready.token),
+                    Some(Owner::File) => file_ready = true,
+                    None => {}
+                }
+            }
+            if timer.is_some() {
+                self.tcp.handle_timers(engine);
+            }
+            if file_ready {
                 if let Some(file) = self.file.as_mut() {
                     file.notify();
                     moved |= file.poll(engine);
@@ -628,11 +666,11 @@ impl Transports {
                 if sleeping {
                     shm.awake();
                 }
-                for token in ready {
+                for &token in &self.shm_ready {
                     shm.on_ready(token, engine);
                 }
                 if wants_sleep {
-                    moved |= shm.poll(engine, self.tcp.registry());
+                    moved |= shm.poll(engine, self.reactor.registry());
                 }
             }
         }

@@ -50,6 +50,7 @@ use tether_proto::{
 
 use crate::error::{err, Error, ErrorClass};
 use crate::settings::MAX_EAGER_LIMIT;
+use crate::transport::reactor::FILE_TOKENS;
 use crate::transport::LinkEvent;
 use crate::universe::Universe;
 use format::{encode_prefix, Envelope};
@@ -61,9 +62,8 @@ use parts::Incoming;
 pub use watch::NotifyMode;
 use watch::Watcher;
 
-/// The epoll token of the inbox's inotify descriptor (above every token
-/// of the TCP and shared-memory transports).
-pub const TOKEN: Token = Token(crate::transport::shm::TOKEN_BASE + (1 << 33));
+/// The reactor token of the inbox's inotify descriptor.
+const TOKEN: Token = FILE_TOKENS.token(0);
 /// A leftover temporary file older than this is reported once.
 const STALE_TEMPORARY: Duration = Duration::from_secs(60);
 
@@ -167,7 +167,7 @@ struct Receiving {
 }
 
 impl Receiving {
-    /// Watches the inbox (its inotify descriptor in the runtime's epoll)
+    /// Watches the inbox (its inotify descriptor in the reactor)
     /// and starts the heartbeat.
     fn start(
         layout: &Layout,

@@ -15,8 +15,8 @@
 //! `TETHER_SHM_CMA=0`), the data streams through the ring instead.
 //!
 //! Waiting: the owner's doorbell flag (`tether_ring::Doorbell`) and its
-//! abstract socket (`bell.rs`), registered in the runtime's epoll, let the
-//! runtime sleep on TCP and shared memory at once; see
+//! abstract socket (`bell.rs`), registered in the router's reactor, let
+//! the runtime sleep on TCP and shared memory at once; see
 //! [`ShmTransport::prepare_sleep`]. Where the kernel allows, writers skip
 //! the doorbell's fence and a sleeper issues `membarrier(2)` instead
 //! (`barrier.rs`).
@@ -50,6 +50,7 @@ use crate::error::{err, ErrorClass};
 use crate::host;
 use crate::transport::file::FilePayload;
 use crate::transport::peer_table::PeerTable;
+use crate::transport::reactor::SHM_TOKENS;
 use crate::transport::LinkEvent;
 use crate::universe::Universe;
 use bell::{Bell, Ringer};
@@ -62,9 +63,8 @@ use segment::{Segment, Shared, Writer};
 const MAX_OFFERS: usize = 4096;
 /// How often peers without a pidfd are looked up in the process table.
 pub const LIVENESS_PERIOD: Duration = Duration::from_millis(200);
-/// Tokens this transport registers in the runtime's epoll start here.
-pub const TOKEN_BASE: usize = 1 << 40;
-const BELL: Token = Token(TOKEN_BASE);
+/// The doorbell's token in the reactor; a peer's pidfd has `1 + peer`.
+const BELL: Token = SHM_TOKENS.token(0);
 /// A busy poll reads the clock (for [`LIVENESS_PERIOD`]) once per this
 /// many calls, and at the first call after a sleep: a clock read costs
 /// more than polling every ring.
@@ -657,7 +657,7 @@ impl ShmTransport {
     pub fn on_ready(&mut self, token: Token, engine: &mut Engine) {
         if token == BELL {
             self.bell.drain();
-        } else if let Some(peer) = token.0.checked_sub(TOKEN_BASE + 1) {
+        } else if let Some(peer) = SHM_TOKENS.index(token).and_then(|i| i.checked_sub(1)) {
             self.check_peer(peer as u32, engine);
         }
     }
@@ -847,7 +847,7 @@ fn watch(pid: u32, start: u64, peer: u32, registry: &Registry) -> Option<OwnedFd
     if !host::is_alive(pid, start) {
         return None;
     }
-    let token = Token(TOKEN_BASE + 1 + peer as usize);
+    let token = SHM_TOKENS.token(1 + peer as usize);
     registry
         .register(&mut SourceFd(&pidfd.as_raw_fd()), token, Interest::READABLE)
         .ok()?;

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap as HashMap;
 use tether_proto::{Engine, FrameKind, Hello, ReqId, Transmit};
 use tether_rendezvous::Rendezvous;
@@ -29,12 +29,12 @@ use tether_rendezvous::Rendezvous;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::settings::MAX_EAGER_LIMIT;
 use crate::transport::file::FilePayload;
-use crate::transport::shm::TOKEN_BASE;
+use crate::transport::reactor::{Ready, TCP_TOKENS};
 use crate::transport::LinkEvent;
 use crate::universe::{addr_key, PeerAddress, Universe};
 use conn::{Conn, ConnError, Incoming};
 
-const LISTENER: Token = Token(0);
+const LISTENER: Token = TCP_TOKENS.token(0);
 /// Most connections a busy poll reads directly instead of calling epoll
 /// ([`TcpTransport::poll_direct`]): beyond two, a round of reads costs
 /// more than one epoll_wait saves.
@@ -42,8 +42,8 @@ pub const DIRECT_POLL_MAX: usize = 2;
 /// Why a `Hello` lost to a simultaneous connection; not an error.
 const REJECT_DUPLICATE: &str = "duplicate connection";
 
-/// The listener and its epoll, before the universe is known.
-pub type Bound = (Poll, TcpListener, SocketAddr);
+/// The listener, registered in the reactor, before the universe is known.
+pub type Bound = (TcpListener, SocketAddr);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -98,10 +98,8 @@ pub struct TcpConfig {
 }
 
 pub struct TcpTransport {
-    poll: Poll,
-    events: Events,
-    /// The ready tokens of the last epoll call (kept to reuse its memory).
-    ready: Vec<(Token, bool, bool)>,
+    /// This transport's registration in the reactor (its own clone).
+    registry: Registry,
     /// The connections of the last direct poll (kept to reuse its memory).
     direct: Vec<Token>,
     listener: TcpListener,
@@ -116,14 +114,12 @@ pub struct TcpTransport {
     pub events_out: Vec<LinkEvent>,
     /// Hybrid payloads announced on a connection, for the file transport.
     pub file_payloads: Vec<FilePayload>,
-    /// Ready tokens of other transports registered in this epoll
-    /// (at or above `TOKEN_BASE`), for the caller to handle.
-    pub foreign: Vec<Token>,
 }
 
 impl TcpTransport {
-    /// Listens on `config.listen_ip` (any port).
-    pub fn bind(config: TcpConfig) -> Result<Bound> {
+    /// Listens on `config.listen_ip` (any port), the listener registered
+    /// in `registry`.
+    pub fn bind(config: TcpConfig, registry: &Registry) -> Result<Bound> {
         let ip: std::net::IpAddr = config.listen_ip.parse().map_err(|_| {
             err(
                 ErrorClass::Init,
@@ -138,15 +134,17 @@ impl TcpTransport {
         let local = listener
             .local_addr()
             .map_err(|e| err(ErrorClass::Transport, e.to_string()))?;
-        let poll = Poll::new().map_err(|e| err(ErrorClass::Transport, format!("epoll: {e}")))?;
-        poll.registry()
+        registry
             .register(&mut listener, LISTENER, Interest::READABLE)
             .map_err(|e| err(ErrorClass::Transport, e.to_string()))?;
-        Ok((poll, listener, local))
+        Ok((listener, local))
     }
 
+    /// The transport on the listener of [`TcpTransport::bind`], registering
+    /// its connections through `registry`, a clone of the reactor's.
     pub fn new(
         bound: Bound,
+        registry: Registry,
         config: TcpConfig,
         universe: Arc<Universe>,
         rendezvous: Arc<Rendezvous>,
@@ -160,11 +158,9 @@ impl TcpTransport {
             program_rank: universe.my_rank,
         }
         .encode();
-        let (poll, listener, _) = bound;
+        let (listener, _) = bound;
         TcpTransport {
-            poll,
-            events: Events::with_capacity(256),
-            ready: Vec::new(),
+            registry,
             direct: Vec::new(),
             listener,
             entries: HashMap::default(),
@@ -177,14 +173,7 @@ impl TcpTransport {
             done: Vec::new(),
             events_out: Vec::new(),
             file_payloads: Vec::new(),
-            foreign: Vec::new(),
         }
-    }
-
-    /// The epoll registry, for other transports to watch their sources in
-    /// the same wait (tokens at or above `TOKEN_BASE`).
-    pub fn registry(&self) -> &mio::Registry {
-        self.poll.registry()
     }
 
     /// Whether connections exist or are being made (then epoll must be
@@ -276,10 +265,10 @@ impl TcpTransport {
                 return;
             }
         };
-        let token = Token(self.next_token);
+        let token = TCP_TOKENS.token(self.next_token);
         self.next_token += 1;
         let mut conn = Conn::new(stream, address);
-        if let Err(e) = self.poll.registry().register(
+        if let Err(e) = self.registry.register(
             &mut conn.stream,
             token,
             Interest::READABLE | Interest::WRITABLE,
@@ -304,57 +293,20 @@ impl TcpTransport {
         );
     }
 
-    /// Waits up to `timeout` for socket events and handles them: reads feed
-    /// the engine, writes drain queues, handshakes advance. Also retries
-    /// pending connects and enforces handshake and connect timeouts.
-    /// Returns whether any socket was ready (bytes may have moved).
-    pub fn poll(&mut self, timeout: Option<Duration>, engine: &mut Engine) -> bool {
-        // The clock is read only while a timer is armed (connects and
-        // handshakes in progress): an established link needs none.
-        let timer = self.earliest_timer();
-        let timeout = match timer {
-            None => timeout,
-            Some(at) => {
-                let left = at.saturating_duration_since(Instant::now());
-                Some(timeout.map_or(left, |t| t.min(left)))
-            }
-        };
-        if let Err(e) = self.poll.poll(&mut self.events, timeout) {
-            if e.kind() != io::ErrorKind::Interrupted {
-                tracing::error!("epoll wait failed: {e}");
-            }
+    /// One ready descriptor of this transport from the reactor: the
+    /// listener accepts, a connection writes what waits and reads what
+    /// arrived (feeding the engine, advancing handshakes).
+    pub fn on_ready(&mut self, ready: &Ready, engine: &mut Engine) {
+        if ready.token == LISTENER {
+            self.accept_all();
+            return;
         }
-        let mut ready = std::mem::take(&mut self.ready);
-        ready.clear();
-        ready.extend(self.events.iter().map(|e| {
-            (
-                e.token(),
-                e.is_readable() || e.is_read_closed() || e.is_error(),
-                e.is_writable(),
-            )
-        }));
-        let active = !ready.is_empty();
-        for &(token, readable, writable) in &ready {
-            if token == LISTENER {
-                self.accept_all();
-                continue;
-            }
-            if token.0 >= TOKEN_BASE {
-                self.foreign.push(token);
-                continue;
-            }
-            if writable {
-                self.flush(token, engine);
-            }
-            if readable {
-                self.read(token, engine);
-            }
+        if ready.writable {
+            self.flush(ready.token, engine);
         }
-        self.ready = ready;
-        if timer.is_some() {
-            self.check_timers(engine);
+        if ready.readable {
+            self.read(ready.token, engine);
         }
-        active
     }
 
     /// Whether [`TcpTransport::poll_direct`] can stand in for epoll on a
@@ -371,8 +323,8 @@ impl TcpTransport {
     /// connection and round, like epoll_wait for one; but a message that
     /// arrives costs that read alone instead of epoll_wait and then a
     /// read. The listener and the other transports' descriptors are not
-    /// looked at: the caller still calls [`TcpTransport::poll`] every few
-    /// rounds and before sleeping. Returns whether bytes moved.
+    /// looked at: the caller still waits in the reactor every few rounds
+    /// and before sleeping. Returns whether bytes moved.
     pub fn poll_direct(&mut self, engine: &mut Engine) -> bool {
         let mut tokens = std::mem::take(&mut self.direct);
         tokens.clear();
@@ -394,8 +346,10 @@ impl TcpTransport {
     }
 
     /// When the earliest timer is due (connect retries, handshake and
-    /// connect deadlines), or `None` when no timer is armed.
-    fn earliest_timer(&self) -> Option<Instant> {
+    /// connect deadlines), or `None` when none is armed: the caller waits
+    /// no longer than that and then calls [`TcpTransport::handle_timers`].
+    /// An established link arms none, so its progress reads no clock.
+    pub fn timer(&self) -> Option<Instant> {
         let retry = self
             .links
             .values()
@@ -424,7 +378,7 @@ impl TcpTransport {
     /// An outgoing handshake is bounded by the connect timeout, not the
     /// handshake timeout: the peer answers only when it calls into Tether,
     /// and a peer busy computing is not a failure.
-    fn check_timers(&mut self, engine: &mut Engine) {
+    pub fn handle_timers(&mut self, engine: &mut Engine) {
         let now = Instant::now();
         let stale: Vec<Token> = self
             .entries
@@ -481,9 +435,9 @@ impl TcpTransport {
         loop {
             match self.listener.accept() {
                 Ok((mut stream, remote)) => {
-                    let token = Token(self.next_token);
+                    let token = TCP_TOKENS.token(self.next_token);
                     self.next_token += 1;
-                    if let Err(e) = self.poll.registry().register(
+                    if let Err(e) = self.registry.register(
                         &mut stream,
                         token,
                         Interest::READABLE | Interest::WRITABLE,
@@ -815,7 +769,7 @@ impl TcpTransport {
 
     fn close(&mut self, token: Token, peer: Option<u32>) {
         if let Some(mut entry) = self.entries.remove(&token) {
-            let _ = self.poll.registry().deregister(&mut entry.conn.stream);
+            let _ = self.registry.deregister(&mut entry.conn.stream);
             let peer = peer.or(entry.peer);
             if let Some(link) = peer.and_then(|p| self.links.get_mut(&p)) {
                 if link.established == Some(token) {
