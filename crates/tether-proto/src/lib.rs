@@ -8,16 +8,19 @@
 //! that is unit-tested in a single thread.
 //!
 //! The layers, top to bottom:
+//! - [`dispatch`]: the one place a decoded frame header is routed;
 //! - [`engine::Engine`]: point-to-point requests with MPI semantics;
 //! - [`matching`]: the posted-receive and unexpected-message queues;
 //! - [`wire`]: the frame header and handshake codecs.
 
+pub mod dispatch;
 pub mod engine;
 pub mod matching;
 pub mod pool;
 pub mod request;
 pub mod wire;
 
+pub use dispatch::{dispatch, dispatch_data, Dispatch, FileData, LinkKind};
 pub use engine::{Engine, EngineConfig, PayloadSink, SinkToken, Transmit, TransmitPayload};
 pub use request::{Completion, CompletionError, Region, ReqId};
 pub use wire::{FrameHeader, FrameKind, Hello, WireError};

@@ -39,14 +39,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashSet as HashSet;
-use tether_proto::{Engine, FrameKind, Region, Transmit};
+use tether_proto::{Engine, FileData, FrameKind, Region, Transmit};
 use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::host;
 use crate::settings::Settings;
 use crate::universe::{addr_key, size_key, PeerAddress, Universe};
-use file::{FileConfig, FilePayload, FileTransport, NotifyMode};
+use file::{FileConfig, FileTransport, NotifyMode};
 use peer_table::PeerTable;
 use reactor::{Owner, Reactor};
 use shm::{AttachError, ShmConfig, ShmTransport};
@@ -691,7 +691,7 @@ impl Transports {
     }
 
     /// Hands payloads announced on a socket to the file transport.
-    fn read_file_payloads(&mut self, payloads: Vec<FilePayload>, engine: &mut Engine) {
+    fn read_file_payloads(&mut self, payloads: Vec<FileData>, engine: &mut Engine) {
         match self.file() {
             Ok(file) => {
                 for payload in payloads {
@@ -701,7 +701,7 @@ impl Transports {
             }
             Err(e) => {
                 for payload in payloads {
-                    self.fail(payload.peer(), e.clone(), engine);
+                    self.fail(payload.peer, e.clone(), engine);
                 }
             }
         }

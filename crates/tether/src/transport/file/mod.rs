@@ -44,8 +44,8 @@ use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use tether_proto::wire::FLAG_PAYLOAD_IN_FILE;
 use tether_proto::{
-    Engine, FrameHeader, FrameKind, PayloadSink, Region, ReqId, SinkToken, Transmit,
-    TransmitPayload, WireError,
+    dispatch, dispatch_data, Dispatch, Engine, FileData, FrameHeader, FrameKind, LinkKind,
+    PayloadSink, ReqId, Transmit, TransmitPayload, WireError,
 };
 
 use crate::error::{err, Error, ErrorClass};
@@ -88,50 +88,6 @@ pub struct FileConfig {
     pub frames: bool,
 }
 
-/// A `Data` frame whose payload waits in a file, matched to its receive.
-#[derive(Debug)]
-pub struct FilePayload {
-    peer: u32,
-    header: FrameHeader,
-    region: Region,
-    token: SinkToken,
-}
-
-impl FilePayload {
-    /// The peer that announced it.
-    pub fn peer(&self) -> u32 {
-        self.peer
-    }
-}
-
-/// Handles a `Data` frame that arrived on a socket transport with
-/// [`FLAG_PAYLOAD_IN_FILE`]: returns the payload to read from its file, or
-/// `None` when nothing is to be read.
-pub fn expect_payload(
-    engine: &mut Engine,
-    peer: u32,
-    mut header: FrameHeader,
-) -> Result<Option<FilePayload>, WireError> {
-    if header.payload_len != 0 {
-        return Err(WireError::DataLength {
-            expected: 0,
-            got: header.payload_len,
-        });
-    }
-    header.payload_len = header.msg_size;
-    header.flags &= !FLAG_PAYLOAD_IN_FILE;
-    match engine.on_header(peer, &header)? {
-        PayloadSink::None => Ok(None),
-        PayloadSink::Region { region, token, .. } => Ok(Some(FilePayload {
-            peer,
-            header,
-            region,
-            token,
-        })),
-        PayloadSink::Owned { .. } => Err(WireError::data_not_awaited()),
-    }
-}
-
 /// A message file of `from` that passed the file checks, on its way to
 /// the engine: its frame, the open file and where it lies.
 #[derive(Clone, Copy)]
@@ -156,7 +112,7 @@ struct Peer {
 }
 
 struct Waiting {
-    payload: FilePayload,
+    payload: FileData,
     since: Instant,
 }
 
@@ -467,8 +423,8 @@ impl FileTransport {
         moved
     }
 
-    /// Queues a hybrid payload to read (from [`expect_payload`]).
-    pub fn add_payload(&mut self, payload: FilePayload) {
+    /// Queues a hybrid payload to read (a [`Dispatch::InFile`] of tcp or shm).
+    pub fn add_payload(&mut self, payload: FileData) {
         self.payloads.push(Waiting {
             payload,
             since: Instant::now(),
@@ -699,7 +655,7 @@ impl FileTransport {
     /// Rendezvous data: straight into the granted receive buffer, checked
     /// before the receive completes.
     fn deliver_data(&mut self, arrival: Arrival<'_>, engine: &mut Engine) -> bool {
-        match engine.on_header(arrival.from, arrival.frame) {
+        match dispatch_data(engine, arrival.from, arrival.frame, LinkKind::File) {
             Err(e) => {
                 self.broke_protocol(arrival.from, arrival.path, e, engine);
                 true
@@ -743,7 +699,7 @@ impl FileTransport {
         if !self.read_arrival(arrival, dst, Checksum::Beside) {
             return Some(false);
         }
-        match engine.on_header(from, frame) {
+        match dispatch_data(engine, from, frame, LinkKind::File) {
             Ok(PayloadSink::Region {
                 region: matched,
                 token,
@@ -779,8 +735,8 @@ impl FileTransport {
         if !self.read_arrival(arrival, &mut payload, Checksum::Beside) {
             return false;
         }
-        match frame.kind {
-            FrameKind::Bye => {
+        match dispatch(Some((&mut *engine, from)), frame, LinkKind::File) {
+            Ok(Dispatch::Bye) => {
                 self.peer(from).bye_received = true;
                 let who = self.universe.describe(from);
                 self.lose(
@@ -789,22 +745,28 @@ impl FileTransport {
                     engine,
                 );
             }
-            FrameKind::Abort => self.events_out.push(LinkEvent::Abort {
-                peer: from,
-                code: frame.tag,
-            }),
-            _ => match engine.on_header(from, frame) {
-                Err(e) => self.broke_protocol(from, path, e, engine),
-                Ok(PayloadSink::None) => {}
-                Ok(PayloadSink::Region { region, token, .. }) => {
-                    let n = region.len.min(payload.len());
-                    // SAFETY: the region is a posted receive buffer of at
-                    // least `n` bytes, reserved until its receive completes.
-                    unsafe { region.ptr.copy_from_nonoverlapping(payload.as_ptr(), n) };
-                    engine.payload_done(token, None);
-                }
-                Ok(PayloadSink::Owned { token, .. }) => engine.payload_done(token, Some(payload)),
-            },
+            Ok(Dispatch::Abort(code)) => {
+                self.events_out.push(LinkEvent::Abort { peer: from, code })
+            }
+            Ok(Dispatch::Payload(PayloadSink::None)) => {}
+            Ok(Dispatch::Payload(PayloadSink::Region { region, token, .. })) => {
+                let n = region.len.min(payload.len());
+                // SAFETY: the region is a posted receive buffer of at
+                // least `n` bytes, reserved until its receive completes.
+                unsafe { region.ptr.copy_from_nonoverlapping(payload.as_ptr(), n) };
+                engine.payload_done(token, None);
+            }
+            Ok(Dispatch::Payload(PayloadSink::Owned { token, .. })) => {
+                engine.payload_done(token, Some(payload))
+            }
+            Ok(Dispatch::Handshake(_) | Dispatch::InFile(_) | Dispatch::PartRead { .. }) => {
+                let e = WireError::UnexpectedFrame {
+                    got: frame.kind,
+                    state: "in a message file",
+                };
+                self.broke_protocol(from, path, e, engine)
+            }
+            Err(e) => self.broke_protocol(from, path, e, engine),
         }
         true
     }
@@ -860,7 +822,7 @@ impl FileTransport {
         let mut moved = false;
         let waiting = std::mem::take(&mut self.payloads);
         for w in waiting {
-            let FilePayload {
+            let FileData {
                 peer,
                 header,
                 region,

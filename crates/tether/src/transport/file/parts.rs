@@ -6,7 +6,9 @@
 //! awaited again; a sound file that is not the next part is a protocol
 //! error.
 
-use tether_proto::{Engine, PayloadSink, Region, ReqId, SinkToken, WireError};
+use tether_proto::{
+    dispatch_data, Engine, LinkKind, PayloadSink, Region, ReqId, SinkToken, WireError,
+};
 
 use super::chunks::Progress;
 use super::io::Checksum;
@@ -31,7 +33,7 @@ impl FileTransport {
         } = arrival;
         let mut whole = *frame;
         whole.payload_len = frame.msg_size;
-        match engine.on_header(from, &whole) {
+        match dispatch_data(engine, from, &whole, LinkKind::File) {
             Err(e) => {
                 self.broke_protocol(from, path, e, engine);
                 true

@@ -24,8 +24,8 @@ use std::os::unix::net::SocketAddr;
 
 use tether_proto::wire::{FLAG_PAYLOAD_IN_FILE, HEADER_LEN};
 use tether_proto::{
-    Engine, FrameHeader, FrameKind, PayloadSink, Region, ReqId, SinkToken, Transmit,
-    TransmitPayload, WireError,
+    dispatch, dispatch_data, Dispatch, Engine, FileData, FrameHeader, FrameKind, LinkKind,
+    PayloadSink, Region, ReqId, SinkToken, Transmit, TransmitPayload, WireError,
 };
 use tether_ring::{Consumer, Doorbell, Producer, RingControl};
 
@@ -35,7 +35,6 @@ use super::bell::Ringer;
 use super::line::{self, LINE, RESERVE};
 use super::segment::{RingBytes, Shared};
 use crate::settings::MAX_EAGER_LIMIT;
-use crate::transport::file::{self, FilePayload};
 
 /// Bytes of a frame's prefix in the ring: header and transport word.
 pub const PREFIX: usize = 64;
@@ -540,7 +539,7 @@ pub enum Delivered {
     Bye,
     Abort(i32),
     /// A `Data` frame whose payload waits in a file (hybrid).
-    FilePayload(FilePayload),
+    FileData(FileData),
     /// The peer granted `sender_req`'s data at `address` in its memory;
     /// with `split`, it reads the second part itself.
     Grant {
@@ -898,7 +897,7 @@ impl Incoming {
         let header = line::Fields::from_bytes(fields).header(self.seq)?;
         self.seq += 1;
         let payload = &prefix[line::PAYLOAD_AT..line::PAYLOAD_AT + header.payload_len as usize];
-        match engine.on_header(peer, &header)? {
+        match dispatch_data(engine, peer, &header, LinkKind::Ring)? {
             PayloadSink::None => {}
             PayloadSink::Region { region, token, .. } => {
                 // SAFETY: the region is the posted receive buffer, valid
@@ -915,6 +914,9 @@ impl Incoming {
         Ok(())
     }
 
+    /// Routes a frame with its transport word: shared memory's own
+    /// rendezvous (`split.rs`, `cma.rs`) rides on the engine's frames in
+    /// that word, the rest goes through [`dispatch`].
     fn state_for(
         mut header: FrameHeader,
         word: u64,
@@ -922,28 +924,8 @@ impl Incoming {
         peer: u32,
         delivered: &mut Vec<Delivered>,
     ) -> Result<ReadState, WireError> {
+        let in_file = header.flags & FLAG_PAYLOAD_IN_FILE != 0;
         match header.kind {
-            FrameKind::Bye => {
-                delivered.push(Delivered::Bye);
-                return Ok(ReadState::Prefix);
-            }
-            FrameKind::Abort => {
-                delivered.push(Delivered::Abort(header.tag));
-                return Ok(ReadState::Prefix);
-            }
-            FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => {
-                return Err(WireError::UnexpectedFrame {
-                    got: header.kind,
-                    state: "on a shared-memory ring",
-                })
-            }
-            FrameKind::PartRead => {
-                delivered.push(Delivered::PartRead {
-                    sender_req: header.sender_req,
-                    ok: header.tag == 0,
-                });
-                return Ok(ReadState::Prefix);
-            }
             FrameKind::Rts if word != 0 => delivered.push(Delivered::Offer {
                 sender_req: header.sender_req,
                 address: word,
@@ -953,13 +935,7 @@ impl Incoming {
                 address: word & !SPLIT,
                 split: word & SPLIT != 0,
             }),
-            FrameKind::Data if header.flags & FLAG_PAYLOAD_IN_FILE != 0 => {
-                delivered.extend(
-                    file::expect_payload(engine, peer, header)?.map(Delivered::FilePayload),
-                );
-                return Ok(ReadState::Prefix);
-            }
-            FrameKind::Data if word == DATA_WRITTEN => {
+            FrameKind::Data if word == DATA_WRITTEN && !in_file => {
                 if header.payload_len != 0 {
                     return Err(WireError::DataLength {
                         expected: 0,
@@ -967,7 +943,7 @@ impl Incoming {
                     });
                 }
                 header.payload_len = header.msg_size;
-                return match engine.on_header(peer, &header)? {
+                return match dispatch_data(engine, peer, &header, LinkKind::Ring)? {
                     PayloadSink::None => Ok(ReadState::Prefix),
                     PayloadSink::Region { token, .. } => {
                         engine.payload_done(token, None);
@@ -978,7 +954,32 @@ impl Incoming {
             }
             _ => {}
         }
-        Ok(match engine.on_header(peer, &header)? {
+        let sink = match dispatch(Some((engine, peer)), &header, LinkKind::Ring)? {
+            Dispatch::Payload(sink) => sink,
+            Dispatch::Bye => {
+                delivered.push(Delivered::Bye);
+                return Ok(ReadState::Prefix);
+            }
+            Dispatch::Abort(code) => {
+                delivered.push(Delivered::Abort(code));
+                return Ok(ReadState::Prefix);
+            }
+            Dispatch::InFile(data) => {
+                delivered.push(Delivered::FileData(data));
+                return Ok(ReadState::Prefix);
+            }
+            Dispatch::PartRead { sender_req, ok } => {
+                delivered.push(Delivered::PartRead { sender_req, ok });
+                return Ok(ReadState::Prefix);
+            }
+            Dispatch::Handshake(header) => {
+                return Err(WireError::UnexpectedFrame {
+                    got: header.kind,
+                    state: "on a shared-memory ring",
+                })
+            }
+        };
+        Ok(match sink {
             PayloadSink::None => ReadState::Prefix,
             PayloadSink::Region {
                 region,

@@ -43,12 +43,11 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap as HashMap;
-use tether_proto::{Engine, FrameKind, Region, ReqId, Transmit, TransmitPayload};
+use tether_proto::{Engine, FileData, FrameKind, Region, ReqId, Transmit, TransmitPayload};
 use tether_ring::{Consumer, Doorbell, Producer};
 
 use crate::error::{err, ErrorClass};
 use crate::host;
-use crate::transport::file::FilePayload;
 use crate::transport::peer_table::PeerTable;
 use crate::transport::reactor::SHM_TOKENS;
 use crate::transport::LinkEvent;
@@ -199,7 +198,7 @@ pub struct ShmTransport {
     part_reads: Vec<(u64, bool)>,
     pub events_out: Vec<LinkEvent>,
     /// Hybrid payloads announced on a ring, for the file transport.
-    pub file_payloads: Vec<FilePayload>,
+    pub file_payloads: Vec<FileData>,
     /// The sleep barrier failed once (said once in the log).
     barrier_failed: bool,
 }
@@ -575,7 +574,7 @@ impl ShmTransport {
             match item {
                 Delivered::Bye => channel.bye_received = true,
                 Delivered::Abort(code) => self.events_out.push(LinkEvent::Abort { peer, code }),
-                Delivered::FilePayload(payload) => self.file_payloads.push(payload),
+                Delivered::FileData(data) => self.file_payloads.push(data),
                 Delivered::Grant {
                     sender_req,
                     address,

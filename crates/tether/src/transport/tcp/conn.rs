@@ -7,13 +7,11 @@ use std::io::{self, IoSlice, Read, Write};
 use std::net::SocketAddr;
 
 use mio::net::TcpStream;
-use tether_proto::wire::{FLAG_PAYLOAD_IN_FILE, HEADER_LEN};
+use tether_proto::wire::HEADER_LEN;
 use tether_proto::{
-    Engine, FrameHeader, FrameKind, PayloadSink, Region, ReqId, SinkToken, Transmit,
-    TransmitPayload, WireError,
+    dispatch, Dispatch, Engine, FileData, FrameHeader, FrameKind, LinkKind, PayloadSink, Region,
+    ReqId, SinkToken, Transmit, TransmitPayload, WireError,
 };
-
-use crate::transport::file::{self, FilePayload};
 
 /// Size of the staging buffer reads go through.
 const READ_BUFFER: usize = 256 * 1024;
@@ -34,7 +32,7 @@ pub(crate) enum Incoming {
     Bye,
     Abort(i32),
     /// A `Data` frame whose payload waits in a file (hybrid).
-    FilePayload(FilePayload),
+    FileData(FileData),
 }
 
 /// Why a stream can no longer be used.
@@ -411,60 +409,52 @@ impl Conn {
         engine: &mut Option<(&mut Engine, u32)>,
         incoming: &mut Vec<Incoming>,
     ) -> Result<ReadState, ConnError> {
-        match header.kind {
-            FrameKind::PartRead => Err(ConnError::Wire(WireError::UnexpectedFrame {
-                got: header.kind,
-                state: "on a TCP connection (shared memory only)",
-            })),
-            FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => {
-                Ok(ReadState::Control {
+        let engine = engine.as_mut().map(|(engine, peer)| (&mut **engine, *peer));
+        let sink = match dispatch(engine, &header, LinkKind::Stream).map_err(ConnError::Wire)? {
+            Dispatch::Handshake(header) => {
+                return Ok(ReadState::Control {
                     header,
                     buf: vec![0; header.payload_len as usize],
                     filled: 0,
                 })
             }
-            FrameKind::Bye => {
+            Dispatch::Bye => {
                 incoming.push(Incoming::Bye);
-                Ok(ReadState::Header)
+                return Ok(ReadState::Header);
             }
-            FrameKind::Abort => {
-                incoming.push(Incoming::Abort(header.tag));
-                Ok(ReadState::Header)
+            Dispatch::Abort(code) => {
+                incoming.push(Incoming::Abort(code));
+                return Ok(ReadState::Header);
             }
-            FrameKind::Eager | FrameKind::Rts | FrameKind::Cts | FrameKind::Data => {
-                let Some((engine, peer)) = engine else {
-                    return Err(ConnError::Wire(WireError::UnexpectedFrame {
-                        got: header.kind,
-                        state: "before the handshake completed",
-                    }));
-                };
-                if header.flags & FLAG_PAYLOAD_IN_FILE != 0 {
-                    let payload =
-                        file::expect_payload(engine, *peer, header).map_err(ConnError::Wire)?;
-                    incoming.extend(payload.map(Incoming::FilePayload));
-                    return Ok(ReadState::Header);
-                }
-                Ok(
-                    match engine.on_header(*peer, &header).map_err(ConnError::Wire)? {
-                        PayloadSink::None => ReadState::Header,
-                        PayloadSink::Region {
-                            region,
-                            discard,
-                            token,
-                        } => ReadState::Region {
-                            region,
-                            filled: 0,
-                            discard,
-                            token: Some(token),
-                        },
-                        PayloadSink::Owned { buf, token } => ReadState::Owned {
-                            buf,
-                            filled: 0,
-                            token: Some(token),
-                        },
-                    },
-                )
+            Dispatch::InFile(data) => {
+                incoming.push(Incoming::FileData(data));
+                return Ok(ReadState::Header);
             }
-        }
+            Dispatch::PartRead { .. } => {
+                return Err(ConnError::Wire(WireError::UnexpectedFrame {
+                    got: header.kind,
+                    state: "on a TCP connection (shared memory only)",
+                }))
+            }
+            Dispatch::Payload(sink) => sink,
+        };
+        Ok(match sink {
+            PayloadSink::None => ReadState::Header,
+            PayloadSink::Region {
+                region,
+                discard,
+                token,
+            } => ReadState::Region {
+                region,
+                filled: 0,
+                discard,
+                token: Some(token),
+            },
+            PayloadSink::Owned { buf, token } => ReadState::Owned {
+                buf,
+                filled: 0,
+                token: Some(token),
+            },
+        })
     }
 }

@@ -23,12 +23,11 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap as HashMap;
-use tether_proto::{Engine, FrameKind, Hello, ReqId, Transmit};
+use tether_proto::{Engine, FileData, FrameKind, Hello, ReqId, Transmit};
 use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::settings::MAX_EAGER_LIMIT;
-use crate::transport::file::FilePayload;
 use crate::transport::reactor::{Ready, TCP_TOKENS};
 use crate::transport::LinkEvent;
 use crate::universe::{addr_key, PeerAddress, Universe};
@@ -113,7 +112,7 @@ pub struct TcpTransport {
     done: Vec<ReqId>,
     pub events_out: Vec<LinkEvent>,
     /// Hybrid payloads announced on a connection, for the file transport.
-    pub file_payloads: Vec<FilePayload>,
+    pub file_payloads: Vec<FileData>,
 }
 
 impl TcpTransport {
@@ -530,7 +529,7 @@ impl TcpTransport {
                     self.events_out.push(LinkEvent::Abort { peer, code });
                 }
             }
-            Incoming::FilePayload(payload) => self.file_payloads.push(payload),
+            Incoming::FileData(data) => self.file_payloads.push(data),
             Incoming::Control(header, payload) => match (header.kind, entry.stage) {
                 (FrameKind::Hello, Stage::AwaitHello) => self.on_hello(token, &payload, engine),
                 (FrameKind::HelloAck, Stage::AwaitAck) => self.on_ack(token, &payload, engine),
