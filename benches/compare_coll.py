@@ -18,7 +18,10 @@ a note, never faked.
 
 Usage:
   python3 benches/compare_coll.py [--repeats 3] [--quick]
-  python3 benches/compare_coll.py --write docs/PERFORMANCE.md
+  python3 benches/compare_coll.py --write docs/journal/YYYY-MM-DD-collectives.md
+        # the tables between this script's markers in that file (or
+        # appended); past runs are in docs/journal/ (docs/PERFORMANCE.md is
+        # make bench's).
 """
 
 import argparse
@@ -196,7 +199,7 @@ def main():
         f"Medians of {opts.repeats} runs (min-max) "
         f"of {opts.budget_ms:g} ms of timed iterations per size (at least 20), "
         "microseconds per operation (the slowest rank's mean). Command: "
-        f"`python3 benches/compare_coll.py{' --bind' if BIND else ''} --write docs/PERFORMANCE.md`.\n"
+        f"`python3 benches/compare_coll.py{' --bind' if BIND else ''} --write FILE`.\n"
     )
     for transport, title in [("tcp", "Loopback TCP (Tether `TETHER_TRANSPORTS=tcp`, MPICH UCX tcp, Open MPI btl tcp)"),
                              ("shm", "Shared memory (Tether `TETHER_TRANSPORTS=shm`, MPICH UCX sm, Open MPI btl vader)")]:

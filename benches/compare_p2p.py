@@ -15,10 +15,11 @@ Latency and bandwidth are separate runs (as osu_latency and osu_bw).
 Usage:
   python3 benches/compare_p2p.py                 # full run, tables on stdout
   python3 benches/compare_p2p.py --quick         # smoke run (seconds), for CI
-  python3 benches/compare_p2p.py --write docs/PERFORMANCE.md
+  python3 benches/compare_p2p.py --write docs/journal/YYYY-MM-DD-p2p-tcp.md
         # full run plus the studies (poll spin, eager limit, MPICH's default
-        # channel), written into the report between the generated-section
-        # markers; text outside the markers is kept.
+        # channel), written into the file between the generated-section
+        # markers (text outside them is kept), or appended to it; past runs
+        # are in docs/journal/ (docs/PERFORMANCE.md is make bench's).
 
 Only the Python standard library is needed. MPI is skipped, with a note,
 when mpicc or mpiexec is missing; it is never faked.
@@ -473,7 +474,7 @@ def main():
     ap.add_argument("--studies", action="store_true",
                     help="also run the poll-spin, eager-limit and MPICH-default-channel studies (implied by --write)")
     ap.add_argument("--eager-reps", type=int, default=None, help="repetitions in the eager-limit study (default 3)")
-    ap.add_argument("--write", metavar="PATH", help="write the report (e.g. docs/PERFORMANCE.md)")
+    ap.add_argument("--write", metavar="PATH", help="write the report (e.g. a new docs/journal/ entry)")
     ap.add_argument("--no-mpi", action="store_true", help="leave MPI out")
     ap.add_argument("--no-make", action="store_true", help="build Tether with cargo even if a Makefile exists")
     ap.add_argument("--tether-bin", help="the tether launcher to use (with --tether-lib: skip building Tether)")

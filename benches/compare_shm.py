@@ -11,7 +11,7 @@ and Open MPI between
 2 ranks on this host with their default shared-memory paths.
 
 Prints a markdown table of medians over --reps interleaved repetitions
-with the ratios the targets are stated in (docs/PERFORMANCE.md):
+with the ratios the targets are stated in (docs/journal/2026-11-24-shm.md):
 8 B half round trip (us) and 1 MiB / 16 MiB bandwidth (MB/s, 1 MB = 1e6 B).
 
 The 8 B target (within 2x of the raw ping-pong) is judged two ways, and
@@ -47,8 +47,9 @@ BW = [1 << 20, 16 << 20]
 # Empty loop iterations (about a cycle each) the third raw loop runs
 # between seeing a message and answering it: the least code any receive
 # and the next send add. With the CPUs far apart, 30 doubled the raw
-# loop's time here while 20 did not (docs/PERFORMANCE.md); for
-# information, not a target.
+# loop's time here while 20 did not
+# (docs/journal/2026-11-25-shm-writers-without-fence.md); for information,
+# not a target.
 ANSWER_SPINS = 30
 
 

@@ -53,7 +53,7 @@ def test_every_mode_completes_and_its_json_parses(built, mode, transport):
     for b in baselines:
         # A baseline ran, or says why it was skipped (not installed) or
         # failed. MPICH over TCP on this 2-core machine sometimes never
-        # finishes a collective (docs/PERFORMANCE.md): that is its failure,
+        # finishes a collective (docs/BENCHMARKS.md): that is its failure,
         # reported as such, not the harness's.
         assert b["description"], b
         if b["status"] == "ran":
@@ -66,7 +66,7 @@ def test_every_mode_completes_and_its_json_parses(built, mode, transport):
 
 def test_collectives_span_several_programs_of_several_processes(built):
     # MPICH is left out: over TCP with more ranks than cores it may not
-    # finish (see docs/PERFORMANCE.md).
+    # finish (see docs/BENCHMARKS.md).
     proc = bench("allreduce", "--programs", "3", "--procs", "2", "--sizes", "8,1K", "--baselines", "none",
                  "--json", *TINY)
     assert proc.returncode == 0, proc.stdout + proc.stderr

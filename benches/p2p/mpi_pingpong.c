@@ -7,7 +7,7 @@
  *       mpiexec -n 2 -iface lo ./mpi_pingpong
  *
  * (benches/compare_p2p.py runs it that way for "MPICH over TCP"; see
- * docs/PERFORMANCE.md.) Options and output: see bench_common.h.
+ * docs/journal/2026-11-21-p2p-tcp.md.) Options and output: see bench_common.h.
  */
 #include "bench_common.h"
 

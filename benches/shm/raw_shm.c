@@ -11,7 +11,8 @@
  *                               seeing a message and answering it: the least
  *                               any code between a receive and the next send
  *                               (a library's calls, the program's own work)
- *                               adds to the loop (docs/PERFORMANCE.md)
+ *                               adds to the loop (docs/journal/
+ *                               2026-11-25-shm-writers-without-fence.md)
  *   raw_shm flag-lfence ITERS   the same, with an LFENCE after the poll load
  *                               that sees a message (x86): the processor may
  *                               no longer run the answer ahead of the message

@@ -6,8 +6,8 @@
 //! link-time optimisation to a crate built as an rlib, not even to its
 //! cdylib. Without it, every call from the C entry points into `tether`,
 //! `tether-proto` and `tether-ring` stayed an out-of-line call through
-//! the GOT; with it they are optimised as one program (the 8 B
-//! shared-memory ping-pong: 0.105 -> 0.100 us, docs/PERFORMANCE.md).
+//! the GOT; with it they are optimised as one program, which shortens the
+//! small-message path (docs/journal/2026-11-24-shm.md).
 //! A cdylib exports the `#[no_mangle]` functions of the crates it links,
 //! so this crate only has to link `tether-capi`.
 

@@ -4,9 +4,9 @@
 //! travel as a tuple and a dict (`METH_VARARGS | METH_KEYWORDS`), which is
 //! all PyO3 can use for an abi3 module that must load on Python 3.9: the
 //! fast calling convention (`METH_FASTCALL`) entered the stable ABI only
-//! in 3.10. On this machine the tuple convention added 130 ns to every
-//! `Send` and `Recv` (half of what Python added to a ping-pong message), so
-//! the four methods that carry messages (`Send`, `Recv`, `Isend`, `Irecv`)
+//! in 3.10. The tuple convention was a large share of what Python added to
+//! every `Send` and `Recv` (docs/journal/2026-11-24-python.md), so the
+//! four methods that carry messages (`Send`, `Recv`, `Isend`, `Irecv`)
 //! are defined here with `METH_FASTCALL | METH_KEYWORDS`: CPython hands the
 //! arguments over as the array on its stack, no tuple is built.
 //!

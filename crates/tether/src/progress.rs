@@ -16,11 +16,11 @@
 //! What a wait does between two polls depends on whether every process
 //! has a core ([`Polling`]). Where this host runs more processes of the
 //! universe than the CPUs a process may use, a wait that spins holds the
-//! core its peer needs to answer, until the scheduler's tick takes it away:
-//! four processes on two cores took 55 us per barrier over shared memory
-//! that way. Giving the core away after each poll (`sched_yield`, as Open
-//! MPI does when oversubscribed) lets the peer run at once: 6 to 7 us.
-//! Where every process has a core, spinning answers fastest.
+//! core its peer needs to answer, until the scheduler's tick takes it away.
+//! Giving the core away after each poll (`sched_yield`, as Open MPI does
+//! when oversubscribed) lets the peer run at once, several times faster
+//! (docs/journal/2026-11-24-design-measurements.md). Where every process
+//! has a core, spinning answers fastest.
 
 use std::time::Duration;
 

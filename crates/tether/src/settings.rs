@@ -151,7 +151,7 @@ pub static TABLE: &[Setting] = &[
             max: MAX_EAGER_LIMIT,
         },
         hint: false,
-        meaning: "messages up to this many bytes to a peer reached through files go as one file; larger ones by rendezvous, three files (replaces TETHER_EAGER_LIMIT for those peers; see docs/PERFORMANCE.md)",
+        meaning: "messages up to this many bytes to a peer reached through files go as one file; larger ones by rendezvous, three files (replaces TETHER_EAGER_LIMIT for those peers; see docs/journal/2026-11-24-file-hybrid.md)",
     },
     Setting {
         key: "FILE_FSYNC",
@@ -205,7 +205,7 @@ pub static TABLE: &[Setting] = &[
             max: u64::MAX,
         },
         hint: false,
-        meaning: "with the hybrid transport, rendezvous payloads larger than this many bytes go through files, the rest through the socket transport; the default (1 GiB) is this development machine's measurement, where loopback TCP outruns files at every size: between machines whose network is slower than their shared file system, measure the crossover with benches/compare_file.py --thresholds (docs/PERFORMANCE.md)",
+        meaning: "with the hybrid transport, rendezvous payloads larger than this many bytes go through files, the rest through the socket transport; the default (1 GiB) is this development machine's measurement, where loopback TCP outruns files at every size: between machines whose network is slower than their shared file system, measure the crossover with benches/compare_file.py --thresholds (docs/journal/2026-11-24-file-hybrid.md)",
     },
     Setting {
         key: "TCP_INTERFACE",
@@ -222,7 +222,7 @@ pub static TABLE: &[Setting] = &[
             max: MAX_EAGER_LIMIT,
         },
         hint: true,
-        meaning: "messages up to this many bytes are sent eagerly; larger ones by rendezvous (see docs/PERFORMANCE.md for how the default was chosen)",
+        meaning: "messages up to this many bytes are sent eagerly; larger ones by rendezvous (see docs/journal/2026-11-21-p2p-tcp.md for how the default was chosen)",
     },
     Setting {
         key: "CONNECT",

@@ -5,9 +5,8 @@
 //!
 //! Why: where processes outnumber the CPUs, the scheduler moves them
 //! between CPUs as they poll and yield, and which processes share a CPU
-//! changes from run to run; a 4-process shared-memory barrier on 2 CPUs
-//! took 5.3 to 7.8 us across runs unbound, and 4.9 to 5.2 us bound. Not
-//! the default: a process with threads of its own (OpenMP, PyTorch) would
+//! changes from run to run, so unbound timings spread more than bound ones
+//! (docs/journal/2026-11-24-collectives.md). Not the default: a process with threads of its own (OpenMP, PyTorch) would
 //! have all of them confined to its one CPU.
 
 use std::os::unix::process::CommandExt;

@@ -2,8 +2,8 @@
 //!
 //! A program calls the same collective in a loop (a barrier per step, an
 //! allreduce of the same vector), and building its schedule again each
-//! time cost about 600 of the 7,800 instructions a process spent on a
-//! 4-process barrier over shared memory (callgrind), allocations apart.
+//! time was a visible share of a small collective's instructions
+//! (docs/journal/2026-11-24-collectives.md).
 //! A schedule is a function of its [`Key`] and of the communicator's
 //! shape, which never changes, so each communicator keeps its last few and
 //! runs them again.

@@ -224,8 +224,8 @@ impl Runtime {
     /// Runs `plan` to its end in this call: the blocking forms of the
     /// collectives whose latency matters most (barrier, bcast, allreduce)
     /// need no request, no entry among the collectives in progress and no
-    /// status: a 4-process shared-memory barrier went from 5,150 to 4,650
-    /// instructions a process (callgrind).
+    /// status, a visible share of a small collective's instructions
+    /// (docs/journal/2026-11-24-collectives.md).
     fn run_plan(&mut self, plan: Plan) -> Result<()> {
         let (comm, what) = (plan.comm, plan.what);
         let mut running = self.running(plan)?;

@@ -2,14 +2,12 @@
 //! from a peer over shared memory moves between the user's buffer and the
 //! ring without becoming an engine request.
 //!
-//! The engine's path costs about 1,300 instructions per message (a request
-//! in the slab, a frame in the outbox, the transport's queues, a full
-//! progress round that polls every transport, the completion and its
-//! status); the short path skips all of it (243 instructions for a send
-//! from the C entry point, and 300 for a receive whose frame is there at
-//! its first poll, whole calls: callgrind of the C ping-pong) and keeps MPI's
-//! semantics by taking it only when the engine could not have done
-//! anything different:
+//! The engine's path (a request in the slab, a frame in the outbox, the
+//! transport's queues, a full progress round that polls every transport,
+//! the completion and its status) costs several times the instructions of
+//! the whole call (counts: docs/journal/2026-11-24-design-measurements.md);
+//! the short path skips all of it and keeps MPI's semantics by taking it
+//! only when the engine could not have done anything different:
 //!
 //! - **send**: the message is eager for its peer, the peer's route is
 //!   shared memory, and the ring takes the whole frame now with nothing
