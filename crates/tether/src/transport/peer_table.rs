@@ -1,7 +1,7 @@
 //! A map from peers (universe ranks) to what a transport keeps for each,
 //! for the lookups on every message: an index by rank finds an entry in
-//! a few instructions (a hash map took about twenty per lookup, several
-//! per small message), and the entries sit in a dense vector, so walking
+//! a few instructions (a hash map takes several times that, and a small
+//! message needs several lookups), and the entries sit in a dense vector, so walking
 //! them costs what the entries cost, not what the universe's size does.
 
 /// Entries by peer. Iteration order is unspecified.

@@ -28,8 +28,9 @@ use super::names::REJECTED;
 const CHUNK: usize = 256 << 10;
 /// From this size on, a second thread checksums a payload beside the
 /// thread that copies it to or from the file: the checksum, a pass over
-/// every byte, then costs time only where no core is free for it (it made
-/// the file path 0.64x of a plain write and read on this machine).
+/// every byte, then costs time only where no core is free for it (inline,
+/// it left the file path well below a plain write and read: the journal,
+/// docs/journal/2026-11-24-file-hybrid.md).
 const PARALLEL_CHECKSUM_MIN: usize = 4 << 20;
 
 /// Who computes a payload's checksum.
@@ -41,10 +42,10 @@ pub enum Checksum {
     Beside,
     /// The copying thread, piece by piece while each is in cache: for the
     /// parts of a streamed payload (`chunks.rs`), whose writer and reader
-    /// run at the same time and keep the cores busy. Measured on 2 cores:
-    /// the same bandwidth as a checksum thread per part (1.10-1.14x the raw
-    /// file baseline from 16 to 256 MiB, against 1.05-1.15x) for about 15%
-    /// less CPU, which is what counts when other work shares the cores.
+    /// run at the same time and keep the cores busy. On 2 cores it gave the
+    /// same bandwidth as a checksum thread per part for less CPU (the
+    /// journal, docs/journal/2026-11-24-file-hybrid.md), which is what
+    /// counts when other work shares the cores.
     Inline,
 }
 

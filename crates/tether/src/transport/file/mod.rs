@@ -771,10 +771,6 @@ impl FileTransport {
         true
     }
 
-    /// A file at the place of `from`'s next message failed its checks: it
-    /// is moved aside and reported, and the real message, which can never
-    /// have replaced it, is published under the freed name. Whether the
-    /// sender is still there is for its heartbeat to tell.
     /// Reads `arrival`'s payload into `dst` and verifies it with
     /// `checksum`; a file that fails is refused (`refuse`) and false
     /// returned.
@@ -788,6 +784,10 @@ impl FileTransport {
         }
     }
 
+    /// A file at the place of `from`'s next message failed its checks: it
+    /// is moved aside and reported, and the real message, which can never
+    /// have replaced it, is published under the freed name. Whether the
+    /// sender is still there is for its heartbeat to tell.
     fn refuse(&mut self, from: u32, seq: u64, path: &Path, what: String) {
         let who = self.universe.describe(from);
         let error = file_error(format!(

@@ -6,9 +6,9 @@
 //!
 //! With it, a sender does not fence after every message it publishes to
 //! a process that sleeps with this barrier: the sleeper pays one system
-//! call when it goes to sleep instead. Measured: 8-byte half round trip
-//! 0.294-0.299 us with the fence, 0.272-0.276 without, where the two CPUs
-//! sit far apart (alternating paired runs, docs/PERFORMANCE.md). The call
+//! call when it goes to sleep instead, which measured faster where the two
+//! CPUs sit far apart (docs/journal/2026-11-25-shm-writers-without-fence.md).
+//! The call
 //! interrupts every CPU then running a registered process, Tether's of
 //! other jobs on the host included: 4 and 5 processes on this machine's 2
 //! CPUs, sleeping at nearly every wait, ran as fast with it as without.

@@ -354,10 +354,10 @@ impl Outgoing {
     /// Zeroes ahead of need, within the room the ring has, the first
     /// words of the lines up to [`ZERO_AHEAD`] bytes past the write
     /// position, after the frame before them is visible: the next one-line
-    /// frame then has no word to zero before its marker (8 B half round
-    /// trip 0.0658 -> 0.0639 us, alternating paired runs; likely because
-    /// that store's line comes from the reader's cache and stores become
-    /// visible in order, so it held up the marker: not established).
+    /// frame then has no word to zero before its marker (a store to a line
+    /// that must come back from the reader's cache could hold up the marker
+    /// behind it; measured, the mechanism not established:
+    /// docs/journal/2026-11-24-shm-night.md).
     #[inline(always)]
     fn zero_ahead(&mut self) {
         let head = self.producer.position();
@@ -635,9 +635,8 @@ impl Incoming {
     /// Stored right after taking a message, the cursor (and the wake-up
     /// check's fence after it) stood between the message's arrival and
     /// the answer's marker; at the start of the next call it happens
-    /// while that call waits for its message (8 B half round trip 0.0737
-    /// -> 0.0704 us, alternating paired runs; why that store cost so much
-    /// is not established, docs/PERFORMANCE.md).
+    /// while that call waits for its message (measured faster, why not
+    /// established: docs/journal/2026-11-24-shm-night.md).
     #[inline(always)]
     pub fn release_taken(&mut self, all: bool) -> bool {
         (all || self.consumer.unreleased() > LAZY_RELEASE) && self.consumer.release()
@@ -675,8 +674,8 @@ impl Incoming {
         // and the count run between pause hints: the word's address is
         // found once, before the loop, where each poll used to load the
         // ring's pointer, size and read offset first and the word after
-        // them (8 B half round trip 0.0713 -> 0.066 us, alternating runs:
-        // the frame is seen sooner after it arrives).
+        // them, so the frame is seen sooner after it arrives
+        // (docs/journal/2026-11-24-shm-night.md).
         let mut left = polls.max(1);
         let first = loop {
             let first = word.load(Ordering::Acquire);

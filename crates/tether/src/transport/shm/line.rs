@@ -19,7 +19,7 @@
 //! position has the whole frame. The message then crosses between cores
 //! as one cache line, where a cursor costs a second one (the cursor's line,
 //! then the frame's), and between cores of different dies each line is
-//! a few hundred nanoseconds (docs/PERFORMANCE.md).
+//! a few hundred nanoseconds (docs/journal/2026-11-24-shm.md).
 //!
 //! Every other frame starts with the header's magic, whose low 16 bits
 //! (`"TT"`) are never the marker's. A stale word cannot pass for the
@@ -61,9 +61,9 @@ pub fn marker_seq(word: u64) -> u64 {
 }
 
 /// Copies `len <= LINE_PAYLOAD` bytes in a few unaligned moves, without
-/// the call into `memcpy` a copy of unknown length compiles to (a one-line
-/// message's payload: with their size dispatch, the calls were 32 of the
-/// 115 instructions of writing the line, callgrind of the C ping-pong).
+/// the call into `memcpy` a copy of unknown length compiles to: for a
+/// one-line message's payload, the call and its size dispatch were a large
+/// share of writing the line (docs/journal/2026-11-24-design-measurements.md).
 ///
 /// # Safety
 /// `src` is valid for `len` reads, `dst` for `len` writes, and they do

@@ -154,8 +154,8 @@ impl RingBytes {
     /// without touching their bytes (`MADV_POPULATE_WRITE`, Linux 5.14):
     /// otherwise the first lap of a fresh ring pays a page fault every
     /// 4 KiB in the writer, which made the first 4,096 one-line messages
-    /// of a pair about a quarter slower (0.133 against 0.105 us per half
-    /// round trip). The reader's faults, which only map the pages, are
+    /// of a pair slower (the journal, docs/journal/2026-11-24-shm.md). The
+    /// reader's faults, which only map the pages, are
     /// left to first touch: populating them too measured slower. Returns
     /// whether the kernel did it (older kernels refuse the advice; the
     /// pages then come on first touch, as before).

@@ -4,7 +4,7 @@
 //! send buffer (`process_vm_readv`), so that two cores copy at once. A
 //! cross-memory copy is bound by the kernel's per-page work, not by memory
 //! bandwidth, so two halves in parallel take little more than one half
-//! (docs/PERFORMANCE.md has the measurement).
+//! (docs/journal/2026-11-24-shm-split-copy.md has the measurement).
 //!
 //! The protocol, in the transport words of `channel.rs`:
 //! 1. The sender's `Rts` carries the send buffer's address when the
