@@ -230,7 +230,7 @@ fn configure(args: &BenchArgs) -> Result<String, String> {
         std::env::set_var("TETHER_RAILS", rails.to_string());
     }
     let (settings, _) = tether::settings::Settings::from_env().map_err(|e| e.to_string())?;
-    Ok(settings.get("TRANSPORTS").unwrap_or_default().to_string())
+    Ok(settings.transports().join(","))
 }
 
 /// Whether the transports are `tcp` alone: MPICH is then measured over TCP

@@ -41,7 +41,7 @@ fn report(settings: &Settings, warnings: &[String]) -> String {
     let _ = writeln!(
         out,
         "host id: {} (peers with the same one are on this host)",
-        tether::host::host_id(settings.text("HOST_ID"))
+        tether::host::host_id(settings.host_id())
     );
     let _ = writeln!(out, "transports:");
     for (name, usable) in tether::transport::availability() {

@@ -12,7 +12,7 @@ use crate::settings::Settings;
 /// `%r` in the file name becomes `rank` (the universe rank, or the program
 /// rank before the universe exists).
 pub fn init(settings: &Settings, rank: u32) {
-    let level = match settings.get("LOG_LEVEL").unwrap_or("warn") {
+    let level = match settings.log_level() {
         "off" => LevelFilter::OFF,
         "error" => LevelFilter::ERROR,
         "info" => LevelFilter::INFO,
@@ -24,7 +24,7 @@ pub fn init(settings: &Settings, rank: u32) {
         .with_max_level(level)
         .with_target(false);
     let file = settings
-        .text("LOG_FILE")
+        .log_file()
         .map(|f| f.replace("%r", &rank.to_string()))
         .and_then(
             |path| match OpenOptions::new().create(true).append(true).open(&path) {

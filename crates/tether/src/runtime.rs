@@ -92,16 +92,16 @@ impl Runtime {
         let (settings, warnings) = Settings::from_env()?;
         let identity = match identity {
             Some(id) => id,
-            None => identity::from_env(settings.text("PROGRAM"), |k| std::env::var(k).ok())?,
+            None => identity::from_env(settings.program(), |k| std::env::var(k).ok())?,
         };
         crate::log::init(&settings, identity.rank);
         for w in warnings {
             tracing::warn!("{w}");
         }
-        let names = universe::program_names(settings.text("PROGRAMS"), &identity)?;
+        let names = universe::program_names(settings.programs(), &identity)?;
         let (rendezvous, private_rendezvous) = open_rendezvous(&settings, &names, &identity)?;
         let bound = Transports::bind(&settings)?;
-        let connect_timeout = Duration::from_secs(settings.number("CONNECT_TIMEOUT"));
+        let connect_timeout = Duration::from_secs(settings.connect_timeout());
         let universe = Arc::new(universe::join(
             &rendezvous,
             &names,
@@ -115,24 +115,24 @@ impl Runtime {
         let size = universe.size();
         // When `file` comes first, it reaches every peer: its own eager
         // limit applies from the first message on.
-        let file_first = settings.list("TRANSPORTS").first().map(String::as_str) == Some("file");
+        let file_first = settings.transports().first().map(String::as_str) == Some("file");
         let engine = Engine::new(EngineConfig {
             me,
-            eager_limit: settings.number(if file_first {
-                "FILE_EAGER_LIMIT"
+            eager_limit: if file_first {
+                settings.file_eager_limit()
             } else {
-                "EAGER_LIMIT"
-            }),
+                settings.eager_limit()
+            },
         });
         let transport = Transports::new(bound, &settings, universe.clone(), rendezvous.clone());
         let mut runtime = Runtime {
             me,
             comms: CommTable::with_universe(size, me),
-            spin: SpinPolicy::new(Duration::from_micros(settings.number("POLL_SPIN_US"))),
+            spin: SpinPolicy::new(Duration::from_micros(settings.poll_spin_us())),
             polling: Polling::Spin,
             cpus: std::thread::available_parallelism().map_or(1, usize::from),
             local_peers_seen: 0,
-            in_kernel: settings.flag("IN_KERNEL"),
+            in_kernel: settings.in_kernel(),
             settings,
             universe,
             rendezvous,
@@ -148,7 +148,7 @@ impl Runtime {
             scratch: Default::default(),
         };
         runtime.choose_polling();
-        if runtime.settings.get("CONNECT") == Some("eager") {
+        if runtime.settings.connect() == "eager" {
             runtime.connect_all();
         }
         tracing::info!(
@@ -534,8 +534,7 @@ impl Runtime {
             return;
         }
         let window = if self.in_kernel {
-            Duration::from_micros(self.settings.number("POLL_SPIN_US"))
-                .max(Duration::from_millis(1))
+            Duration::from_micros(self.settings.poll_spin_us()).max(Duration::from_millis(1))
         } else {
             self.spin.window()
         };
@@ -567,13 +566,8 @@ impl Runtime {
     /// more, this one and the peers found through shared memory.
     fn choose_polling(&mut self) {
         self.local_peers_seen = self.transport.local_peers();
-        let processes =
-            (self.settings.number("LOCAL_PROCESSES") as usize).max(1 + self.local_peers_seen);
-        let polling = Polling::choose(
-            self.settings.text("WAIT").unwrap_or("auto"),
-            processes,
-            self.cpus,
-        );
+        let processes = (self.settings.local_processes() as usize).max(1 + self.local_peers_seen);
+        let polling = Polling::choose(self.settings.wait(), processes, self.cpus);
         if polling != self.polling {
             tracing::debug!(
                 "waits {}: {processes} processes here, {} CPUs",
@@ -592,16 +586,16 @@ impl Runtime {
     pub fn hint(&mut self, key: &str, value: &str) -> Result<()> {
         self.settings.set_hint(key, value)?;
         match key {
-            "EAGER_LIMIT" => self.engine.set_eager_limit(self.settings.number(key)),
+            "EAGER_LIMIT" => self.engine.set_eager_limit(self.settings.eager_limit()),
             "WAIT" => self.choose_polling(),
             "POLL_SPIN_US" => self
                 .spin
-                .set_max(Duration::from_micros(self.settings.number(key))),
+                .set_max(Duration::from_micros(self.settings.poll_spin_us())),
             "CONNECT" if value == "eager" => self.connect_all(),
-            "TRANSPORTS" => self.transport.set_order(self.settings.list(key)),
+            "TRANSPORTS" => self.transport.set_order(self.settings.transports()),
             "CONNECT_TIMEOUT" | "HANDSHAKE_TIMEOUT" => self.transport.set_timeouts(
-                Duration::from_secs(self.settings.number("CONNECT_TIMEOUT")),
-                Duration::from_secs(self.settings.number("HANDSHAKE_TIMEOUT")),
+                Duration::from_secs(self.settings.connect_timeout()),
+                Duration::from_secs(self.settings.handshake_timeout()),
             ),
             "IN_KERNEL" => {
                 self.in_kernel = value == "1";
@@ -631,8 +625,7 @@ impl Runtime {
     /// connected peer and waits (up to `TETHER_FINALIZE_TIMEOUT`) for theirs,
     /// so no data in flight is lost by closing early.
     pub fn finalize(mut self) -> Result<()> {
-        let deadline =
-            Instant::now() + Duration::from_secs(self.settings.number("FINALIZE_TIMEOUT"));
+        let deadline = Instant::now() + Duration::from_secs(self.settings.finalize_timeout());
         while self.transport.has_output() && Instant::now() < deadline {
             self.progress_once(Some(Duration::from_millis(10)));
         }
@@ -653,7 +646,7 @@ impl Runtime {
         if unfinished {
             tracing::warn!(
                 "finalize: some peers did not say goodbye within TETHER_FINALIZE_TIMEOUT={} s",
-                self.settings.number("FINALIZE_TIMEOUT")
+                self.settings.finalize_timeout()
             );
         }
         Ok(())
@@ -724,7 +717,7 @@ fn open_rendezvous(
     names: &[String],
     me: &Identity,
 ) -> Result<(Rendezvous, Option<std::path::PathBuf>)> {
-    if let Some(spec) = settings.text("RENDEZVOUS") {
+    if let Some(spec) = settings.rendezvous() {
         let rdv = Rendezvous::open(spec)
             .map_err(|e| err(ErrorClass::Init, format!("rendezvous {spec:?}: {e}")))?;
         return Ok((rdv, None));

@@ -45,64 +45,124 @@ pub const MAX_EAGER_LIMIT: u64 = 4 << 20;
 /// Transports this build provides, in the default order.
 pub const TRANSPORTS: &[&str] = &["shm", "tcp", "file", "hybrid"];
 
-pub static TABLE: &[Setting] = &[
-    Setting {
+/// Declares the settings table and, for each row, a typed accessor on
+/// [`Settings`] named after it (`connect_timeout()` for
+/// `CONNECT_TIMEOUT`): the key is written once, in its row, and a caller
+/// that misspells a setting does not compile. The accessor's type follows
+/// the row's kind (`Flag`: bool, `Number`: u64, `Choice`: the word,
+/// `List`: the words, `Text`: the text when set); a test checks that the
+/// two agree.
+macro_rules! settings {
+    ($( $name:ident : $ty:ident = $row:expr; )*) => {
+        /// The rows of [`TABLE`], one constant each, for the accessors.
+        #[allow(non_upper_case_globals)]
+        mod rows {
+            use super::*;
+            $( pub const $name: Setting = $row; )*
+        }
+
+        pub static TABLE: &[Setting] = &[$(rows::$name,)*];
+
+        impl Settings {
+            $( settings!(@accessor $name $ty); )*
+        }
+
+        /// Each row's key, its accessor's type and its kind.
+        #[cfg(test)]
+        fn accessor_types() -> Vec<(&'static str, &'static str, Kind)> {
+            vec![$((rows::$name.key, stringify!($ty), rows::$name.kind),)*]
+        }
+    };
+    (@accessor $name:ident Flag) => {
+        #[doc = concat!("The setting `", stringify!($name), "` (its row in [`TABLE`]).")]
+        pub fn $name(&self) -> bool {
+            self.flag(rows::$name.key)
+        }
+    };
+    (@accessor $name:ident Number) => {
+        #[doc = concat!("The setting `", stringify!($name), "` (its row in [`TABLE`]).")]
+        pub fn $name(&self) -> u64 {
+            self.number(rows::$name.key)
+        }
+    };
+    (@accessor $name:ident Choice) => {
+        #[doc = concat!("The setting `", stringify!($name), "` (its row in [`TABLE`]).")]
+        pub fn $name(&self) -> &str {
+            self.get(rows::$name.key).unwrap_or(rows::$name.default)
+        }
+    };
+    (@accessor $name:ident List) => {
+        #[doc = concat!("The setting `", stringify!($name), "` (its row in [`TABLE`]).")]
+        pub fn $name(&self) -> Vec<String> {
+            self.list(rows::$name.key)
+        }
+    };
+    (@accessor $name:ident Text) => {
+        #[doc = concat!("The setting `", stringify!($name), "` (its row in [`TABLE`]), when set.")]
+        pub fn $name(&self) -> Option<&str> {
+            self.text(rows::$name.key)
+        }
+    };
+}
+
+settings! {
+    rendezvous: Text = Setting {
         key: "RENDEZVOUS",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "where processes find each other: a directory on a shared file system, or tcp://host:port of `tether rendezvous serve` (set by `tether run`)",
-    },
-    Setting {
+    };
+    program: Text = Setting {
         key: "PROGRAM",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "name of this process's program (set by `tether run`; tether_init_as overrides)",
-    },
-    Setting {
+    };
+    programs: Text = Setting {
         key: "PROGRAMS",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "comma-separated names of all programs of the universe",
-    },
-    Setting {
+    };
+    rank: Text = Setting {
         key: "RANK",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "rank of this process in its program; else taken from OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, MV2_COMM_WORLD_RANK, SLURM_PROCID",
-    },
-    Setting {
+    };
+    size: Text = Setting {
         key: "SIZE",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "number of joining processes of this program; else from the MPI launcher's environment",
-    },
-    Setting {
+    };
+    run_id: Text = Setting {
         key: "RUN_ID",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "names one run (set by `tether run`, which keeps a value you set): the file transport's run directory is run-<this>; unset: derived from universe rank 0's start-up nonce",
-    },
-    Setting {
+    };
+    transports: List = Setting {
         key: "TRANSPORTS",
         default: "shm,tcp",
         kind: Kind::ListOf(TRANSPORTS),
         hint: true,
         meaning: "ordered list of transports; for each peer the first that reaches it is used (shm: peers on this host; tcp: any peer; file: any peer that shares TETHER_FILE_DIR; hybrid: shm or tcp for control and small messages, files for payloads above TETHER_HYBRID_THRESHOLD); a change applies to peers not reached yet",
-    },
-    Setting {
+    };
+    host_id: Text = Setting {
         key: "HOST_ID",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "identity of this host: processes with the same one use shared memory; unset: host name and boot id (set different values to make processes of one machine act as on different hosts)",
-    },
-    Setting {
+    };
+    shm_ring_bytes: Number = Setting {
         key: "SHM_RING_BYTES",
         default: "262144",
         kind: Kind::Number {
@@ -111,22 +171,22 @@ pub static TABLE: &[Setting] = &[
         },
         hint: false,
         meaning: "capacity of each shared-memory ring this process receives on, one per peer (rounded up to a power of two); frames up to this size minus 128 bytes (frames are padded to 64-byte lines, and one line stays free) are written in one piece, larger ones stream through",
-    },
-    Setting {
+    };
+    shm_cma: Flag = Setting {
         key: "SHM_CMA",
         default: "1",
         kind: Kind::Flag,
         hint: false,
         meaning: "1: rendezvous data between processes of one host is copied once, straight into the receive buffer, by cross-memory attach (process_vm_writev) when the kernel allows it; 0: always through the ring",
-    },
-    Setting {
+    };
+    shm_membarrier: Flag = Setting {
         key: "SHM_MEMBARRIER",
         default: "1",
         kind: Kind::Flag,
         hint: false,
         meaning: "1: between two processes of this host that both have 1 (and a kernel that offers membarrier(2)), a message or returned ring room is not followed by a memory fence, and a process runs membarrier(2) before it sleeps instead; 0: every message to or from this process is followed by a fence",
-    },
-    Setting {
+    };
+    shm_split_bytes: Number = Setting {
         key: "SHM_SPLIT_BYTES",
         default: "131072",
         kind: Kind::Number {
@@ -135,15 +195,15 @@ pub static TABLE: &[Setting] = &[
         },
         hint: false,
         meaning: "rendezvous messages between processes of one host of at least this many bytes are copied by both at once, when cross-memory attach works: the receiver reads the second half from the send buffer (process_vm_readv) while the sender writes the first; 0: the sender copies all",
-    },
-    Setting {
+    };
+    file_dir: Text = Setting {
         key: "FILE_DIR",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "directory the file and hybrid transports exchange files in, shared by every process of the run; unset: `files` inside a directory rendezvous, else $TMPDIR/tether-files-<uid> (one host only)",
-    },
-    Setting {
+    };
+    file_eager_limit: Number = Setting {
         key: "FILE_EAGER_LIMIT",
         default: "4194304",
         kind: Kind::Number {
@@ -152,22 +212,22 @@ pub static TABLE: &[Setting] = &[
         },
         hint: false,
         meaning: "messages up to this many bytes to a peer reached through files go as one file; larger ones by rendezvous, three files (replaces TETHER_EAGER_LIMIT for those peers; see docs/journal/2026-11-24-file-hybrid.md)",
-    },
-    Setting {
+    };
+    file_fsync: Flag = Setting {
         key: "FILE_FSYNC",
         default: "0",
         kind: Kind::Flag,
         hint: false,
         meaning: "1: every file is flushed to stable storage (fsync) before it is published; 0: the file system's own ordering is trusted",
-    },
-    Setting {
+    };
+    file_notify: Choice = Setting {
         key: "FILE_NOTIFY",
         default: "auto",
         kind: Kind::Choice(&["auto", "inotify", "poll"]),
         hint: false,
         meaning: "how a receiver learns of new files: inotify, or polling every TETHER_FILE_POLL_US doubling up to TETHER_FILE_POLL_MAX_US while idle; auto: inotify unless the directory is on a network or parallel file system (NFS, Lustre, GPFS, CephFS, ...), whose events miss other hosts' writes",
-    },
-    Setting {
+    };
+    file_poll_us: Number = Setting {
         key: "FILE_POLL_US",
         default: "50",
         kind: Kind::Number {
@@ -176,8 +236,8 @@ pub static TABLE: &[Setting] = &[
         },
         hint: false,
         meaning: "shortest interval between two looks into the inbox when polling, in microseconds (used while messages flow)",
-    },
-    Setting {
+    };
+    file_poll_max_us: Number = Setting {
         key: "FILE_POLL_MAX_US",
         default: "20000",
         kind: Kind::Number {
@@ -186,8 +246,8 @@ pub static TABLE: &[Setting] = &[
         },
         hint: false,
         meaning: "longest interval between two looks into the inbox when polling, in microseconds (reached after a quiet spell; with inotify, the safety rescan period)",
-    },
-    Setting {
+    };
+    file_peer_timeout: Number = Setting {
         key: "FILE_PEER_TIMEOUT",
         default: "30",
         kind: Kind::Number {
@@ -196,8 +256,8 @@ pub static TABLE: &[Setting] = &[
         },
         hint: false,
         meaning: "seconds without a change of a file-transport peer's heartbeat file (rewritten every second) before it is lost with TETHER_ERR_PEER_LOST; also how long an announced payload file or the replacement of a refused file is waited for",
-    },
-    Setting {
+    };
+    hybrid_threshold: Number = Setting {
         key: "HYBRID_THRESHOLD",
         default: "1073741824",
         kind: Kind::Number {
@@ -206,15 +266,15 @@ pub static TABLE: &[Setting] = &[
         },
         hint: false,
         meaning: "with the hybrid transport, rendezvous payloads larger than this many bytes go through files, the rest through the socket transport; the default (1 GiB) is this development machine's measurement, where loopback TCP outruns files at every size: between machines whose network is slower than their shared file system, measure the crossover with benches/compare_file.py --thresholds (docs/journal/2026-11-24-file-hybrid.md)",
-    },
-    Setting {
+    };
+    tcp_interface: Text = Setting {
         key: "TCP_INTERFACE",
         default: "127.0.0.1",
         kind: Kind::Text,
         hint: false,
         meaning: "IP address this process listens on and publishes (across hosts: an address the peers can reach)",
-    },
-    Setting {
+    };
+    eager_limit: Number = Setting {
         key: "EAGER_LIMIT",
         default: "131072",
         kind: Kind::Number {
@@ -223,29 +283,29 @@ pub static TABLE: &[Setting] = &[
         },
         hint: true,
         meaning: "messages up to this many bytes are sent eagerly; larger ones by rendezvous (see docs/journal/2026-11-21-p2p-tcp.md for how the default was chosen)",
-    },
-    Setting {
+    };
+    connect: Choice = Setting {
         key: "CONNECT",
         default: "lazy",
         kind: Kind::Choice(&["lazy", "eager"]),
         hint: true,
         meaning: "lazy: connect to a peer on first use; eager: connect to every peer at start-up",
-    },
-    Setting {
+    };
+    in_kernel: Flag = Setting {
         key: "IN_KERNEL",
         default: "0",
         kind: Kind::Flag,
         hint: true,
         meaning: "1 while the program is in a communication kernel: waits spin longer instead of sleeping, and the peers used inside are connected at once the next time a kernel starts",
-    },
-    Setting {
+    };
+    wait: Choice = Setting {
         key: "WAIT",
         default: "auto",
         kind: Kind::Choice(&["auto", "spin", "yield"]),
         hint: true,
         meaning: "how a wait polls before it sleeps: `spin` busy-polls (fastest where every process has a core), `yield` gives the core away between polls (sched_yield), so that a process it waits for can run on it; `auto` yields when this host runs more processes of the universe than this process may use CPUs",
-    },
-    Setting {
+    };
+    local_processes: Number = Setting {
         key: "LOCAL_PROCESSES",
         default: "0",
         kind: Kind::Number {
@@ -254,8 +314,8 @@ pub static TABLE: &[Setting] = &[
         },
         hint: false,
         meaning: "processes of the universe on this host, when known (set by `tether run`; 0: unknown); `TETHER_WAIT=auto` also counts the peers found through shared memory",
-    },
-    Setting {
+    };
+    poll_spin_us: Number = Setting {
         key: "POLL_SPIN_US",
         default: "50",
         kind: Kind::Number {
@@ -264,8 +324,8 @@ pub static TABLE: &[Setting] = &[
         },
         hint: true,
         meaning: "longest time a wait polls before it sleeps in the kernel, in microseconds (adapts down when polling does not pay, e.g. more processes than cores)",
-    },
-    Setting {
+    };
+    connect_timeout: Number = Setting {
         key: "CONNECT_TIMEOUT",
         default: "30",
         kind: Kind::Number {
@@ -274,15 +334,15 @@ pub static TABLE: &[Setting] = &[
         },
         hint: true,
         meaning: "seconds to wait for a program to join or a peer to accept a connection before TETHER_ERR_TIMEOUT",
-    },
-    Setting {
+    };
+    handshake_timeout: Number = Setting {
         key: "HANDSHAKE_TIMEOUT",
         default: "10",
         kind: Kind::Number { min: 1, max: 3600 },
         hint: true,
         meaning: "seconds an accepted connection may take to complete its handshake before it is dropped",
-    },
-    Setting {
+    };
+    finalize_timeout: Number = Setting {
         key: "FINALIZE_TIMEOUT",
         default: "60",
         kind: Kind::Number {
@@ -291,22 +351,22 @@ pub static TABLE: &[Setting] = &[
         },
         hint: true,
         meaning: "seconds tether_finalize waits for queued data to leave and for connected peers to say goodbye",
-    },
-    Setting {
+    };
+    log_level: Choice = Setting {
         key: "LOG_LEVEL",
         default: "warn",
         kind: Kind::Choice(&["off", "error", "warn", "info", "debug", "trace"]),
         hint: false,
         meaning: "how much Tether logs (to stderr, or TETHER_LOG_FILE)",
-    },
-    Setting {
+    };
+    log_file: Text = Setting {
         key: "LOG_FILE",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "file to append log lines to instead of stderr; %r in the name becomes the universe rank",
-    },
-];
+    };
+}
 
 fn row(key: &str) -> Option<&'static Setting> {
     TABLE.iter().find(|s| s.key == key)
@@ -421,7 +481,9 @@ impl Settings {
         Ok(())
     }
 
-    /// The effective value of `key` (empty when unset).
+    /// The effective value of `key` (empty when unset), for what walks
+    /// the table or takes a key from the user (`tether info`,
+    /// `tether_hint_get`); code reads a setting through its accessor.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(|(v, _)| v.as_str())
     }
@@ -431,20 +493,20 @@ impl Settings {
     }
 
     /// A value that is set, or `None` when empty.
-    pub fn text(&self, key: &str) -> Option<&str> {
+    fn text(&self, key: &str) -> Option<&str> {
         self.get(key).filter(|v| !v.is_empty())
     }
 
     /// A number setting (validated on the way in).
-    pub fn number(&self, key: &str) -> u64 {
+    fn number(&self, key: &str) -> u64 {
         self.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
     }
 
-    pub fn flag(&self, key: &str) -> bool {
+    fn flag(&self, key: &str) -> bool {
         self.get(key) == Some("1")
     }
 
-    pub fn list(&self, key: &str) -> Vec<String> {
+    fn list(&self, key: &str) -> Vec<String> {
         self.get(key)
             .unwrap_or("")
             .split(',')
@@ -470,11 +532,11 @@ mod tests {
         let (mut s, warnings) =
             Settings::from_vars(vars(&[("TETHER_EAGER_LIMIT", "1024"), ("PATH", "/bin")])).unwrap();
         assert!(warnings.is_empty());
-        assert_eq!(s.number("EAGER_LIMIT"), 1024);
+        assert_eq!(s.eager_limit(), 1024);
         assert_eq!(s.origin("EAGER_LIMIT"), Some(Origin::Environment));
-        assert_eq!(s.get("CONNECT"), Some("lazy"));
+        assert_eq!(s.connect(), "lazy");
         s.set_hint("IN_KERNEL", "1").unwrap();
-        assert!(s.flag("IN_KERNEL"));
+        assert!(s.in_kernel());
         assert_eq!(s.origin("IN_KERNEL"), Some(Origin::Hint));
     }
 
@@ -515,5 +577,20 @@ mod tests {
         );
         s.set_hint("TRANSPORTS", "tcp").unwrap();
         s.set_hint("TRANSPORTS", "shm,tcp").unwrap();
+    }
+
+    #[test]
+    fn accessors_have_the_type_of_their_row() {
+        for (key, accessor, kind) in accessor_types() {
+            let agrees = matches!(
+                (accessor, kind),
+                ("Flag", Kind::Flag)
+                    | ("Number", Kind::Number { .. })
+                    | ("Choice", Kind::Choice(_))
+                    | ("List", Kind::ListOf(_))
+                    | ("Text", Kind::Text)
+            );
+            assert!(agrees, "{key}: a {accessor} accessor for {kind:?}");
+        }
     }
 }

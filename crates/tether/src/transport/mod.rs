@@ -143,7 +143,7 @@ struct FileSettings {
 
 impl FileSettings {
     fn new(settings: &Settings, rendezvous: &Rendezvous, universe: &Universe) -> FileSettings {
-        let (root, private_root) = match (settings.text("FILE_DIR"), rendezvous) {
+        let (root, private_root) = match (settings.file_dir(), rendezvous) {
             (Some(dir), _) => (PathBuf::from(dir), false),
             (None, Rendezvous::Dir(store)) => (store.path().join("files"), false),
             (None, Rendezvous::Tcp(_)) => {
@@ -158,12 +158,12 @@ impl FileSettings {
         FileSettings {
             root,
             private_root,
-            run: run_identity(settings.text("RUN_ID"), universe),
-            fsync: settings.flag("FILE_FSYNC"),
-            notify: NotifyMode::parse(settings.get("FILE_NOTIFY").unwrap_or("auto")),
-            poll_min: Duration::from_micros(settings.number("FILE_POLL_US")),
-            poll_max: Duration::from_micros(settings.number("FILE_POLL_MAX_US")),
-            peer_timeout: Duration::from_secs(settings.number("FILE_PEER_TIMEOUT")),
+            run: run_identity(settings.run_id(), universe),
+            fsync: settings.file_fsync(),
+            notify: NotifyMode::parse(settings.file_notify()),
+            poll_min: Duration::from_micros(settings.file_poll_us()),
+            poll_max: Duration::from_micros(settings.file_poll_max_us()),
+            peer_timeout: Duration::from_secs(settings.file_peer_timeout()),
         }
     }
 }
@@ -173,12 +173,9 @@ impl Transports {
     /// the latter only disables `shm`, with the reason kept for errors).
     pub fn bind(settings: &Settings) -> Result<Bound> {
         let tcp_config = TcpConfig {
-            listen_ip: settings
-                .get("TCP_INTERFACE")
-                .unwrap_or("127.0.0.1")
-                .to_string(),
-            connect_timeout: Duration::from_secs(settings.number("CONNECT_TIMEOUT")),
-            handshake_timeout: Duration::from_secs(settings.number("HANDSHAKE_TIMEOUT")),
+            listen_ip: settings.tcp_interface().unwrap_or("127.0.0.1").to_string(),
+            connect_timeout: Duration::from_secs(settings.connect_timeout()),
+            handshake_timeout: Duration::from_secs(settings.handshake_timeout()),
         };
         let epoll_error = |e: std::io::Error| err(ErrorClass::Transport, format!("epoll: {e}"));
         let reactor = Reactor::new().map_err(epoll_error)?;
@@ -191,7 +188,7 @@ impl Transports {
                 (None, format!("not usable in this process: {e}"))
             }
         };
-        let host = host::host_id(settings.text("HOST_ID"));
+        let host = host::host_id(settings.host_id());
         let address = PeerAddress {
             tcp: tcp.1.to_string(),
             host: host.clone(),
@@ -227,12 +224,12 @@ impl Transports {
             rendezvous.clone(),
         );
         let config = ShmConfig {
-            ring_bytes: (settings.number("SHM_RING_BYTES") as usize)
+            ring_bytes: (settings.shm_ring_bytes() as usize)
                 .next_power_of_two()
                 .max(4096),
-            cma: settings.flag("SHM_CMA"),
-            split_bytes: settings.number("SHM_SPLIT_BYTES") as usize,
-            membarrier: settings.flag("SHM_MEMBARRIER"),
+            cma: settings.shm_cma(),
+            split_bytes: settings.shm_split_bytes() as usize,
+            membarrier: settings.shm_membarrier(),
         };
         let mut shm_problem = bound.shm_problem;
         let shm = bound.shm.and_then(|prepared| {
@@ -252,7 +249,7 @@ impl Transports {
             shm_problem,
             routes: PeerTable::default(),
             pending_routes: 0,
-            order: settings.list("TRANSPORTS"),
+            order: settings.transports(),
             host: bound.host,
             universe,
             rendezvous,
@@ -261,8 +258,8 @@ impl Transports {
             file: None,
             file_settings,
             hybrid: HashSet::default(),
-            hybrid_threshold: settings.number("HYBRID_THRESHOLD"),
-            file_eager_limit: settings.number("FILE_EAGER_LIMIT"),
+            hybrid_threshold: settings.hybrid_threshold(),
+            file_eager_limit: settings.file_eager_limit(),
             hybrid_inline_warned: false,
             events_out: Vec::new(),
         };
