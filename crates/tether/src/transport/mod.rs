@@ -30,6 +30,7 @@
 pub mod file;
 mod peer_table;
 mod reactor;
+mod retry;
 pub mod shm;
 pub mod tcp;
 
@@ -49,6 +50,7 @@ use crate::universe::{addr_key, size_key, PeerAddress, Universe};
 use file::{FileConfig, FileTransport, NotifyMode};
 use peer_table::PeerTable;
 use reactor::{Owner, Reactor};
+use retry::Retry;
 use shm::{AttachError, ShmConfig, ShmTransport};
 pub use shm::{Direct, Wanted};
 use tcp::{TcpConfig, TcpTransport};
@@ -57,8 +59,6 @@ use tcp::{TcpConfig, TcpTransport};
 /// when TCP has no connection, or reads its few connections directly
 /// (a power of two).
 pub const TCP_POLL_EVERY: u32 = 64;
-/// Longest sleep while a peer's route is still undecided.
-const PENDING_RETRY: Duration = Duration::from_millis(2);
 
 /// What happened to a peer, for the runtime.
 #[derive(Debug)]
@@ -90,9 +90,12 @@ enum Route {
     Tcp,
     Shm,
     File,
+    /// Shared memory may reach the peer but its address or segment is not
+    /// there yet: looked up again on the [`Retry`] schedule.
     Pending {
         queue: VecDeque<Transmit>,
         deadline: Instant,
+        retry: Retry,
         problem: String,
     },
 }
@@ -486,15 +489,23 @@ impl Transports {
             Ok(None) => "its address never appeared in the rendezvous".to_string(),
             Err(e) => e.to_string(),
         };
+        let now = Instant::now();
         match self.routes.get_mut(&peer) {
-            Some(Route::Pending { problem: p, .. }) => *p = problem,
+            Some(Route::Pending {
+                problem: p, retry, ..
+            }) => {
+                *p = problem;
+                retry.tried(now);
+            }
             _ => {
-                let deadline = Instant::now() + self.connect_timeout;
+                let mut retry = Retry::starting(now);
+                retry.tried(now);
                 self.set_route(
                     peer,
                     Route::Pending {
                         queue: VecDeque::new(),
-                        deadline,
+                        deadline: now + self.connect_timeout,
+                        retry,
                         problem,
                     },
                 );
@@ -536,17 +547,21 @@ impl Transports {
         self.events_out.push(LinkEvent::Lost { peer, error });
     }
 
-    /// Tries again the peers whose route is pending; fails those past
-    /// their deadline.
-    fn retry_pending(&mut self, engine: &mut Engine) {
-        let pending: Vec<u32> = self
+    /// Tries again the peers whose route is pending and due for a try;
+    /// fails those past their deadline.
+    fn retry_pending(&mut self, now: Instant, engine: &mut Engine) {
+        let due: Vec<u32> = self
             .routes
             .iter()
-            .filter(|(_, r)| matches!(r, Route::Pending { .. }))
+            .filter(|(_, r)| match r {
+                Route::Pending {
+                    retry, deadline, ..
+                } => retry.is_due(now) || now >= *deadline,
+                _ => false,
+            })
             .map(|(p, _)| *p)
             .collect();
-        let now = Instant::now();
-        for peer in pending {
+        for peer in due {
             match self.try_shm(peer) {
                 Ok(()) => self.route(peer, Route::Shm, engine),
                 Err(None) => {
@@ -584,6 +599,19 @@ impl Transports {
         self.pending_routes > 0
     }
 
+    /// When the earliest pending route is due for a try or past its deadline.
+    fn next_pending(&self) -> Option<Instant> {
+        self.routes
+            .values()
+            .filter_map(|r| match r {
+                Route::Pending {
+                    retry, deadline, ..
+                } => Some(retry.next_try().min(*deadline)),
+                _ => None,
+            })
+            .min()
+    }
+
     /// Sets the route of `peer`, returning the one it replaces; every
     /// change of `routes` goes through here and [`Transports::remove_route`]
     /// so that `pending_routes` stays exact (the poll checks it each call).
@@ -612,8 +640,12 @@ impl Transports {
         }
         let mut timeout = timeout;
         if self.has_pending() {
-            self.retry_pending(engine);
-            timeout = timeout.map(|t| t.min(PENDING_RETRY));
+            let now = Instant::now();
+            self.retry_pending(now, engine);
+            if let Some(at) = self.next_pending() {
+                let left = at.saturating_duration_since(now);
+                timeout = Some(timeout.map_or(left, |t| t.min(left)));
+            }
         }
         if let Some(by) = self.file.as_ref().and_then(FileTransport::wake_by) {
             let left = by.saturating_duration_since(Instant::now());

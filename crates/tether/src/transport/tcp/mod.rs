@@ -29,6 +29,7 @@ use tether_rendezvous::Rendezvous;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::settings::MAX_EAGER_LIMIT;
 use crate::transport::reactor::{Ready, TCP_TOKENS};
+use crate::transport::retry::Retry;
 use crate::transport::LinkEvent;
 use crate::universe::{addr_key, PeerAddress, Universe};
 use conn::{Conn, ConnError, Incoming};
@@ -79,8 +80,7 @@ struct Link {
 
 struct Attempt {
     deadline: Instant,
-    next_try: Instant,
-    backoff: Duration,
+    retry: Retry,
     problem: String,
     /// The peer's published address refused or could not be routed to:
     /// the peer exists but TCP does not reach it (`TETHER_ERR_TRANSPORT`
@@ -220,8 +220,7 @@ impl TcpTransport {
             let now = Instant::now();
             link.attempt = Some(Attempt {
                 deadline: now + self.config.connect_timeout,
-                next_try: now,
-                backoff: Duration::from_millis(1),
+                retry: Retry::starting(now),
                 problem: "its address never appeared in the rendezvous".into(),
                 unreachable: false,
             });
@@ -238,8 +237,7 @@ impl TcpTransport {
         let link = self.links.get_mut(&peer).expect("link exists");
         let attempt = link.attempt.as_mut().expect("attempt exists");
         let now = Instant::now();
-        attempt.next_try = now + attempt.backoff;
-        attempt.backoff = (attempt.backoff * 2).min(Duration::from_millis(100));
+        attempt.retry.tried(now);
         let address = match looked_up {
             Ok(Some(text)) => {
                 match PeerAddress::decode(&text).and_then(|a| a.tcp.parse::<SocketAddr>().ok()) {
@@ -354,7 +352,7 @@ impl TcpTransport {
             .values()
             .filter(|l| l.connecting.is_none() && l.established.is_none())
             .filter_map(|l| l.attempt.as_ref())
-            .map(|a| a.next_try.min(a.deadline))
+            .map(|a| a.retry.next_try().min(a.deadline))
             .min();
         let handshake = self
             .entries
@@ -400,7 +398,7 @@ impl TcpTransport {
             .filter(|(_, l)| l.established.is_none() && !l.finished)
             .filter(|(_, l)| {
                 l.attempt.as_ref().is_some_and(|a| {
-                    now >= a.deadline || (l.connecting.is_none() && now >= a.next_try)
+                    now >= a.deadline || (l.connecting.is_none() && a.retry.is_due(now))
                 })
             })
             .map(|(p, _)| *p)
