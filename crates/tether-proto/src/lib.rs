@@ -10,14 +10,22 @@
 //! The layers, top to bottom:
 //! - [`engine::Engine`]: point-to-point requests with MPI semantics;
 //! - [`matching`]: the posted-receive and unexpected-message queues;
+//! - [`link`]: one link to a peer (handshake, sequence numbers, goodbye,
+//!   deadlines) and the order of a peer's frames across several links;
 //! - [`wire`]: the frame header and handshake codecs.
+//!
+//! Time is an input like any other: code that has deadlines takes `now`
+//! and answers `poll_timeout()`, so tests run it on a virtual clock.
 
 pub mod engine;
+pub mod link;
 pub mod matching;
 pub mod pool;
 pub mod request;
 pub mod wire;
 
 pub use engine::{Engine, EngineConfig, PayloadSink, SinkToken, Transmit, TransmitPayload};
+pub use link::{Link, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};
 pub use request::{Completion, CompletionError, Region, ReqId};
 pub use wire::{FrameHeader, FrameKind, Hello, WireError};
+
