@@ -29,3 +29,5 @@ pub use link::{Link, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};
 pub use request::{Completion, CompletionError, Region, ReqId};
 pub use wire::{FrameHeader, FrameKind, Hello, WireError};
 
+#[cfg(test)]
+mod harness;
