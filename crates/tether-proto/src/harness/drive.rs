@@ -1,8 +1,6 @@
 //! One step of the world at the current instant: what each side of each
 //! link does with its input, output and deadlines, as a runtime would.
 
-use std::time::Instant;
-
 use super::wire_model::InFlight;
 use super::{Arrival, Failure, RailChoice, World};
 use crate::engine::{Engine, PayloadSink, Transmit, TransmitPayload};
@@ -129,12 +127,11 @@ impl World {
                     payload: payload.to_vec(),
                 };
                 let seq = frame.peer_seq.expect("engine frames carry a peer sequence");
-                let held = end.inbound.held();
-                let pushed = end.inbound.push(now, seq, arrival);
-                if end.inbound.held() > held {
-                    self.frames_held += 1;
+                if end.highest_arrived.is_some_and(|highest| seq < highest) {
+                    self.overtaken += 1;
                 }
-                pushed
+                end.highest_arrived = end.highest_arrived.max(Some(seq));
+                end.inbound.push(now, seq, arrival)
             }
             Err(error) => Err(error),
         };
@@ -177,6 +174,9 @@ impl World {
         }
     }
 
+    /// Passes the time to every link and resequencer at every step, as a
+    /// runtime's progress loop would: their contract says an early call
+    /// does nothing, and this tests it. True when a deadline ended a peer.
     fn fire_deadlines(&mut self) -> bool {
         let now = self.now;
         let n = self.engines.len();
@@ -187,17 +187,14 @@ impl World {
                 if end.lost {
                     continue;
                 }
-                let due = |at: Option<Instant>| at.is_some_and(|at| at <= now);
-                let mut result = Ok(());
-                for link in end.links.iter_mut().filter(|l| due(l.poll_timeout())) {
+                let expired = end
+                    .links
+                    .iter_mut()
+                    .map(|link| link.handle_timeout(now))
+                    .chain([end.inbound.handle_timeout(now)])
+                    .find_map(Result::err);
+                if let Some(error) = expired {
                     fired = true;
-                    result = result.and(link.handle_timeout(now));
-                }
-                if due(end.inbound.poll_timeout()) {
-                    fired = true;
-                    result = result.and(end.inbound.handle_timeout(now));
-                }
-                if let Err(error) = result {
                     self.fail(rank, peer, error);
                 }
             }

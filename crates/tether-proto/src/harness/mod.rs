@@ -102,6 +102,8 @@ struct PeerEnd {
     inbound: Resequencer<Arrival>,
     /// Engine frames emitted before a link was open.
     pending: VecDeque<Transmit>,
+    /// The highest peer sequence number that arrived.
+    highest_arrived: Option<u64>,
     lost: bool,
 }
 
@@ -111,9 +113,10 @@ pub struct World {
     /// Link events as they happened: (rank, peer, rail, event).
     pub events: Vec<(u32, u32, usize, LinkEvent)>,
     pub rail_choice: RailChoice,
-    /// Engine frames that arrived before an earlier one of their peer and
-    /// had to wait: proof that a test's faults reordered anything.
-    pub frames_held: usize,
+    /// Engine frames that arrived after a later one of their peer (on
+    /// another link): proof that a test's faults reordered anything,
+    /// counted by the harness, not by the code under test.
+    pub overtaken: usize,
     start: Instant,
     now: Instant,
     rng: XorShift,
@@ -171,6 +174,7 @@ impl World {
                                 config.gap_timeout,
                             ),
                             pending: VecDeque::new(),
+                            highest_arrived: None,
                             lost: false,
                         })
                     })
@@ -196,7 +200,7 @@ impl World {
             failures: Vec::new(),
             events: Vec::new(),
             rail_choice: RailChoice::Random,
-            frames_held: 0,
+            overtaken: 0,
             start,
             now: start,
             rng: XorShift::new(config.seed),
@@ -257,6 +261,11 @@ impl World {
                     .chain(end.inbound.poll_timeout())
             })
             .min()
+    }
+
+    /// How many frames from `peer` wait at `rank` for an earlier one.
+    pub fn held(&self, rank: u32, peer: u32) -> usize {
+        self.end(rank, peer).inbound.held()
     }
 
     pub fn link_state(&self, rank: u32, peer: u32, rail: usize) -> LinkState {

@@ -166,7 +166,7 @@ fn a_frame_lost_on_a_link_that_falls_silent_fails_the_peer_at_the_gap_deadline()
     w.engines[0].isend(1, 0, 4, region(&mut sent[2]));
     let sent_at = w.now();
     w.pump();
-    assert_eq!(w.frames_held, 2, "both later frames wait for the lost one");
+    assert_eq!(w.held(1, 0), 2, "both later frames wait for the lost one");
     assert!(recvs.iter().all(|&r| w.engines[1].completion(r).is_none()));
 
     let deadline = sent_at + Duration::from_millis(1) + Duration::from_millis(100);
@@ -360,9 +360,9 @@ fn mpi_order_holds_when_two_links_reorder_a_peers_frames() {
     for seed in 1..=6 {
         let (w, messages, receives) = run_order_scenario(seed);
         assert!(
-            w.frames_held > 10,
-            "seed {seed}: only {} frames overtook another; the links hardly reordered",
-            w.frames_held
+            w.overtaken > 10,
+            "seed {seed}: only {} frames were overtaken; the links hardly reordered",
+            w.overtaken
         );
         check_order(seed, &w.engines[RECEIVER as usize], &messages, &receives);
     }
