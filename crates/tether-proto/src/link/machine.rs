@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::{LinkError, PeerName};
-use crate::wire::{FrameHeader, FrameKind, Hello, HEADER_LEN};
+use crate::wire::{FrameHeader, FrameKind, Hello, WireError, HEADER_LEN};
 
 /// Settings of one link.
 #[derive(Debug, Clone)]
@@ -381,11 +381,11 @@ impl Link {
             LinkState::ByeReceived | LinkState::Closed => "after the peer's Bye",
             LinkState::Failed => "on a failed link",
         };
-        let error = crate::wire::WireError::UnexpectedFrame { got, state };
+        let error = WireError::UnexpectedFrame { got, state };
         self.wire_error(error)
     }
 
-    fn wire_error(&mut self, error: crate::wire::WireError) -> LinkError {
+    fn wire_error(&mut self, error: WireError) -> LinkError {
         self.fail(LinkError::Wire {
             peer: self.name(),
             error,

@@ -24,10 +24,13 @@
 //! 4. arm a timer for [`Link::poll_timeout`]; when it fires (or at any
 //!    later call) pass the time to [`Link::handle_timeout`].
 //!
-//! Any `Err` ends the link: the caller drains `poll_transmit` once more
-//! (a refusal may have queued its `HelloReject`), closes the connection
-//! and, if that was the peer's last link, reports the peer lost to the
-//! engine. Every error names the peer and, for a timeout, the time waited.
+//! An `Err` from input or from a deadline ends the link (a refused
+//! [`Link::stamp`] changes nothing): the caller drains `poll_transmit`
+//! once more (a refusal may have queued its `HelloReject`), closes the
+//! connection and, if that was the peer's last link, reports the peer
+//! lost to the engine. An `Err` from a peer's resequencer ends every link
+//! of that peer. Every error names the peer and, for a timeout, the time
+//! waited.
 //!
 //! The multi-rail order needs the sender's peer sequence number on the
 //! wire next to the link's own; the version-1 header has one sequence
