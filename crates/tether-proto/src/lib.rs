@@ -11,10 +11,16 @@
 //! - [`dispatch`]: the one place a decoded frame header is routed;
 //! - [`engine::Engine`]: point-to-point requests with MPI semantics;
 //! - [`matching`]: the posted-receive and unexpected-message queues;
+//! - [`link`]: one link to a peer (handshake, sequence numbers, goodbye,
+//!   deadlines) and the order of a peer's frames across several links;
 //! - [`wire`]: the frame header and handshake codecs.
+//!
+//! Time is an input like any other: code that has deadlines takes `now`
+//! and answers `poll_timeout()`, so tests run it on a virtual clock.
 
 pub mod dispatch;
 pub mod engine;
+pub mod link;
 pub mod matching;
 pub mod pool;
 pub mod request;
@@ -22,5 +28,9 @@ pub mod wire;
 
 pub use dispatch::{dispatch, dispatch_data, Dispatch, FileData, LinkKind};
 pub use engine::{Engine, EngineConfig, PayloadSink, SinkToken, Transmit, TransmitPayload};
+pub use link::{Link, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};
 pub use request::{Completion, CompletionError, Region, ReqId};
 pub use wire::{FrameHeader, FrameKind, Hello, WireError};
+
+#[cfg(test)]
+mod harness;

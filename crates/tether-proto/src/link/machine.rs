@@ -1,0 +1,400 @@
+//! [`Link`]: the state machine of one link (handshake, sequence numbers,
+//! goodbye) with its deadlines.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use super::{LinkError, PeerName};
+use crate::wire::{FrameHeader, FrameKind, Hello, WireError, HEADER_LEN};
+
+/// Settings of one link.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    /// What this side says in its handshake. Its `universe_id` is also
+    /// the one a peer must name.
+    pub hello: Hello,
+    /// From the link's creation to `HelloAck` (connector) or to the
+    /// caller's verdict on the peer's `Hello` (acceptor).
+    pub handshake_timeout: Duration,
+    /// From sending our `Bye` to receiving the peer's.
+    pub goodbye_timeout: Duration,
+    /// The largest `Eager` payload accepted (passed to the header decoder).
+    pub max_eager: u64,
+}
+
+/// Where a link is. `Open` and `ByeReceived` may send engine frames;
+/// `Open` and `ByeSent` may receive them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// Connector: `Hello` queued or sent, waiting for the answer.
+    AwaitingAck,
+    /// Acceptor: waiting for the connector's `Hello`.
+    AwaitingHello,
+    /// Acceptor: the peer's `Hello` passed the link's checks; the caller
+    /// decides ([`Link::accept_hello`] / [`Link::reject_hello`]).
+    /// Authentication will run here, before the `HelloAck`.
+    Verifying,
+    Open,
+    /// Our `Bye` is out; the peer may still send until its own.
+    ByeSent,
+    /// The peer sends nothing more; we may, until we close.
+    ByeReceived,
+    /// Both `Bye`s passed, or closed before the handshake ended.
+    Closed,
+    /// An error ended the link; see the `Err` that said so.
+    Failed,
+}
+
+/// A frame of the link's own (handshake or goodbye), already stamped:
+/// write `header` then `payload`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlFrame {
+    pub header: FrameHeader,
+    pub payload: Vec<u8>,
+}
+
+/// What the caller does with a decoded header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inbound {
+    /// A frame for the layer above (engine or runtime): its payload of
+    /// `payload_len` bytes follows on this link.
+    Deliver(FrameHeader),
+    /// One of the link's own frames: read its `payload_len` bytes (at most
+    /// [`crate::wire::MAX_CONTROL_PAYLOAD`], checked) and pass them to
+    /// [`Link::on_control`].
+    Control(FrameHeader),
+}
+
+/// Progress the caller should know about (failures come back as `Err`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkEvent {
+    /// Acceptor: the peer's `Hello`; answer with [`Link::accept_hello`] or
+    /// [`Link::reject_hello`] before the handshake deadline.
+    HelloReceived(Hello),
+    /// The handshake finished; engine frames may flow.
+    Established { peer: u32 },
+    /// The peer's `Bye` came: it sends nothing more. Call [`Link::close`]
+    /// once this side has nothing more to send either.
+    PeerClosing,
+    /// Both sides said goodbye; the connection may be dropped.
+    Closed,
+}
+
+/// One link to one peer. Owns the link's sequence numbers, handshake and
+/// goodbye state and their deadlines; owns no buffers of the caller's and
+/// no connection. Never blocks and never reads a clock: every method that
+/// depends on time takes `now`, which must not go backwards.
+#[derive(Debug)]
+pub struct Link {
+    config: LinkConfig,
+    state: LinkState,
+    /// Dialled (connector) or named in the `Hello` (acceptor).
+    peer: Option<u32>,
+    /// The next sequence number to stamp, and the next one to accept.
+    send_seq: u64,
+    recv_seq: u64,
+    /// The one deadline of the current state (handshake or goodbye).
+    /// Heartbeats will add an idle deadline beside it.
+    deadline: Option<Instant>,
+    /// Control frames not yet stamped: stamping happens when they are
+    /// handed out, so the caller writes every frame in stamping order.
+    control: VecDeque<(FrameKind, Vec<u8>)>,
+    events: VecDeque<LinkEvent>,
+}
+
+impl Link {
+    /// A link we dialled to universe rank `peer`: its `Hello` is queued,
+    /// and the handshake must end by `now + handshake_timeout`.
+    pub fn connector(config: LinkConfig, peer: u32, now: Instant) -> Link {
+        let mut link = Link::new(config, LinkState::AwaitingAck, Some(peer), now);
+        let hello = link.config.hello.encode();
+        link.control.push_back((FrameKind::Hello, hello));
+        link
+    }
+
+    /// A link a peer dialled: it waits for the peer's `Hello` until
+    /// `now + handshake_timeout`.
+    pub fn acceptor(config: LinkConfig, now: Instant) -> Link {
+        Link::new(config, LinkState::AwaitingHello, None, now)
+    }
+
+    fn new(config: LinkConfig, state: LinkState, peer: Option<u32>, now: Instant) -> Link {
+        let deadline = Some(now + config.handshake_timeout);
+        Link {
+            config,
+            state,
+            peer,
+            send_seq: 0,
+            recv_seq: 0,
+            deadline,
+            control: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    pub fn state(&self) -> LinkState {
+        self.state
+    }
+
+    /// The universe rank at the other end, once known.
+    pub fn peer(&self) -> Option<u32> {
+        self.peer
+    }
+
+    fn name(&self) -> PeerName {
+        PeerName(self.peer)
+    }
+
+    /// Stamps an engine frame with this link's next sequence number. The
+    /// caller writes the frame before stamping the next one. Fails (and
+    /// stamps nothing) unless the link is `Open` or `ByeReceived`.
+    pub fn stamp(&mut self, header: &mut FrameHeader) -> Result<(), LinkError> {
+        match self.state {
+            LinkState::Open | LinkState::ByeReceived => {
+                header.seq = self.next_send_seq();
+                Ok(())
+            }
+            state => Err(LinkError::NotOpen {
+                peer: self.name(),
+                state,
+            }),
+        }
+    }
+
+    fn next_send_seq(&mut self) -> u64 {
+        let seq = self.send_seq;
+        self.send_seq += 1;
+        seq
+    }
+
+    /// The next control frame to write, stamped now.
+    pub fn poll_transmit(&mut self) -> Option<ControlFrame> {
+        let (kind, payload) = self.control.pop_front()?;
+        let mut header = FrameHeader::new(kind);
+        header.seq = self.next_send_seq();
+        header.payload_len = payload.len() as u64;
+        Some(ControlFrame { header, payload })
+    }
+
+    /// The next event, oldest first.
+    pub fn poll_event(&mut self) -> Option<LinkEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`Link::handle_timeout`] must next be called; `None` while no
+    /// deadline runs (open, closed or failed links).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Fails the link if its deadline is at or before `now`; otherwise
+    /// does nothing (calling early or often is harmless).
+    pub fn handle_timeout(&mut self, now: Instant) -> Result<(), LinkError> {
+        match self.deadline {
+            Some(deadline) if deadline <= now => {}
+            _ => return Ok(()),
+        }
+        self.deadline = None;
+        let error = match self.state {
+            LinkState::AwaitingAck | LinkState::AwaitingHello | LinkState::Verifying => {
+                LinkError::HandshakeTimeout {
+                    peer: self.name(),
+                    timeout: self.config.handshake_timeout,
+                }
+            }
+            LinkState::ByeSent => LinkError::GoodbyeTimeout {
+                peer: self.name(),
+                timeout: self.config.goodbye_timeout,
+            },
+            LinkState::Open | LinkState::ByeReceived | LinkState::Closed | LinkState::Failed => {
+                return Ok(())
+            }
+        };
+        Err(self.fail(error))
+    }
+
+    /// Decodes a header read from the link, checking its sequence number,
+    /// and says what to do with it. A frame that this state cannot take
+    /// fails the link.
+    pub fn on_header(&mut self, bytes: &[u8; HEADER_LEN]) -> Result<Inbound, LinkError> {
+        if self.state == LinkState::Failed {
+            return Err(LinkError::NotOpen {
+                peer: self.name(),
+                state: self.state,
+            });
+        }
+        let header = FrameHeader::decode(bytes, self.recv_seq, self.config.max_eager)
+            .map_err(|error| self.wire_error(error))?;
+        self.recv_seq += 1;
+        match header.kind {
+            FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject | FrameKind::Bye => {
+                Ok(Inbound::Control(header))
+            }
+            _ => match self.state {
+                LinkState::Open | LinkState::ByeSent => Ok(Inbound::Deliver(header)),
+                _ => Err(self.unexpected(header.kind)),
+            },
+        }
+    }
+
+    /// Handles a control frame announced by [`Link::on_header`] with its
+    /// whole payload. An `Err` ends the link; a refusal of the peer's
+    /// `Hello` has queued a `HelloReject` for [`Link::poll_transmit`].
+    pub fn on_control(&mut self, header: &FrameHeader, payload: &[u8]) -> Result<(), LinkError> {
+        match (header.kind, self.state) {
+            (FrameKind::Hello, LinkState::AwaitingHello) => self.on_hello(payload),
+            (FrameKind::HelloAck, LinkState::AwaitingAck) => self.on_ack(payload),
+            (FrameKind::HelloReject, LinkState::AwaitingAck) => {
+                let reason = String::from_utf8_lossy(payload).into_owned();
+                Err(self.fail(LinkError::Rejected {
+                    peer: self.name(),
+                    reason,
+                }))
+            }
+            (FrameKind::Bye, LinkState::Open) => {
+                self.state = LinkState::ByeReceived;
+                self.events.push_back(LinkEvent::PeerClosing);
+                Ok(())
+            }
+            (FrameKind::Bye, LinkState::ByeSent) => {
+                self.finish_goodbye();
+                Ok(())
+            }
+            (kind, _) => Err(self.unexpected(kind)),
+        }
+    }
+
+    fn on_hello(&mut self, payload: &[u8]) -> Result<(), LinkError> {
+        let hello = Hello::decode(payload).map_err(|error| self.wire_error(error))?;
+        let mine = &self.config.hello;
+        let refusal = if hello.universe_id != mine.universe_id {
+            Some(format!(
+                "process {}:{} belongs to another universe (id {:#x}, expected {:#x})",
+                hello.program, hello.program_rank, hello.universe_id, mine.universe_id
+            ))
+        } else if hello.universe_rank == mine.universe_rank {
+            Some(format!(
+                "handshake names universe rank {}, which is the accepting process",
+                hello.universe_rank
+            ))
+        } else {
+            None
+        };
+        self.peer = Some(hello.universe_rank);
+        if let Some(reason) = refusal {
+            self.control
+                .push_back((FrameKind::HelloReject, reason.clone().into_bytes()));
+            return Err(self.fail(LinkError::Refused {
+                peer: self.name(),
+                reason,
+            }));
+        }
+        self.state = LinkState::Verifying;
+        self.events.push_back(LinkEvent::HelloReceived(hello));
+        Ok(())
+    }
+
+    fn on_ack(&mut self, payload: &[u8]) -> Result<(), LinkError> {
+        let hello = Hello::decode(payload).map_err(|error| self.wire_error(error))?;
+        let expected = self.peer.expect("a connector knows whom it dialled");
+        if hello.universe_id != self.config.hello.universe_id || hello.universe_rank != expected {
+            return Err(self.fail(LinkError::WrongPeer {
+                expected,
+                got: format!(
+                    "universe rank {} ({}:{}) of universe {:#x}",
+                    hello.universe_rank, hello.program, hello.program_rank, hello.universe_id
+                ),
+            }));
+        }
+        self.open(expected);
+        Ok(())
+    }
+
+    /// Acceptor in `Verifying`: answers `HelloAck` and opens the link.
+    /// Does nothing in any other state.
+    pub fn accept_hello(&mut self) {
+        if self.state != LinkState::Verifying {
+            return;
+        }
+        let ack = self.config.hello.encode();
+        self.control.push_back((FrameKind::HelloAck, ack));
+        let peer = self.peer.expect("a verified Hello named its peer");
+        self.open(peer);
+    }
+
+    /// Acceptor in `Verifying`: answers `HelloReject` with `reason` and
+    /// fails the link (drain [`Link::poll_transmit`] before dropping the
+    /// connection). Does nothing in any other state.
+    pub fn reject_hello(&mut self, reason: &str) {
+        if self.state != LinkState::Verifying {
+            return;
+        }
+        self.control
+            .push_back((FrameKind::HelloReject, reason.as_bytes().to_vec()));
+        self.state = LinkState::Failed;
+        self.deadline = None;
+    }
+
+    fn open(&mut self, peer: u32) {
+        self.state = LinkState::Open;
+        self.deadline = None;
+        self.events.push_back(LinkEvent::Established { peer });
+    }
+
+    /// This side sends nothing more: queues our `Bye`. From `Open`, the
+    /// peer's `Bye` must come by `now + goodbye_timeout`; from
+    /// `ByeReceived` the link is closed at once. A link still in its
+    /// handshake closes without a `Bye`; closed and failed links are left
+    /// as they are.
+    pub fn close(&mut self, now: Instant) {
+        match self.state {
+            LinkState::Open => {
+                self.control.push_back((FrameKind::Bye, Vec::new()));
+                self.state = LinkState::ByeSent;
+                self.deadline = Some(now + self.config.goodbye_timeout);
+            }
+            LinkState::ByeReceived => {
+                self.control.push_back((FrameKind::Bye, Vec::new()));
+                self.finish_goodbye();
+            }
+            LinkState::AwaitingAck | LinkState::AwaitingHello | LinkState::Verifying => {
+                self.state = LinkState::Closed;
+                self.deadline = None;
+            }
+            LinkState::ByeSent | LinkState::Closed | LinkState::Failed => {}
+        }
+    }
+
+    fn finish_goodbye(&mut self) {
+        self.state = LinkState::Closed;
+        self.deadline = None;
+        self.events.push_back(LinkEvent::Closed);
+    }
+
+    fn unexpected(&mut self, got: FrameKind) -> LinkError {
+        let state = match self.state {
+            LinkState::AwaitingAck | LinkState::AwaitingHello | LinkState::Verifying => {
+                "during the handshake"
+            }
+            LinkState::Open => "on an open link",
+            LinkState::ByeSent => "after our Bye",
+            LinkState::ByeReceived | LinkState::Closed => "after the peer's Bye",
+            LinkState::Failed => "on a failed link",
+        };
+        let error = WireError::UnexpectedFrame { got, state };
+        self.wire_error(error)
+    }
+
+    fn wire_error(&mut self, error: WireError) -> LinkError {
+        self.fail(LinkError::Wire {
+            peer: self.name(),
+            error,
+        })
+    }
+
+    fn fail(&mut self, error: LinkError) -> LinkError {
+        self.state = LinkState::Failed;
+        self.deadline = None;
+        error
+    }
+}

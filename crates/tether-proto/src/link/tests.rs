@@ -1,0 +1,198 @@
+//! The link and resequencer alone, frame by frame; the harness's World
+//! tests them with engines, time and faults.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::wire::{FrameHeader, FrameKind, Hello, WireError};
+
+fn config(rank: u32) -> LinkConfig {
+    LinkConfig {
+        hello: Hello {
+            universe_id: 5,
+            universe_rank: rank,
+            capabilities: 0,
+            program: "p".into(),
+            program_rank: rank,
+        },
+        handshake_timeout: Duration::from_secs(2),
+        goodbye_timeout: Duration::from_secs(1),
+        max_eager: 64,
+    }
+}
+
+/// Writes `from`'s control frames into `to`, as a connection would.
+fn pipe(from: &mut Link, to: &mut Link) -> Result<(), LinkError> {
+    while let Some(frame) = from.poll_transmit() {
+        match to.on_header(&frame.header.encode())? {
+            Inbound::Control(header) => to.on_control(&header, &frame.payload)?,
+            Inbound::Deliver(header) => panic!("a control frame was delivered: {header:?}"),
+        }
+    }
+    Ok(())
+}
+
+fn handshake(now: Instant) -> (Link, Link) {
+    let mut dialer = Link::connector(config(0), 1, now);
+    let mut answerer = Link::acceptor(config(1), now);
+    pipe(&mut dialer, &mut answerer).unwrap();
+    assert!(matches!(
+        answerer.poll_event(),
+        Some(LinkEvent::HelloReceived(Hello {
+            universe_rank: 0,
+            ..
+        }))
+    ));
+    answerer.accept_hello();
+    pipe(&mut answerer, &mut dialer).unwrap();
+    (dialer, answerer)
+}
+
+#[test]
+fn a_handshake_opens_both_ends_and_data_frames_continue_the_link_numbering() {
+    let now = Instant::now();
+    let (mut dialer, mut answerer) = handshake(now);
+    assert_eq!(
+        dialer.poll_event(),
+        Some(LinkEvent::Established { peer: 1 })
+    );
+    assert_eq!(
+        answerer.poll_event(),
+        Some(LinkEvent::Established { peer: 0 })
+    );
+    assert_eq!(
+        (dialer.state(), answerer.state()),
+        (LinkState::Open, LinkState::Open)
+    );
+    assert_eq!(dialer.poll_timeout(), None, "no deadline on an open link");
+    let mut eager = FrameHeader::new(FrameKind::Eager);
+    dialer.stamp(&mut eager).unwrap();
+    assert_eq!(eager.seq, 1, "the Hello was frame 0 of this link");
+    assert_eq!(
+        answerer.on_header(&eager.encode()),
+        Ok(Inbound::Deliver(eager))
+    );
+}
+
+#[test]
+fn nothing_is_stamped_before_the_handshake_and_a_frame_out_of_order_fails_the_link() {
+    let now = Instant::now();
+    let mut dialer = Link::connector(config(0), 1, now);
+    let refused = dialer.stamp(&mut FrameHeader::new(FrameKind::Eager));
+    assert!(matches!(
+        refused,
+        Err(LinkError::NotOpen {
+            state: LinkState::AwaitingAck,
+            ..
+        })
+    ));
+    let (mut dialer, mut answerer) = handshake(now);
+    let mut first = FrameHeader::new(FrameKind::Eager);
+    let mut second = first;
+    dialer.stamp(&mut first).unwrap();
+    dialer.stamp(&mut second).unwrap();
+    assert!(matches!(
+        answerer.on_header(&second.encode()),
+        Err(LinkError::Wire {
+            error: WireError::BadSequence {
+                expected: 1,
+                got: 2
+            },
+            ..
+        })
+    ));
+    assert_eq!(answerer.state(), LinkState::Failed);
+}
+
+#[test]
+fn an_answer_from_another_rank_and_a_reject_by_the_caller_end_the_handshake() {
+    let now = Instant::now();
+    let mut dialer = Link::connector(config(0), 1, now);
+    let mut impostor = Link::acceptor(config(2), now);
+    pipe(&mut dialer, &mut impostor).unwrap();
+    impostor.accept_hello();
+    let error = pipe(&mut impostor, &mut dialer).unwrap_err();
+    assert!(
+        matches!(error, LinkError::WrongPeer { expected: 1, .. }),
+        "{error}"
+    );
+
+    let mut dialer = Link::connector(config(0), 1, now);
+    let mut answerer = Link::acceptor(config(1), now);
+    pipe(&mut dialer, &mut answerer).unwrap();
+    answerer.reject_hello("a link to rank 0 exists");
+    assert_eq!(answerer.state(), LinkState::Failed);
+    assert_eq!(
+        pipe(&mut answerer, &mut dialer),
+        Err(LinkError::Rejected {
+            peer: PeerName(Some(1)),
+            reason: "a link to rank 0 exists".into()
+        })
+    );
+}
+
+#[test]
+fn the_resequencer_releases_any_interleaving_in_sender_order() {
+    let now = Instant::now();
+    let mut order: Vec<u64> = (0..50).collect();
+    for round in 0..20u64 {
+        // A seeded shuffle: each round a different interleaving.
+        for i in (1..order.len()).rev() {
+            let j = ((i as u64 * 7919 + round * 104_729) % (i as u64 + 1)) as usize;
+            order.swap(i, j);
+        }
+        let mut reseq = Resequencer::new(3, 64, Duration::from_millis(10));
+        let mut out = Vec::new();
+        for &seq in &order {
+            reseq.push(now, seq, seq).unwrap();
+            out.extend(std::iter::from_fn(|| reseq.pop()));
+        }
+        assert_eq!(out, (0..50).collect::<Vec<u64>>(), "round {round}");
+        assert_eq!((reseq.held(), reseq.poll_timeout()), (0, None));
+    }
+}
+
+#[test]
+fn the_resequencer_refuses_duplicates_and_more_than_its_hold_limit() {
+    let now = Instant::now();
+    let mut reseq = Resequencer::new(3, 2, Duration::from_millis(10));
+    reseq.push(now, 0, ()).unwrap();
+    assert_eq!(
+        reseq.push(now, 0, ()),
+        Err(LinkError::Duplicate { peer: 3, seq: 0 })
+    );
+    reseq.push(now, 2, ()).unwrap();
+    reseq.push(now, 3, ()).unwrap();
+    assert_eq!(
+        reseq.push(now, 4, ()),
+        Err(LinkError::HoldQueueFull {
+            peer: 3,
+            missing: 1,
+            held: 2
+        })
+    );
+}
+
+#[test]
+fn a_gap_expires_when_its_oldest_held_frame_has_waited_the_timeout() {
+    let t0 = Instant::now();
+    let gap = Duration::from_millis(10);
+    let mut reseq = Resequencer::new(3, 8, gap);
+    reseq.push(t0, 2, ()).unwrap();
+    reseq.push(t0 + gap / 2, 4, ()).unwrap();
+    assert_eq!(reseq.poll_timeout(), Some(t0 + gap));
+    // Frame 1 fills the first gap; frame 4 now waits for 3, since t0 + gap/2.
+    reseq.push(t0 + gap / 4, 0, ()).unwrap();
+    reseq.push(t0 + gap / 4, 1, ()).unwrap();
+    assert_eq!(reseq.poll_timeout(), Some(t0 + gap / 2 + gap));
+    let deadline = t0 + gap / 2 + gap;
+    assert_eq!(
+        reseq.handle_timeout(deadline - Duration::from_nanos(1)),
+        Ok(())
+    );
+    let error = reseq.handle_timeout(deadline).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "frame 3 from universe rank 3 did not arrive within 10ms while 1 later frames waited"
+    );
+}
