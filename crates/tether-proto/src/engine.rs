@@ -58,12 +58,17 @@ pub enum TransmitPayload {
     /// User memory: valid until the request in `completes` completes.
     Borrowed(Region),
     Owned(Vec<u8>),
+    /// Nothing follows the header on the wire: the frame announces (`Rts`)
+    /// or grants (`Cts`) this user memory, for transports that move the
+    /// data by remote memory access (cross-memory attach). Valid until the
+    /// request that owns it completes.
+    Rendezvous(Region),
 }
 
 impl TransmitPayload {
     pub fn len(&self) -> usize {
         match self {
-            TransmitPayload::None => 0,
+            TransmitPayload::None | TransmitPayload::Rendezvous(_) => 0,
             TransmitPayload::Borrowed(r) => r.len,
             TransmitPayload::Owned(v) => v.len(),
         }
@@ -71,6 +76,14 @@ impl TransmitPayload {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The memory a rendezvous frame announces or grants.
+    pub fn rendezvous(&self) -> Option<Region> {
+        match self {
+            TransmitPayload::Rendezvous(region) => Some(*region),
+            _ => None,
+        }
     }
 }
 
@@ -293,7 +306,7 @@ impl Engine {
             self.outbox.push_back(Transmit {
                 peer: dest,
                 header,
-                payload: TransmitPayload::None,
+                payload: TransmitPayload::Rendezvous(region),
                 completes: None,
                 copy_if_blocked: false,
             });
@@ -690,26 +703,6 @@ impl Engine {
         })
     }
 
-    /// The buffer of rendezvous send `req` while it waits for its `Cts`:
-    /// for transports that let the receiver read it directly (cross-memory
-    /// attach). `None` unless `req` is a send that announced its data and
-    /// has not been granted yet. The region is valid until the request
-    /// completes.
-    pub fn announced_region(&self, req: ReqId) -> Option<Region> {
-        match self.requests.get(req) {
-            Some(Request {
-                kind:
-                    Kind::Send {
-                        region,
-                        state: SendState::AwaitCts,
-                        ..
-                    },
-                done: None,
-            }) => Some(*region),
-            _ => None,
-        }
-    }
-
     /// Where the rendezvous data of receive `req` will land: the part of
     /// its buffer that its `Cts` granted. For transports that let the
     /// sender write there directly (cross-memory attach, RDMA); `None`
@@ -847,7 +840,7 @@ impl Engine {
         self.outbox.push_back(Transmit {
             peer: envelope.source,
             header: cts,
-            payload: TransmitPayload::None,
+            payload: TransmitPayload::Rendezvous(region.prefix(granted as usize)),
             completes: None,
             copy_if_blocked: false,
         });

@@ -329,6 +329,34 @@ fn granted_region_names_the_part_of_the_buffer_a_cts_grants() {
 }
 
 #[test]
+fn rendezvous_frames_carry_the_buffer_they_are_about() {
+    let mut w = World::new(2);
+    let mut dst = vec![0u8; 500];
+    w.engines[1].irecv(Some(0), 0, None, region(&mut dst));
+    let mut src = pattern(1000, 0);
+    w.engines[0].isend(1, 0, 0, region(&mut src));
+    let rts = w.engines[0].poll_transmit().unwrap();
+    assert_eq!(rts.header.kind, FrameKind::Rts);
+    let announced = rts
+        .payload
+        .rendezvous()
+        .expect("an Rts names the send buffer");
+    assert_eq!((announced.ptr, announced.len), (src.as_mut_ptr(), 1000));
+    w.engines[1].on_header(0, &rts.header).unwrap();
+    let cts = w.engines[1].poll_transmit().unwrap();
+    assert_eq!(cts.header.kind, FrameKind::Cts);
+    let granted = cts
+        .payload
+        .rendezvous()
+        .expect("a Cts names the granted buffer");
+    assert_eq!((granted.ptr, granted.len), (dst.as_mut_ptr(), 500));
+    w.engines[0].on_header(1, &cts.header).unwrap();
+    let data = w.engines[0].poll_transmit().unwrap();
+    assert_eq!(data.header.kind, FrameKind::Data);
+    assert_eq!(data.payload.rendezvous(), None);
+}
+
+#[test]
 fn a_peer_eager_limit_overrides_the_general_one_for_that_peer_only() {
     let mut e = Engine::new(EngineConfig {
         me: 0,

@@ -223,7 +223,7 @@ impl World {
 fn encode(t: &Transmit, header: crate::wire::FrameHeader) -> Vec<u8> {
     let mut bytes = header.encode().to_vec();
     match &t.payload {
-        TransmitPayload::None => {}
+        TransmitPayload::None | TransmitPayload::Rendezvous(_) => {}
         // SAFETY: a transmitted region is valid until its request
         // completes, which `transmit_done` (after this copy) allows.
         TransmitPayload::Borrowed(r) => bytes.extend_from_slice(unsafe { r.as_slice() }),

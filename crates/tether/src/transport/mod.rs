@@ -27,6 +27,7 @@
 //! sends rendezvous payloads above `TETHER_HYBRID_THRESHOLD` through files
 //! (`file/mod.rs`). The file transport is created on first use.
 
+mod events;
 pub mod file;
 mod peer_table;
 mod reactor;
@@ -47,6 +48,7 @@ use crate::error::{err, Error, ErrorClass, Result};
 use crate::host;
 use crate::settings::Settings;
 use crate::universe::{addr_key, size_key, PeerAddress, Universe};
+pub use events::LinkEvent;
 use file::{FileConfig, FileTransport, NotifyMode};
 use peer_table::PeerTable;
 use reactor::{Owner, Reactor};
@@ -59,15 +61,6 @@ use tcp::{TcpConfig, TcpTransport};
 /// when TCP has no connection, or reads its few connections directly
 /// (a power of two).
 pub const TCP_POLL_EVERY: u32 = 64;
-
-/// What happened to a peer, for the runtime.
-#[derive(Debug)]
-pub enum LinkEvent {
-    /// The peer can no longer be reached; pending work with it fails with `error`.
-    Lost { peer: u32, error: Error },
-    /// The peer aborted the universe.
-    Abort { peer: u32, code: i32 },
-}
 
 /// What exists before the universe is known: the TCP listener and the
 /// shared-memory segment, and the address that publishes them.
@@ -336,7 +329,7 @@ impl Transports {
             && matches!(self.routes.get(&peer), Some(Route::Tcp | Route::Shm))
         {
             t = match self.file() {
-                Ok(file) => file.send_payload(t, engine),
+                Ok(file) => file.send_payload(t),
                 Err(e) => {
                     if !self.hybrid_inline_warned {
                         self.hybrid_inline_warned = true;
@@ -349,24 +342,37 @@ impl Transports {
             };
         }
         match self.routes.get_mut(&peer) {
-            Some(Route::Tcp) => self.tcp.send(t, engine),
+            Some(Route::Tcp) => self.tcp.send(t),
             Some(Route::Shm) => {
                 // The send of data that goes by file completes once the
                 // file is written: no offer to read its buffer (shm).
                 let by_file = t.header.kind == FrameKind::Rts
                     && t.header.msg_size > self.hybrid_threshold
                     && self.hybrid.contains(&peer);
-                self.shm
-                    .as_mut()
-                    .expect("a shm route has shm")
-                    .send(t, !by_file, engine)
+                if let Some(shm) = self.shm.as_mut() {
+                    shm.send(t, !by_file);
+                }
             }
             Some(Route::File) => match self.file() {
-                Ok(file) => file.send(t, engine),
+                Ok(file) => file.send(t),
                 Err(e) => self.fail(peer, e, engine),
             },
             Some(Route::Pending { queue, .. }) => queue.push_back(t),
             None => {}
+        }
+        self.hand_over(engine);
+    }
+
+    /// Hands what the transports reported to the engine and the runtime
+    /// (`events.rs`).
+    #[inline]
+    fn hand_over(&mut self, engine: &mut Engine) {
+        self.tcp.events.hand_over(engine, &mut self.events_out);
+        if let Some(shm) = self.shm.as_mut() {
+            shm.events.hand_over(engine, &mut self.events_out);
+        }
+        if let Some(file) = self.file.as_mut() {
+            file.events.hand_over(engine, &mut self.events_out);
         }
     }
 
@@ -402,12 +408,6 @@ impl Transports {
         match (self.routes.get(&peer), self.shm.as_mut()) {
             (Some(Route::Shm), Some(shm)) => shm.take_eager(peer, buf, polls, pause, want),
             _ => Direct::Other,
-        }
-    }
-
-    fn collect_file_events(&mut self) {
-        if let Some(file) = self.file.as_mut() {
-            self.events_out.append(&mut file.events_out);
         }
     }
 
@@ -683,7 +683,7 @@ impl Transports {
                 }
             }
             if timer.is_some() {
-                self.tcp.handle_timers(engine);
+                self.tcp.handle_timers();
             }
             if file_ready {
                 if let Some(file) = self.file.as_mut() {
@@ -711,11 +711,7 @@ impl Transports {
             self.read_file_payloads(payloads, engine);
             moved = true;
         }
-        self.events_out.append(&mut self.tcp.events_out);
-        if let Some(shm) = self.shm.as_mut() {
-            self.events_out.append(&mut shm.events_out);
-        }
-        self.collect_file_events();
+        self.hand_over(engine);
         moved
     }
 
@@ -754,13 +750,14 @@ impl Transports {
 
     /// Says goodbye on every link of every transport (once).
     pub fn say_goodbye(&mut self, engine: &mut Engine) {
-        self.tcp.say_goodbye(engine);
+        self.tcp.say_goodbye();
         if let Some(shm) = self.shm.as_mut() {
-            shm.say_goodbye(engine);
+            shm.say_goodbye();
         }
         if let Some(file) = self.file.as_mut() {
-            file.say_goodbye(engine);
+            file.say_goodbye();
         }
+        self.hand_over(engine);
     }
 
     /// Whether every link has both said and heard goodbye.
@@ -778,13 +775,14 @@ impl Transports {
 
     /// Sends an abort on every link, best effort.
     pub fn broadcast_abort(&mut self, code: i32, engine: &mut Engine) {
-        self.tcp.broadcast_abort(code, engine);
+        self.tcp.broadcast_abort(code);
         if let Some(shm) = self.shm.as_mut() {
-            shm.broadcast_abort(code, engine);
+            shm.broadcast_abort(code);
         }
         if let Some(file) = self.file.as_mut() {
-            file.broadcast_abort(code, engine);
+            file.broadcast_abort(code);
         }
+        self.hand_over(engine);
     }
 }
 

@@ -50,8 +50,8 @@ use tether_proto::{
 
 use crate::error::{err, Error, ErrorClass};
 use crate::settings::MAX_EAGER_LIMIT;
+use crate::transport::events::{Events, LinkEvent};
 use crate::transport::reactor::FILE_TOKENS;
-use crate::transport::LinkEvent;
 use crate::universe::Universe;
 use format::{encode_prefix, Envelope};
 use heartbeat::{Heartbeat, Liveness, Verdict, HEARTBEAT_PERIOD};
@@ -163,7 +163,8 @@ pub struct FileTransport {
     payloads: Vec<Waiting>,
     warned: HashSet<PathBuf>,
     next_liveness: Instant,
-    pub events_out: Vec<LinkEvent>,
+    /// What happened since the router last drained it.
+    pub events: Events,
 }
 
 fn file_error(message: String) -> Error {
@@ -215,7 +216,7 @@ impl FileTransport {
             payloads: Vec::new(),
             warned: HashSet::new(),
             next_liveness: Instant::now() + HEARTBEAT_PERIOD,
-            events_out: Vec::new(),
+            events: Events::default(),
         })
     }
 
@@ -250,7 +251,7 @@ impl FileTransport {
     /// above `chunks::CHUNK`, as consecutive files of its parts, each
     /// published as soon as it is written so that the receiver reads it
     /// while the next is written.
-    pub fn send(&mut self, mut t: Transmit, engine: &mut Engine) {
+    pub fn send(&mut self, mut t: Transmit) {
         let peer = t.peer;
         // SAFETY: a borrowed payload stays valid until the request in
         // `completes` completes, which is after these writes.
@@ -288,7 +289,7 @@ impl FileTransport {
             match self.write(peer, seq, &t.header, &bytes[part], checksum, &target) {
                 Ok(temp) => {
                     self.peer(peer).unplaced.push_back((temp, target));
-                    self.place_waiting(peer, engine);
+                    self.place_waiting(peer);
                 }
                 Err(e) => {
                     let message = format!(
@@ -296,13 +297,13 @@ impl FileTransport {
                         self.universe.describe(peer),
                         target.display()
                     );
-                    self.lose(peer, file_error(message), engine);
+                    self.lose(peer, file_error(message));
                     return;
                 }
             }
         }
         if let Some(req) = t.completes {
-            engine.transmit_done(req);
+            self.events.sent.push(req);
         }
         if let Some(r) = self.receiving.as_mut() {
             r.watcher.activity(Instant::now());
@@ -314,7 +315,7 @@ impl FileTransport {
     /// the file cannot be written, returns the frame as it came, with a
     /// warning: its payload then goes on the socket, so the receiver still
     /// gets it (its user buffer is still borrowed; nothing was reported).
-    pub fn send_payload(&mut self, t: Transmit, engine: &mut Engine) -> Transmit {
+    pub fn send_payload(&mut self, t: Transmit) -> Transmit {
         let peer = t.peer;
         let receiver_req = t.header.receiver_req;
         let target = self.layout.outgoing_payload(peer, receiver_req);
@@ -349,7 +350,7 @@ impl FileTransport {
             return t;
         }
         if let Some(req) = t.completes {
-            engine.transmit_done(req);
+            self.events.sent.push(req);
         }
         let mut header = t.header;
         header.flags |= FLAG_PAYLOAD_IN_FILE;
@@ -393,7 +394,7 @@ impl FileTransport {
 
     /// Gives waiting files for `peer` their final names, in order, as far
     /// as the names are free.
-    fn place_waiting(&mut self, peer: u32, engine: &mut Engine) -> bool {
+    fn place_waiting(&mut self, peer: u32) -> bool {
         let mut moved = false;
         let Some(state) = self.peers.get_mut(&peer) else {
             return false;
@@ -415,7 +416,7 @@ impl FileTransport {
                 }
                 Err(e) => {
                     let message = format!("cannot publish {}: {e}", target.display());
-                    self.lose(peer, file_error(message), engine);
+                    self.lose(peer, file_error(message));
                     break;
                 }
             }
@@ -450,7 +451,7 @@ impl FileTransport {
             .map(|(peer, _)| *peer)
             .collect();
         for peer in blocked {
-            moved |= self.place_waiting(peer, engine);
+            moved |= self.place_waiting(peer);
         }
         let now = Instant::now();
         if self.receiving.as_mut().is_some_and(|r| r.watcher.due(now)) {
@@ -465,7 +466,7 @@ impl FileTransport {
         }
         if now >= self.next_liveness {
             self.next_liveness = now + HEARTBEAT_PERIOD;
-            self.check_peers(engine, now);
+            self.check_peers(now);
         }
         moved
     }
@@ -657,7 +658,7 @@ impl FileTransport {
     fn deliver_data(&mut self, arrival: Arrival<'_>, engine: &mut Engine) -> bool {
         match dispatch_data(engine, arrival.from, arrival.frame, LinkKind::File) {
             Err(e) => {
-                self.broke_protocol(arrival.from, arrival.path, e, engine);
+                self.broke_protocol(arrival.from, arrival.path, e);
                 true
             }
             Ok(PayloadSink::None) => true,
@@ -675,7 +676,7 @@ impl FileTransport {
             }
             Ok(_) => {
                 let e = WireError::data_not_awaited();
-                self.broke_protocol(arrival.from, arrival.path, e, engine);
+                self.broke_protocol(arrival.from, arrival.path, e);
                 true
             }
         }
@@ -718,7 +719,7 @@ impl FileTransport {
             }
             Ok(PayloadSink::Owned { token, .. }) => engine.payload_done(token, Some(dst.to_vec())),
             Ok(PayloadSink::None) => {}
-            Err(e) => self.broke_protocol(from, arrival.path, e, engine),
+            Err(e) => self.broke_protocol(from, arrival.path, e),
         }
         Some(true)
     }
@@ -742,12 +743,12 @@ impl FileTransport {
                 self.lose(
                     from,
                     err(ErrorClass::PeerLost, format!("{who} has finalized")),
-                    engine,
                 );
             }
-            Ok(Dispatch::Abort(code)) => {
-                self.events_out.push(LinkEvent::Abort { peer: from, code })
-            }
+            Ok(Dispatch::Abort(code)) => self
+                .events
+                .links
+                .push(LinkEvent::Abort { peer: from, code }),
             Ok(Dispatch::Payload(PayloadSink::None)) => {}
             Ok(Dispatch::Payload(PayloadSink::Region { region, token, .. })) => {
                 let n = region.len.min(payload.len());
@@ -764,9 +765,9 @@ impl FileTransport {
                     got: frame.kind,
                     state: "in a message file",
                 };
-                self.broke_protocol(from, path, e, engine)
+                self.broke_protocol(from, path, e)
             }
-            Err(e) => self.broke_protocol(from, path, e, engine),
+            Err(e) => self.broke_protocol(from, path, e),
         }
         true
     }
@@ -804,17 +805,11 @@ impl FileTransport {
         }
     }
 
-    fn broke_protocol(
-        &mut self,
-        from: u32,
-        path: &Path,
-        e: impl std::fmt::Display,
-        engine: &mut Engine,
-    ) {
+    fn broke_protocol(&mut self, from: u32, path: &Path, e: impl std::fmt::Display) {
         let who = self.universe.describe(from);
         tracing::error!("protocol error from {who} in {}: {e}", path.display());
         let message = format!("{who} broke the protocol in {}: {e}", path.display());
-        self.lose(from, err(ErrorClass::Protocol, message), engine);
+        self.lose(from, err(ErrorClass::Protocol, message));
     }
 
     /// Reads the announced hybrid payloads whose files are there.
@@ -894,7 +889,7 @@ impl FileTransport {
                 }
             }
             tracing::error!("TETHER_ERR_FILE: {message}");
-            self.lose(peer, file_error(message), engine);
+            self.lose(peer, file_error(message));
             moved = true;
         }
         moved
@@ -902,7 +897,7 @@ impl FileTransport {
 
     /// Loses peers whose heartbeat stopped or never started, and peers
     /// whose refused message was not replaced in time.
-    fn check_peers(&mut self, engine: &mut Engine, now: Instant) {
+    fn check_peers(&mut self, now: Instant) {
         if self.receiving.is_none() {
             return;
         }
@@ -936,12 +931,12 @@ impl FileTransport {
                 Verdict::Alive => None,
             };
             if let Some(error) = error {
-                self.lose(peer, error, engine);
+                self.lose(peer, error);
             }
         }
     }
 
-    fn lose(&mut self, peer: u32, error: Error, engine: &mut Engine) {
+    fn lose(&mut self, peer: u32, error: Error) {
         let state = self.peer(peer);
         if state.dead {
             return;
@@ -951,9 +946,8 @@ impl FileTransport {
             state.dead = true;
         }
         state.incoming = None;
-        engine.peer_lost(peer);
         self.forget_payloads(peer);
-        self.events_out.push(LinkEvent::Lost { peer, error });
+        self.events.lost(peer, error);
     }
 
     /// Drops the announced payloads of a lost peer (their receives failed).
@@ -969,16 +963,16 @@ impl FileTransport {
     }
 
     /// Sends a goodbye to every peer this process exchanged files with.
-    pub fn say_goodbye(&mut self, engine: &mut Engine) {
-        self.control(FrameKind::Bye, 0, engine);
+    pub fn say_goodbye(&mut self) {
+        self.control(FrameKind::Bye, 0);
     }
 
     /// Sends an abort to every peer, best effort.
-    pub fn broadcast_abort(&mut self, code: i32, engine: &mut Engine) {
-        self.control(FrameKind::Abort, code, engine);
+    pub fn broadcast_abort(&mut self, code: i32) {
+        self.control(FrameKind::Abort, code);
     }
 
-    fn control(&mut self, kind: FrameKind, tag: i32, engine: &mut Engine) {
+    fn control(&mut self, kind: FrameKind, tag: i32) {
         let peers: Vec<u32> = self
             .peers
             .iter()
@@ -991,16 +985,13 @@ impl FileTransport {
             }
             let mut header = FrameHeader::new(kind);
             header.tag = tag;
-            self.send(
-                Transmit {
-                    peer,
-                    header,
-                    payload: TransmitPayload::None,
-                    completes: None,
-                    copy_if_blocked: false,
-                },
-                engine,
-            );
+            self.send(Transmit {
+                peer,
+                header,
+                payload: TransmitPayload::None,
+                completes: None,
+                copy_if_blocked: false,
+            });
         }
     }
 
@@ -1055,7 +1046,7 @@ impl Drop for FileTransport {
 /// slice is used (the engine keeps it so until the send completes).
 unsafe fn payload_bytes(payload: &TransmitPayload) -> &[u8] {
     match payload {
-        TransmitPayload::None => &[],
+        TransmitPayload::None | TransmitPayload::Rendezvous(_) => &[],
         TransmitPayload::Borrowed(r) => std::slice::from_raw_parts(r.ptr, r.len),
         TransmitPayload::Owned(v) => v,
     }

@@ -35,7 +35,7 @@ impl FileTransport {
         whole.payload_len = frame.msg_size;
         match dispatch_data(engine, from, &whole, LinkKind::File) {
             Err(e) => {
-                self.broke_protocol(from, path, e, engine);
+                self.broke_protocol(from, path, e);
                 true
             }
             Ok(PayloadSink::Region { region, token, .. })
@@ -57,7 +57,7 @@ impl FileTransport {
                 true
             }
             Ok(_) => {
-                self.broke_protocol(from, path, WireError::data_not_awaited(), engine);
+                self.broke_protocol(from, path, WireError::data_not_awaited());
                 true
             }
         }
@@ -76,7 +76,7 @@ impl FileTransport {
             .take()
             .expect("a payload in parts is arriving");
         if let Err(what) = incoming.progress.check_next(frame) {
-            self.broke_protocol(from, path, what, engine);
+            self.broke_protocol(from, path, what);
             return true;
         }
         // The receive may have failed meanwhile and its buffer gone back

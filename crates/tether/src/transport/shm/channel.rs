@@ -114,7 +114,7 @@ fn room(producer: &mut Producer<Shared<RingControl>, RingBytes>, want: usize) ->
 /// Where a frame's payload bytes start (null when it has none).
 fn payload_ptr(payload: &TransmitPayload) -> *const u8 {
     match payload {
-        TransmitPayload::None => std::ptr::null(),
+        TransmitPayload::None | TransmitPayload::Rendezvous(_) => std::ptr::null(),
         TransmitPayload::Borrowed(r) => r.ptr,
         TransmitPayload::Owned(v) => v.as_ptr(),
     }

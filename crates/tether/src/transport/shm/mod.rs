@@ -43,14 +43,14 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap as HashMap;
-use tether_proto::{Engine, FileData, FrameKind, Region, ReqId, Transmit, TransmitPayload};
+use tether_proto::{Engine, FileData, FrameKind, Region, Transmit, TransmitPayload};
 use tether_ring::{Consumer, Doorbell, Producer};
 
 use crate::error::{err, ErrorClass};
 use crate::host;
+use crate::transport::events::{Events, LinkEvent};
 use crate::transport::peer_table::PeerTable;
 use crate::transport::reactor::SHM_TOKENS;
-use crate::transport::LinkEvent;
 use crate::universe::Universe;
 use bell::{Bell, Ringer};
 use channel::{Delivered, Incoming, Outgoing, DATA_WRITTEN};
@@ -192,11 +192,14 @@ pub struct ShmTransport {
     next_check: Instant,
     /// Polls since the clock was last read for the liveness check.
     polls_since_clock: u32,
-    done: Vec<ReqId>,
+    /// What happened since the router last drained it.
+    pub events: Events,
+    /// Peers whose process a failed cross-memory copy says may be gone:
+    /// checked at the next poll, which can read what they wrote first.
+    suspects: Vec<u32>,
     delivered: Vec<Delivered>,
     /// `PartRead`s read from a ring, handled after the read.
     part_reads: Vec<(u64, bool)>,
-    pub events_out: Vec<LinkEvent>,
     /// Hybrid payloads announced on a ring, for the file transport.
     pub file_payloads: Vec<FileData>,
     /// The sleep barrier failed once (said once in the log).
@@ -248,10 +251,10 @@ impl ShmTransport {
             incoming: Vec::new(),
             next_check: Instant::now() + LIVENESS_PERIOD,
             polls_since_clock: 0,
-            done: Vec::new(),
+            events: Events::default(),
+            suspects: Vec::new(),
             delivered: Vec::new(),
             part_reads: Vec::new(),
-            events_out: Vec::new(),
             file_payloads: Vec::new(),
             barrier_failed: false,
         })
@@ -339,49 +342,45 @@ impl ShmTransport {
     /// `offer`: a rendezvous announcement may offer its data for a split
     /// copy (`split.rs`); false when the data will not be read from the
     /// send buffer (it goes by file).
-    pub fn send(&mut self, t: Transmit, offer: bool, engine: &mut Engine) {
+    pub fn send(&mut self, t: Transmit, offer: bool) {
         let peer = t.peer;
         let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
             return;
         };
         match t.header.kind {
             FrameKind::Rts => {
-                let word = if offer {
-                    self.offer_word(peer, &t.header, engine)
-                } else {
-                    0
-                };
-                self.send_frame(t, word, engine);
+                let word = if offer { self.offer_word(peer, &t) } else { 0 };
+                self.send_frame(t, word);
             }
             FrameKind::Cts => {
-                let (word, read) = self.grant_word(peer, &t.header, engine);
+                let (word, read) = self.grant_word(peer, &t);
                 let sender_req = t.header.sender_req;
-                self.send_frame(t, word, engine);
+                self.send_frame(t, word);
                 if let Some((source, region)) = read {
-                    self.read_part(peer, sender_req, source, region, engine);
+                    self.read_part(peer, sender_req, source, region);
                 }
             }
             FrameKind::Data => match channel.grants.remove(&t.header.sender_req) {
-                Some(grant) if grant.split => self.send_split(t, grant.address, engine),
-                Some(grant) if channel.cma => self.send_whole(t, grant.address, engine),
-                _ => self.send_frame(t, 0, engine),
+                Some(grant) if grant.split => self.send_split(t, grant.address),
+                Some(grant) if channel.cma => self.send_whole(t, grant.address),
+                _ => self.send_frame(t, 0),
             },
-            _ => self.send_frame(t, 0, engine),
+            _ => self.send_frame(t, 0),
         }
     }
 
     /// Writes rendezvous data to `address` in the receiver's memory by
     /// cross-memory attach, then sends its `Data` frame; through the ring
     /// when the kernel refuses.
-    fn send_whole(&mut self, t: Transmit, address: u64, engine: &mut Engine) {
+    fn send_whole(&mut self, t: Transmit, address: u64) {
         let TransmitPayload::Borrowed(region) = t.payload else {
-            return self.send_frame(t, 0, engine);
+            return self.send_frame(t, 0);
         };
         // SAFETY: the send buffer is valid until the request completes,
         // which happens after this copy.
-        match unsafe { self.write_granted(t.peer, region.ptr, address, region.len, engine) } {
-            Granted::Written => self.send_written(t, engine),
-            Granted::Refused => self.send_frame(t, 0, engine),
+        match unsafe { self.write_granted(t.peer, region.ptr, address, region.len) } {
+            Granted::Written => self.send_written(t),
+            Granted::Refused => self.send_frame(t, 0),
             Granted::Failed => {}
         }
     }
@@ -399,7 +398,6 @@ impl ShmTransport {
         src: *const u8,
         address: u64,
         len: usize,
-        engine: &mut Engine,
     ) -> Granted {
         let Some(channel) = self.channels.get_mut(&peer) else {
             return Granted::Failed;
@@ -415,13 +413,13 @@ impl ShmTransport {
                 Granted::Refused
             }
             Err(cma::CmaError::Gone) => {
-                self.failed(peer, split::Failure::Gone, engine);
+                self.failed(peer, split::Failure::Gone);
                 Granted::Failed
             }
             Err(cma::CmaError::BadAddress(e)) => {
                 let what =
                     format!("the buffer it granted at {address:#x} is not mapped in it ({e})");
-                self.failed(peer, split::Failure::Broken(what), engine);
+                self.failed(peer, split::Failure::Broken(what));
                 Granted::Failed
             }
         }
@@ -429,23 +427,23 @@ impl ShmTransport {
 
     /// Sends the `Data` frame of rendezvous data already written into
     /// the receiver's buffer (no payload), and completes the send.
-    fn send_written(&mut self, mut t: Transmit, engine: &mut Engine) {
+    fn send_written(&mut self, mut t: Transmit) {
         let Some(out) = self.channels.get_mut(&t.peer).and_then(|c| c.out.as_mut()) else {
             return;
         };
         t.header.payload_len = 0;
         t.payload = TransmitPayload::None;
         if let Some(req) = t.completes.take() {
-            engine.transmit_done(req);
+            self.events.sent.push(req);
         }
         let peer = t.peer;
         out.enqueue(t, DATA_WRITTEN);
-        self.flush(peer, engine);
+        self.flush(peer);
     }
 
     /// Writes frame `t` with transport word `word` into the ring to its
     /// peer now, or queues it behind what waits.
-    fn send_frame(&mut self, t: Transmit, word: u64, engine: &mut Engine) {
+    fn send_frame(&mut self, t: Transmit, word: u64) {
         let peer = t.peer;
         let Some(out) = live_out(&mut self.channels, peer) else {
             return;
@@ -453,12 +451,12 @@ impl ShmTransport {
         match out.write_now(t, word, &self.ringer) {
             Ok(completes) => {
                 if let Some(req) = completes {
-                    engine.transmit_done(req);
+                    self.events.sent.push(req);
                 }
             }
             Err(t) => {
                 out.enqueue(t, word);
-                self.flush(peer, engine);
+                self.flush(peer);
             }
         }
     }
@@ -519,15 +517,11 @@ impl ShmTransport {
         found
     }
 
-    fn flush(&mut self, peer: u32, engine: &mut Engine) -> bool {
+    fn flush(&mut self, peer: u32) -> bool {
         let Some(out) = self.channels.get_mut(&peer).and_then(|c| c.out.as_mut()) else {
             return false;
         };
-        let moved = out.flush(&self.ringer, &mut self.done);
-        for req in self.done.drain(..) {
-            engine.transmit_done(req);
-        }
-        moved
+        out.flush(&self.ringer, &mut self.events.sent)
     }
 
     /// Reads every incoming ring and writes what waits for room; finds
@@ -541,11 +535,11 @@ impl ShmTransport {
         }
         for channel in self.channels.values_mut().filter(|c| !c.lost) {
             if let Some(out) = channel.out.as_mut().filter(|o| o.has_output()) {
-                moved |= out.flush(&self.ringer, &mut self.done);
+                moved |= out.flush(&self.ringer, &mut self.events.sent);
             }
         }
-        for req in self.done.drain(..) {
-            engine.transmit_done(req);
+        for peer in std::mem::take(&mut self.suspects) {
+            self.check_peer(peer, engine);
         }
         self.polls_since_clock += 1;
         if self.polls_since_clock >= CLOCK_EVERY {
@@ -573,7 +567,7 @@ impl ShmTransport {
         for item in self.delivered.drain(..) {
             match item {
                 Delivered::Bye => channel.bye_received = true,
-                Delivered::Abort(code) => self.events_out.push(LinkEvent::Abort { peer, code }),
+                Delivered::Abort(code) => self.events.links.push(LinkEvent::Abort { peer, code }),
                 Delivered::FileData(data) => self.file_payloads.push(data),
                 Delivered::Grant {
                     sender_req,
@@ -605,12 +599,12 @@ impl ShmTransport {
                 let who = self.universe.describe(peer);
                 tracing::error!("protocol error from {who} on its shared-memory ring: {e}");
                 let message = format!("{who} broke the protocol on its shared-memory ring: {e}");
-                self.lose(peer, err(ErrorClass::Protocol, message), engine);
+                self.lose(peer, err(ErrorClass::Protocol, message));
                 true
             }
         };
         while let Some((sender_req, ok)) = self.part_reads.pop() {
-            self.on_part_read(peer, sender_req, ok, engine);
+            self.on_part_read(peer, sender_req, ok);
         }
         moved
     }
@@ -686,7 +680,7 @@ impl ShmTransport {
                 format!("{who} (pid {pid}, shared memory) exited or was killed without finalizing"),
             )
         };
-        self.lose(peer, error, engine);
+        self.lose(peer, error);
     }
 
     /// Drops what this transport keeps of rendezvous transfers with
@@ -701,7 +695,7 @@ impl ShmTransport {
         }
     }
 
-    fn lose(&mut self, peer: u32, error: crate::error::Error, engine: &mut Engine) {
+    fn lose(&mut self, peer: u32, error: crate::error::Error) {
         if let Some(channel) = self.channels.get_mut(&peer) {
             if channel.lost {
                 return;
@@ -711,8 +705,7 @@ impl ShmTransport {
             channel.pidfd = None;
         }
         self.forget_transfers(peer);
-        engine.peer_lost(peer);
-        self.events_out.push(LinkEvent::Lost { peer, error });
+        self.events.lost(peer, error);
     }
 
     /// Peers on this host this process has a channel with.
@@ -769,7 +762,7 @@ impl ShmTransport {
     }
 
     /// Queues a goodbye on every channel (once).
-    pub fn say_goodbye(&mut self, engine: &mut Engine) {
+    pub fn say_goodbye(&mut self) {
         let peers: Vec<u32> = self.channels.keys().copied().collect();
         for peer in peers {
             let channel = self.channels.get_mut(&peer).expect("listed");
@@ -779,7 +772,7 @@ impl ShmTransport {
             if let Some(out) = channel.out.as_mut() {
                 channel.bye_sent = true;
                 out.enqueue_control(FrameKind::Bye, 0);
-                self.flush(peer, engine);
+                self.flush(peer);
             }
         }
     }
@@ -794,7 +787,7 @@ impl ShmTransport {
     }
 
     /// Queues an abort on every channel, best effort.
-    pub fn broadcast_abort(&mut self, code: i32, engine: &mut Engine) {
+    pub fn broadcast_abort(&mut self, code: i32) {
         let peers: Vec<u32> = self.channels.keys().copied().collect();
         for peer in peers {
             if let Some(out) = self
@@ -804,7 +797,7 @@ impl ShmTransport {
                 .and_then(|c| c.out.as_mut())
             {
                 out.enqueue_control(FrameKind::Abort, code);
-                self.flush(peer, engine);
+                self.flush(peer);
             }
         }
     }

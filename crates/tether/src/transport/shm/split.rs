@@ -24,7 +24,7 @@
 //! the kernel refuses, the data still arrives: a sender that could not
 //! write sends the whole payload through the ring after the `PartRead`.
 
-use tether_proto::{Engine, FrameHeader, FrameKind, Region, ReqId, Transmit, TransmitPayload};
+use tether_proto::{FrameHeader, FrameKind, Region, Transmit, TransmitPayload};
 
 use super::channel::SPLIT;
 use super::cma::{self, CmaError};
@@ -54,28 +54,22 @@ pub(super) enum Failure {
 }
 
 impl ShmTransport {
-    /// The transport word of `peer`'s `Rts` with `header`: the send
-    /// buffer's address when this process offers a split copy, else 0.
-    pub(super) fn offer_word(&self, peer: u32, header: &FrameHeader, engine: &Engine) -> u64 {
+    /// The transport word of `peer`'s `Rts` `t`: the address of the send
+    /// buffer it announces when this process offers a split copy, else 0.
+    pub(super) fn offer_word(&self, peer: u32, t: &Transmit) -> u64 {
         let split_bytes = self.config.split_bytes as u64;
-        let wanted = split_bytes > 0 && header.msg_size >= split_bytes;
-        match self.channels.get(&peer) {
-            Some(channel) if wanted && channel.cma => engine
-                .announced_region(ReqId::from_wire(header.sender_req))
-                .map_or(0, |region| region.ptr as u64),
+        let wanted = split_bytes > 0 && t.header.msg_size >= split_bytes;
+        match (self.channels.get(&peer), t.payload.rendezvous()) {
+            (Some(channel), Some(region)) if wanted && channel.cma => region.ptr as u64,
             _ => 0,
         }
     }
 
-    /// The transport word of a `Cts` to `peer` with `header` and, when
-    /// this process takes the sender's offer, what it reads afterwards:
+    /// The transport word of a `Cts` `t` to `peer` and, when this
+    /// process takes the sender's offer, what it reads afterwards:
     /// (address of the send buffer, the granted region).
-    pub(super) fn grant_word(
-        &mut self,
-        peer: u32,
-        header: &FrameHeader,
-        engine: &Engine,
-    ) -> (u64, Option<(u64, Region)>) {
+    pub(super) fn grant_word(&mut self, peer: u32, t: &Transmit) -> (u64, Option<(u64, Region)>) {
+        let header = &t.header;
         let split_bytes = self.config.split_bytes;
         let Some(channel) = self.channels.get_mut(&peer) else {
             return (0, None);
@@ -84,10 +78,7 @@ impl ShmTransport {
         if !channel.cma {
             return (0, None);
         }
-        let Some(region) = engine
-            .granted_region(ReqId::from_wire(header.receiver_req))
-            .filter(|r| r.len > 0)
-        else {
+        let Some(region) = t.payload.rendezvous().filter(|r| r.len > 0) else {
             return (0, None);
         };
         let word = region.ptr as u64;
@@ -107,14 +98,7 @@ impl ShmTransport {
     /// Receiver: reads the part of `region` from [`split_point`] on from
     /// `source` in `peer`'s memory, then answers `PartRead` to its
     /// `sender_req`.
-    pub(super) fn read_part(
-        &mut self,
-        peer: u32,
-        sender_req: u64,
-        source: u64,
-        region: Region,
-        engine: &mut Engine,
-    ) {
+    pub(super) fn read_part(&mut self, peer: u32, sender_req: u64, source: u64, region: Region) {
         let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
             return;
         };
@@ -122,7 +106,7 @@ impl ShmTransport {
         let Some(from) = source.checked_add(at as u64) else {
             let what =
                 format!("the send buffer it announced at {source:#x} does not fit in memory");
-            return self.failed(peer, Failure::Broken(what), engine);
+            return self.failed(peer, Failure::Broken(what));
         };
         // SAFETY: `region` is the granted part of a posted receive, valid
         // and untouched by anything else until the receive completes, which
@@ -138,12 +122,12 @@ impl ShmTransport {
                 channel.cma_read = false;
                 false
             }
-            Err(CmaError::Gone) => return self.failed(peer, Failure::Gone, engine),
+            Err(CmaError::Gone) => return self.failed(peer, Failure::Gone),
             Err(CmaError::BadAddress(e)) => {
                 let what = format!(
                     "the send buffer it announced at {source:#x} is not mapped in it ({e})"
                 );
-                return self.failed(peer, Failure::Broken(what), engine);
+                return self.failed(peer, Failure::Broken(what));
             }
         };
         let mut header = FrameHeader::new(FrameKind::PartRead);
@@ -156,13 +140,13 @@ impl ShmTransport {
             completes: None,
             copy_if_blocked: false,
         };
-        self.send_frame(frame, 0, engine);
+        self.send_frame(frame, 0);
     }
 
     /// Sender: the `Data` of a grant the receiver splits, at `address` in
     /// its memory. Writes the first part, then finishes at once if the
     /// receiver's `PartRead` came already, or parks it until it comes.
-    pub(super) fn send_split(&mut self, data: Transmit, address: u64, engine: &mut Engine) {
+    pub(super) fn send_split(&mut self, data: Transmit, address: u64) {
         let peer = data.peer;
         let Some(channel) = self.channels.get(&peer).filter(|c| !c.lost) else {
             return;
@@ -171,9 +155,8 @@ impl ShmTransport {
         if let (true, TransmitPayload::Borrowed(region)) = (channel.cma, &data.payload) {
             // SAFETY: the send buffer is valid until the request completes,
             // which is after the `PartRead`.
-            match unsafe {
-                self.write_granted(peer, region.ptr, address, split_point(region.len), engine)
-            } {
+            match unsafe { self.write_granted(peer, region.ptr, address, split_point(region.len)) }
+            {
                 Granted::Written => first_written = true,
                 Granted::Refused => {}
                 Granted::Failed => return,
@@ -189,31 +172,22 @@ impl ShmTransport {
             return;
         };
         match channel.reads_done.remove(&sender_req) {
-            Some(read) => self.finish_split(parked, read, engine),
+            Some(read) => self.finish_split(parked, read),
             None => {
                 channel.parked.insert(sender_req, parked);
             }
         }
     }
 
-    /// Sender: `peer` answered `PartRead` for `sender_req`.
-    pub(super) fn on_part_read(
-        &mut self,
-        peer: u32,
-        sender_req: u64,
-        ok: bool,
-        engine: &mut Engine,
-    ) {
+    /// Sender: `peer` answered `PartRead` for `sender_req`. A peer lost
+    /// meanwhile has no parked sends ([`ShmTransport::forget_transfers`]):
+    /// its sends completed with the loss, and their buffers may be gone.
+    pub(super) fn on_part_read(&mut self, peer: u32, sender_req: u64, ok: bool) {
         let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
             return;
         };
-        if engine.is_lost(peer) {
-            // Its sends completed with the loss: their buffers may be gone.
-            channel.parked.clear();
-            return;
-        }
         match channel.parked.remove(&sender_req) {
-            Some(parked) => self.finish_split(parked, ok, engine),
+            Some(parked) => self.finish_split(parked, ok),
             None => {
                 channel.reads_done.insert(sender_req, ok);
             }
@@ -223,7 +197,7 @@ impl ShmTransport {
     /// Sender: both parts are done (`read`: the receiver read its own);
     /// writes what is missing and sends the `Data` frame, which completes
     /// the send.
-    fn finish_split(&mut self, parked: Parked, read: bool, engine: &mut Engine) {
+    fn finish_split(&mut self, parked: Parked, read: bool) {
         let Parked {
             data,
             address,
@@ -243,28 +217,30 @@ impl ShmTransport {
             let to = address.wrapping_add(at as u64);
             // SAFETY: `src` is within the send buffer, `region.len - at`
             // bytes before its end.
-            match unsafe { self.write_granted(peer, src, to, region.len - at, engine) } {
+            match unsafe { self.write_granted(peer, src, to, region.len - at) } {
                 Granted::Written => rest_written = true,
                 Granted::Refused => {}
                 Granted::Failed => return,
             }
         }
         if first_written && rest_written {
-            self.send_written(data, engine);
+            self.send_written(data);
         } else {
-            self.send_frame(data, 0, engine);
+            self.send_frame(data, 0);
         }
     }
 
-    pub(super) fn failed(&mut self, peer: u32, failure: Failure, engine: &mut Engine) {
+    /// A cross-memory copy with `peer` failed. A process that may be gone
+    /// is checked at the next poll, which reads what it wrote first.
+    pub(super) fn failed(&mut self, peer: u32, failure: Failure) {
         match failure {
-            Failure::Gone => self.check_peer(peer, engine),
+            Failure::Gone => self.suspects.push(peer),
             Failure::Broken(what) => {
                 let message = format!(
                     "{} broke the protocol: {what}",
                     self.universe.describe(peer)
                 );
-                self.lose(peer, err(ErrorClass::Protocol, message), engine);
+                self.lose(peer, err(ErrorClass::Protocol, message));
             }
         }
     }

@@ -62,7 +62,7 @@ impl OutFrame {
 
     fn payload_bytes(&self) -> &[u8] {
         match &self.payload {
-            TransmitPayload::None => &[],
+            TransmitPayload::None | TransmitPayload::Rendezvous(_) => &[],
             // SAFETY: a borrowed payload stays valid until `completes` is
             // reported, which happens only after it is written or copied.
             TransmitPayload::Borrowed(r) => unsafe { r.as_slice() },

@@ -23,14 +23,14 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap as HashMap;
-use tether_proto::{Engine, FileData, FrameKind, Hello, ReqId, Transmit};
+use tether_proto::{Engine, FileData, FrameKind, Hello, Transmit};
 use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::settings::MAX_EAGER_LIMIT;
+use crate::transport::events::{Events, LinkEvent};
 use crate::transport::reactor::{Ready, TCP_TOKENS};
 use crate::transport::retry::Retry;
-use crate::transport::LinkEvent;
 use crate::universe::{addr_key, PeerAddress, Universe};
 use conn::{Conn, ConnError, Incoming};
 
@@ -109,8 +109,8 @@ pub struct TcpTransport {
     rendezvous: Arc<Rendezvous>,
     hello: Vec<u8>,
     config: TcpConfig,
-    done: Vec<ReqId>,
-    pub events_out: Vec<LinkEvent>,
+    /// What happened since the router last drained it.
+    pub events: Events,
     /// Hybrid payloads announced on a connection, for the file transport.
     pub file_payloads: Vec<FileData>,
 }
@@ -169,8 +169,7 @@ impl TcpTransport {
             rendezvous,
             hello,
             config,
-            done: Vec::new(),
-            events_out: Vec::new(),
+            events: Events::default(),
             file_payloads: Vec::new(),
         }
     }
@@ -191,7 +190,7 @@ impl TcpTransport {
     }
 
     /// Sends an engine frame to its peer, connecting first if needed.
-    pub fn send(&mut self, t: Transmit, engine: &mut Engine) {
+    pub fn send(&mut self, t: Transmit) {
         let peer = t.peer;
         let link = self.links.entry(peer).or_default();
         match link.established {
@@ -201,7 +200,7 @@ impl TcpTransport {
                     .get_mut(&token)
                     .expect("established link has an entry");
                 entry.conn.enqueue(t);
-                self.flush(token, engine);
+                self.flush(token);
             }
             None => {
                 link.queue.push_back(t);
@@ -299,7 +298,7 @@ impl TcpTransport {
             return;
         }
         if ready.writable {
-            self.flush(ready.token, engine);
+            self.flush(ready.token);
         }
         if ready.readable {
             self.read(ready.token, engine);
@@ -333,7 +332,7 @@ impl TcpTransport {
                 .get(&token)
                 .is_some_and(|e| e.conn.has_output())
             {
-                self.flush(token, engine);
+                self.flush(token);
             }
             self.read(token, engine);
         }
@@ -375,7 +374,7 @@ impl TcpTransport {
     /// An outgoing handshake is bounded by the connect timeout, not the
     /// handshake timeout: the peer answers only when it calls into Tether,
     /// and a peer busy computing is not a failure.
-    pub fn handle_timers(&mut self, engine: &mut Engine) {
+    pub fn handle_timers(&mut self) {
         let now = Instant::now();
         let stale: Vec<Token> = self
             .entries
@@ -421,7 +420,7 @@ impl TcpTransport {
                 if let Some(token) = link.connecting {
                     self.close(token, Some(peer));
                 }
-                self.lose(peer, err(class, message), engine);
+                self.lose(peer, err(class, message));
             } else {
                 self.try_connect(peer);
             }
@@ -464,20 +463,17 @@ impl TcpTransport {
         }
     }
 
-    fn flush(&mut self, token: Token, engine: &mut Engine) {
+    fn flush(&mut self, token: Token) {
         let Some(entry) = self.entries.get_mut(&token) else {
             return;
         };
-        let result = entry.conn.flush(&mut self.done);
-        for req in self.done.drain(..) {
-            engine.transmit_done(req);
-        }
+        let result = entry.conn.flush(&mut self.events.sent);
         match result {
             Ok(()) if entry.stage == Stage::Closing && !entry.conn.has_output() => {
                 self.close(token, None)
             }
             Ok(()) => {}
-            Err(e) => self.fail_conn(token, e, engine),
+            Err(e) => self.fail_conn(token, e),
         }
     }
 
@@ -498,14 +494,14 @@ impl TcpTransport {
                 if !self.entries.contains_key(&token) {
                     return;
                 }
-                self.on_incoming(token, item, engine);
+                self.on_incoming(token, item);
             }
             match result {
                 Ok(true) => continue,
                 Ok(false) => return,
                 Err(e) => {
                     if self.entries.contains_key(&token) {
-                        self.fail_conn(token, e, engine);
+                        self.fail_conn(token, e);
                     }
                     return;
                 }
@@ -513,7 +509,7 @@ impl TcpTransport {
         }
     }
 
-    fn on_incoming(&mut self, token: Token, item: Incoming, engine: &mut Engine) {
+    fn on_incoming(&mut self, token: Token, item: Incoming) {
         let entry = self.entries.get_mut(&token).expect("checked by caller");
         match item {
             Incoming::Bye => {
@@ -524,13 +520,13 @@ impl TcpTransport {
             }
             Incoming::Abort(code) => {
                 if let Some(peer) = entry.peer {
-                    self.events_out.push(LinkEvent::Abort { peer, code });
+                    self.events.links.push(LinkEvent::Abort { peer, code });
                 }
             }
             Incoming::FileData(data) => self.file_payloads.push(data),
             Incoming::Control(header, payload) => match (header.kind, entry.stage) {
-                (FrameKind::Hello, Stage::AwaitHello) => self.on_hello(token, &payload, engine),
-                (FrameKind::HelloAck, Stage::AwaitAck) => self.on_ack(token, &payload, engine),
+                (FrameKind::Hello, Stage::AwaitHello) => self.on_hello(token, &payload),
+                (FrameKind::HelloAck, Stage::AwaitAck) => self.on_ack(token, &payload),
                 (FrameKind::HelloReject, Stage::AwaitAck) => {
                     let reason = String::from_utf8_lossy(&payload).into_owned();
                     self.on_reject(token, reason);
@@ -544,7 +540,6 @@ impl TcpTransport {
                             got: kind,
                             state: "at this point of the handshake",
                         }),
-                        engine,
                     );
                 }
             },
@@ -575,7 +570,7 @@ impl TcpTransport {
         }
     }
 
-    fn on_hello(&mut self, token: Token, payload: &[u8], engine: &mut Engine) {
+    fn on_hello(&mut self, token: Token, payload: &[u8]) {
         let remote = self.entries[&token].conn.remote;
         let peer = match self.check_hello(payload) {
             Ok(peer) => peer,
@@ -599,17 +594,17 @@ impl TcpTransport {
         entry
             .conn
             .enqueue_control(FrameKind::HelloAck, 0, self.hello.clone());
-        self.establish(token, peer, engine);
+        self.establish(token, peer);
     }
 
-    fn on_ack(&mut self, token: Token, payload: &[u8], engine: &mut Engine) {
+    fn on_ack(&mut self, token: Token, payload: &[u8]) {
         let expected = self.entries[&token]
             .peer
             .expect("outgoing entries know their peer");
         match self.check_hello(payload) {
             Ok(peer) if peer == expected => {
                 self.links.entry(peer).or_default().connecting = None;
-                self.establish(token, peer, engine);
+                self.establish(token, peer);
             }
             Ok(other) => self.retry_later(
                 token,
@@ -660,7 +655,7 @@ impl TcpTransport {
         }
     }
 
-    fn establish(&mut self, token: Token, peer: u32, engine: &mut Engine) {
+    fn establish(&mut self, token: Token, peer: u32) {
         let link = self.links.entry(peer).or_default();
         link.established = Some(token);
         link.attempt = None;
@@ -675,10 +670,10 @@ impl TcpTransport {
         for t in queued {
             entry.conn.enqueue(t);
         }
-        self.flush(token, engine);
+        self.flush(token);
     }
 
-    fn fail_conn(&mut self, token: Token, error: ConnError, engine: &mut Engine) {
+    fn fail_conn(&mut self, token: Token, error: ConnError) {
         let Some(entry) = self.entries.get(&token) else {
             return;
         };
@@ -761,7 +756,7 @@ impl TcpTransport {
             }
         };
         self.close(token, Some(peer));
-        self.lose(peer, error, engine);
+        self.lose(peer, error);
     }
 
     fn close(&mut self, token: Token, peer: Option<u32>) {
@@ -779,13 +774,12 @@ impl TcpTransport {
         }
     }
 
-    fn lose(&mut self, peer: u32, error: Error, engine: &mut Engine) {
+    fn lose(&mut self, peer: u32, error: Error) {
         let link = self.links.entry(peer).or_default();
         link.finished = true;
         link.attempt = None;
         link.queue.clear();
-        engine.peer_lost(peer);
-        self.events_out.push(LinkEvent::Lost { peer, error });
+        self.events.lost(peer, error);
     }
 
     /// Whether any frame is still queued (for finalize).
@@ -798,7 +792,7 @@ impl TcpTransport {
     }
 
     /// Sends a goodbye on every established link (once).
-    pub fn say_goodbye(&mut self, engine: &mut Engine) {
+    pub fn say_goodbye(&mut self) {
         let tokens: Vec<(u32, Token)> = self
             .links
             .iter_mut()
@@ -810,7 +804,7 @@ impl TcpTransport {
             if let Some(entry) = self.entries.get_mut(&token) {
                 entry.conn.enqueue_control(FrameKind::Bye, 0, Vec::new());
             }
-            self.flush(token, engine);
+            self.flush(token);
         }
     }
 
@@ -826,7 +820,7 @@ impl TcpTransport {
     }
 
     /// Sends an abort frame on every established link, best effort.
-    pub fn broadcast_abort(&mut self, code: i32, engine: &mut Engine) {
+    pub fn broadcast_abort(&mut self, code: i32) {
         let tokens: Vec<Token> = self.links.values().filter_map(|l| l.established).collect();
         for token in tokens {
             if let Some(entry) = self.entries.get_mut(&token) {
@@ -834,7 +828,7 @@ impl TcpTransport {
                     .conn
                     .enqueue_control(FrameKind::Abort, code, Vec::new());
             }
-            self.flush(token, engine);
+            self.flush(token);
         }
     }
 }
