@@ -88,6 +88,9 @@ pub extern "C" fn tether_bcast(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
+    // SAFETY: the runtime reads and writes the buffers only during this
+    // call, and the API contract makes them valid for it; it checks
+    // their counts, datatypes and NULLs, and refuses aliased ones.
     in_call("tether_bcast", |rt| unsafe {
         rt.bcast(arg(buf, count, datatype), root, comm)
     })
@@ -103,6 +106,9 @@ pub extern "C" fn tether_ibcast(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
     nonblocking("tether_ibcast", req, |rt| unsafe {
         rt.ibcast(arg(buf, count, datatype), root, comm)
     })
@@ -119,6 +125,9 @@ pub extern "C" fn tether_reduce(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
     blocking("tether_reduce", |rt| unsafe {
         rt.ireduce(
             sendbuf.cast(),
@@ -144,6 +153,9 @@ pub extern "C" fn tether_ireduce(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
     nonblocking("tether_ireduce", req, |rt| unsafe {
         rt.ireduce(
             sendbuf.cast(),
@@ -167,6 +179,9 @@ pub extern "C" fn tether_allreduce(
     op: tether_op,
     comm: tether_comm,
 ) -> c_int {
+    // SAFETY: the runtime reads and writes the buffers only during this
+    // call, and the API contract makes them valid for it; it checks
+    // their counts, datatypes and NULLs, and refuses aliased ones.
     in_call("tether_allreduce", |rt| unsafe {
         rt.allreduce(sendbuf.cast(), recvbuf.cast(), count, datatype, op, comm)
     })
@@ -183,6 +198,9 @@ pub extern "C" fn tether_iallreduce(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
     nonblocking("tether_iallreduce", req, |rt| unsafe {
         rt.iallreduce(sendbuf.cast(), recvbuf.cast(), count, datatype, op, comm)
     })
@@ -200,6 +218,9 @@ pub extern "C" fn tether_gather(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
     blocking("tether_gather", |rt| unsafe {
         rt.igather(
             arg(sendbuf, sendcount, sendtype),
@@ -223,6 +244,9 @@ pub extern "C" fn tether_igather(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
     nonblocking("tether_igather", req, |rt| unsafe {
         rt.igather(
             arg(sendbuf, sendcount, sendtype),
@@ -246,6 +270,9 @@ pub extern "C" fn tether_gatherv(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
     blocking("tether_gatherv", |rt| unsafe {
         rt.igatherv(
             arg(sendbuf, sendcount, sendtype),
@@ -272,6 +299,9 @@ pub extern "C" fn tether_igatherv(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
     nonblocking("tether_igatherv", req, |rt| unsafe {
         rt.igatherv(
             arg(sendbuf, sendcount, sendtype),
@@ -296,6 +326,9 @@ pub extern "C" fn tether_scatter(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
     blocking("tether_scatter", |rt| unsafe {
         rt.iscatter(
             arg(sendbuf, sendcount, sendtype),
@@ -319,6 +352,9 @@ pub extern "C" fn tether_iscatter(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
     nonblocking("tether_iscatter", req, |rt| unsafe {
         rt.iscatter(
             arg(sendbuf, sendcount, sendtype),
@@ -342,6 +378,9 @@ pub extern "C" fn tether_scatterv(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
     blocking("tether_scatterv", |rt| unsafe {
         rt.iscatterv(
             sendbuf.cast(),
@@ -368,6 +407,9 @@ pub extern "C" fn tether_iscatterv(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
     nonblocking("tether_iscatterv", req, |rt| unsafe {
         rt.iscatterv(
             sendbuf.cast(),
@@ -391,6 +433,9 @@ pub extern "C" fn tether_allgather(
     recvtype: tether_datatype,
     comm: tether_comm,
 ) -> c_int {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
     blocking("tether_allgather", |rt| unsafe {
         rt.iallgather(
             arg(sendbuf, sendcount, sendtype),
@@ -412,6 +457,9 @@ pub extern "C" fn tether_iallgather(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
     nonblocking("tether_iallgather", req, |rt| unsafe {
         rt.iallgather(
             arg(sendbuf, sendcount, sendtype),
@@ -433,6 +481,9 @@ pub extern "C" fn tether_allgatherv(
     recvtype: tether_datatype,
     comm: tether_comm,
 ) -> c_int {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
     blocking("tether_allgatherv", |rt| unsafe {
         rt.iallgatherv(
             arg(sendbuf, sendcount, sendtype),
@@ -457,6 +508,9 @@ pub extern "C" fn tether_iallgatherv(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
     nonblocking("tether_iallgatherv", req, |rt| unsafe {
         rt.iallgatherv(
             arg(sendbuf, sendcount, sendtype),
@@ -479,6 +533,9 @@ pub extern "C" fn tether_alltoall(
     recvtype: tether_datatype,
     comm: tether_comm,
 ) -> c_int {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
     blocking("tether_alltoall", |rt| unsafe {
         rt.ialltoall(
             arg(sendbuf, sendcount, sendtype),
@@ -500,6 +557,9 @@ pub extern "C" fn tether_ialltoall(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
     nonblocking("tether_ialltoall", req, |rt| unsafe {
         rt.ialltoall(
             arg(sendbuf, sendcount, sendtype),
@@ -522,6 +582,9 @@ pub extern "C" fn tether_alltoallv(
     recvtype: tether_datatype,
     comm: tether_comm,
 ) -> c_int {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
     blocking("tether_alltoallv", |rt| unsafe {
         rt.ialltoallv(
             sendbuf.cast(),
@@ -549,6 +612,9 @@ pub extern "C" fn tether_ialltoallv(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
     nonblocking("tether_ialltoallv", req, |rt| unsafe {
         rt.ialltoallv(
             sendbuf.cast(),
@@ -572,6 +638,9 @@ pub extern "C" fn tether_reduce_scatter_block(
     op: tether_op,
     comm: tether_comm,
 ) -> c_int {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
     blocking("tether_reduce_scatter_block", |rt| unsafe {
         rt.ireduce_scatter_block(
             sendbuf.cast(),
@@ -595,6 +664,9 @@ pub extern "C" fn tether_ireduce_scatter_block(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
     nonblocking("tether_ireduce_scatter_block", req, |rt| unsafe {
         rt.ireduce_scatter_block(
             sendbuf.cast(),
