@@ -99,6 +99,7 @@ impl Boundary {
         }
     }
 
+    /// `state` on this boundary.
     #[inline(always)]
     pub(crate) fn state(&self, call: &'static str) -> Result<Guard<'_, State>> {
         self.state
@@ -121,6 +122,9 @@ impl Boundary {
         call: &'static str,
         body: impl FnOnce() -> Result<c_int>,
     ) -> c_int {
+        // Unwind safety is asserted, not proven: whatever a panicking body
+        // left half-done is never used again, since the poison stops every
+        // later call before it reaches the state.
         match catch_unwind(AssertUnwindSafe(body)) {
             Ok(Ok(code)) => code,
             Ok(Err(e)) => record(&e),
