@@ -34,6 +34,19 @@
  *   TETHER_ERR_PEER_LOST a process of comm died or left
  * The receive buffer of a failed collective is undefined. */
 
+/* TETHER_ERR_INTERNAL, from any call, is one of two things; the message of
+ * tether_last_error says which.
+ *   A bug in Tether (a panic, caught at the boundary): the library's state
+ *     may be half-updated, so from then on every call fails at once with
+ *     TETHER_ERR_INTERNAL and its message names the first panic and the
+ *     call it happened in ("tether_send refused: ... a panic in
+ *     tether_wait: ..."). Only tether_last_error, tether_error_string and
+ *     tether_abort still work; please report the message.
+ *   A call made from inside another Tether call on the same thread (from
+ *     a callback that Tether runs, such as a handler): it is refused and
+ *     changes nothing, the outer call goes on, and the library stays
+ *     usable. Make the call after the callback returns. */
+
 
 #define TETHER_SUCCESS 0
 
@@ -531,13 +544,16 @@ int tether_comm_free(tether_comm *comm);
 
 /*
  Writes the name and meaning of `code` into `buf` (`len` bytes, truncated
- to fit). An unknown code is named as such.
+ to fit). An unknown code is named as such. Works after an internal
+ error too.
  */
 int tether_error_string(int code, char *buf, int len);
 
 /*
  Writes the calling thread's last detailed error message (which peer,
- file, size; expected against received), or an empty string.
+ file, size; expected against received), or an empty string. Works
+ after an internal error too: it is how a program learns which panic
+ made every call fail with `TETHER_ERR_INTERNAL`.
  */
 int tether_last_error(char *buf, int len);
 
@@ -685,7 +701,9 @@ int tether_initialized(int *flag);
 
 /*
  Ends every process of the universe with exit code `code`. Returns only
- if it cannot (never, in practice).
+ if it cannot (never, in practice). Works after an internal error too;
+ called from inside another Tether call (a handler) it ends only this
+ process, whose peers then see it lost.
  */
 int tether_abort(int code);
 

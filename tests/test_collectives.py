@@ -51,6 +51,14 @@ def test_eight_processes_move_data_with_the_large_message_algorithms(built, suit
     assert proc.stdout.count("ok movement") == 8
 
 
+def test_aliased_buffers_are_refused_naming_them(built, suite):
+    # The checks themselves run in coll_suite's errors scenario; this one
+    # reads the message it printed.
+    proc = tether_run(["--name", "solo", "-n", "1", suite, "errors"])
+    assert "aliasing reported: TETHER_ERR_ARG: allreduce: sendbuf (32 bytes at 0x" in proc.stdout
+    assert "MPI forbids aliased buffers" in proc.stdout
+
+
 def test_mismatched_counts_are_reported_with_the_peer(built, suite):
     proc = tether_run(three_programs(suite, "errors"))
     assert "TETHER_ERR_TRUNCATE: allreduce on communicator" in proc.stdout

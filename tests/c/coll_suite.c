@@ -501,6 +501,44 @@ static void nonblocking(void) {
         EXPECT(got_ == (code), "%s returned %d, not %s", #call, got_, #code);          \
     } while (0)
 
+/* Send and receive buffers that share bytes are refused up front with
+ * TETHER_ERR_ARG naming both (MPI forbids them; TETHER_IN_PLACE is the way
+ * to use one buffer), before any transfer, so the collectives after them
+ * run normally. The self block of an alltoallv must be as long as it is
+ * received (it is copied locally). Collective: every rank passes the same
+ * kind of arguments. */
+static void aliased_buffers(int urank, int usize) {
+    int64_t v[32] = {0};
+    char msg[TETHER_MAX_ERROR_STRING];
+    EXPECT_CODE(tether_allreduce(v, v, 4, TETHER_INT64, TETHER_SUM, TETHER_COMM_UNIVERSE), TETHER_ERR_ARG);
+    tether_last_error(msg, sizeof msg);
+    EXPECT(strstr(msg, "allreduce: sendbuf (32 bytes at ") && strstr(msg, "overlaps recvbuf (32 bytes at "),
+           "the message names both buffers: %s", msg);
+    printf("aliasing reported: %s\n", msg);
+    EXPECT_CODE(tether_allreduce(v, v + 3, 4, TETHER_INT64, TETHER_SUM, TETHER_COMM_UNIVERSE), TETHER_ERR_ARG);
+    tether_request req = TETHER_REQUEST_NULL;
+    EXPECT_CODE(tether_iallreduce(v + 3, v, 4, TETHER_INT64, TETHER_MAX, TETHER_COMM_UNIVERSE, &req),
+                TETHER_ERR_ARG);
+    EXPECT(req == TETHER_REQUEST_NULL, "a refused collective leaves *req alone");
+    /* Only the root's receive buffer is significant in a reduce, so only
+     * a root alone can be refused without leaving others waiting for it. */
+    if (usize == 1)
+        EXPECT_CODE(tether_reduce(v, v, 4, TETHER_INT64, TETHER_SUM, 0, TETHER_COMM_UNIVERSE), TETHER_ERR_ARG);
+    if (usize <= 16) {
+        /* An allgather whose send block is its own slot of the receive
+         * buffer, without TETHER_IN_PLACE. */
+        EXPECT_CODE(tether_allgather(v + urank, 1, TETHER_INT64, v, 1, TETHER_INT64, TETHER_COMM_UNIVERSE),
+                    TETHER_ERR_ARG);
+        int counts[16], displs[16], more[16];
+        for (int i = 0; i < usize; i++) counts[i] = 1, displs[i] = i, more[i] = i == urank ? 2 : 1;
+        int64_t out[32] = {0};
+        EXPECT_CODE(tether_alltoallv(v, more, displs, TETHER_INT64, out, counts, displs, TETHER_INT64,
+                                     TETHER_COMM_UNIVERSE), TETHER_ERR_COUNT);
+        tether_last_error(msg, sizeof msg);
+        EXPECT(strstr(msg, "the block to itself"), "the message names the self block: %s", msg);
+    }
+}
+
 static void errors(void) {
     int usize, urank, nprog;
     CHECK(tether_universe_size(&usize));
@@ -523,6 +561,7 @@ static void errors(void) {
             EXPECT_CODE(tether_gather(a, 2, TETHER_INT64, b, 1, TETHER_INT64, root, TETHER_COMM_UNIVERSE),
                         TETHER_ERR_COUNT);
     }
+    aliased_buffers(urank, usize);
     int bad_program = nprog;
     tether_comm c;
     EXPECT_CODE(tether_comm_create(1, &bad_program, &c), TETHER_ERR_ARG);

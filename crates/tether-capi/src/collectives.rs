@@ -12,15 +12,17 @@ use tether::{Arg, Layout, ReqId, Runtime};
 use crate::ffi::{guard, out, record, run, state};
 use crate::types::*;
 
-/// Starts a collective and waits for it; returns its error class.
-/// Runs a collective that the runtime completes in the call.
-fn in_call(body: impl FnOnce(&mut Runtime) -> Result<()>) -> c_int {
-    run(|| body(state().runtime()?))
+/// Runs, for exported function `call`, a collective that the runtime
+/// completes in the call.
+fn in_call(call: &'static str, body: impl FnOnce(&mut Runtime) -> Result<()>) -> c_int {
+    run(call, || body(state(call)?.runtime()?))
 }
 
-fn blocking(start: impl FnOnce(&mut Runtime) -> Result<ReqId>) -> c_int {
-    guard(|| {
-        let mut st = state();
+/// Starts a collective for exported function `call` and waits for it;
+/// returns its error class.
+fn blocking(call: &'static str, start: impl FnOnce(&mut Runtime) -> Result<ReqId>) -> c_int {
+    guard(call, || {
+        let mut st = state(call)?;
         let rt = st.runtime()?;
         let req = start(rt)?;
         let status = rt.wait(req)?;
@@ -30,12 +32,13 @@ fn blocking(start: impl FnOnce(&mut Runtime) -> Result<ReqId>) -> c_int {
 
 /// Starts a collective and writes its request to `*req`.
 fn nonblocking(
+    call: &'static str,
     req: *mut tether_request,
     start: impl FnOnce(&mut Runtime) -> Result<ReqId>,
 ) -> c_int {
-    guard(|| {
+    guard(call, || {
         let req = out(req, "req")?;
-        let mut st = state();
+        let mut st = state(call)?;
         let id = start(st.runtime()?)?;
         *req = st.register(id);
         Ok(TETHER_SUCCESS)
@@ -67,13 +70,13 @@ fn layout<'a>(
 /// Blocks until every process of `comm` has entered the barrier.
 #[no_mangle]
 pub extern "C" fn tether_barrier(comm: tether_comm) -> c_int {
-    in_call(|rt| rt.barrier(comm))
+    in_call("tether_barrier", |rt| rt.barrier(comm))
 }
 
 /// Non-blocking `tether_barrier`: completes through `tether_wait`/`tether_test`.
 #[no_mangle]
 pub extern "C" fn tether_ibarrier(comm: tether_comm, req: *mut tether_request) -> c_int {
-    nonblocking(req, |rt| rt.ibarrier(comm))
+    nonblocking("tether_ibarrier", req, |rt| rt.ibarrier(comm))
 }
 
 /// Broadcasts `count` elements from `root`'s `buf` into every other `buf`.
@@ -85,7 +88,12 @@ pub extern "C" fn tether_bcast(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
-    in_call(|rt| unsafe { rt.bcast(arg(buf, count, datatype), root, comm) })
+    // SAFETY: the runtime reads and writes the buffers only during this
+    // call, and the API contract makes them valid for it; it checks
+    // their counts, datatypes and NULLs, and refuses aliased ones.
+    in_call("tether_bcast", |rt| unsafe {
+        rt.bcast(arg(buf, count, datatype), root, comm)
+    })
 }
 
 /// Non-blocking `tether_bcast`: completes through `tether_wait`/`tether_test`.
@@ -98,7 +106,10 @@ pub extern "C" fn tether_ibcast(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    nonblocking(req, |rt| unsafe {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
+    nonblocking("tether_ibcast", req, |rt| unsafe {
         rt.ibcast(arg(buf, count, datatype), root, comm)
     })
 }
@@ -114,7 +125,10 @@ pub extern "C" fn tether_reduce(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
-    blocking(|rt| unsafe {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
+    blocking("tether_reduce", |rt| unsafe {
         rt.ireduce(
             sendbuf.cast(),
             recvbuf.cast(),
@@ -139,7 +153,10 @@ pub extern "C" fn tether_ireduce(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    nonblocking(req, |rt| unsafe {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
+    nonblocking("tether_ireduce", req, |rt| unsafe {
         rt.ireduce(
             sendbuf.cast(),
             recvbuf.cast(),
@@ -162,7 +179,12 @@ pub extern "C" fn tether_allreduce(
     op: tether_op,
     comm: tether_comm,
 ) -> c_int {
-    in_call(|rt| unsafe { rt.allreduce(sendbuf.cast(), recvbuf.cast(), count, datatype, op, comm) })
+    // SAFETY: the runtime reads and writes the buffers only during this
+    // call, and the API contract makes them valid for it; it checks
+    // their counts, datatypes and NULLs, and refuses aliased ones.
+    in_call("tether_allreduce", |rt| unsafe {
+        rt.allreduce(sendbuf.cast(), recvbuf.cast(), count, datatype, op, comm)
+    })
 }
 
 /// Non-blocking `tether_allreduce`: completes through `tether_wait`/`tether_test`.
@@ -176,7 +198,10 @@ pub extern "C" fn tether_iallreduce(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    nonblocking(req, |rt| unsafe {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
+    nonblocking("tether_iallreduce", req, |rt| unsafe {
         rt.iallreduce(sendbuf.cast(), recvbuf.cast(), count, datatype, op, comm)
     })
 }
@@ -193,7 +218,10 @@ pub extern "C" fn tether_gather(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
-    blocking(|rt| unsafe {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
+    blocking("tether_gather", |rt| unsafe {
         rt.igather(
             arg(sendbuf, sendcount, sendtype),
             arg(recvbuf, recvcount, recvtype),
@@ -216,7 +244,10 @@ pub extern "C" fn tether_igather(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    nonblocking(req, |rt| unsafe {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
+    nonblocking("tether_igather", req, |rt| unsafe {
         rt.igather(
             arg(sendbuf, sendcount, sendtype),
             arg(recvbuf, recvcount, recvtype),
@@ -239,7 +270,10 @@ pub extern "C" fn tether_gatherv(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
-    blocking(|rt| unsafe {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
+    blocking("tether_gatherv", |rt| unsafe {
         rt.igatherv(
             arg(sendbuf, sendcount, sendtype),
             recvbuf.cast(),
@@ -265,7 +299,10 @@ pub extern "C" fn tether_igatherv(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    nonblocking(req, |rt| unsafe {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
+    nonblocking("tether_igatherv", req, |rt| unsafe {
         rt.igatherv(
             arg(sendbuf, sendcount, sendtype),
             recvbuf.cast(),
@@ -289,7 +326,10 @@ pub extern "C" fn tether_scatter(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
-    blocking(|rt| unsafe {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
+    blocking("tether_scatter", |rt| unsafe {
         rt.iscatter(
             arg(sendbuf, sendcount, sendtype),
             arg(recvbuf, recvcount, recvtype),
@@ -312,7 +352,10 @@ pub extern "C" fn tether_iscatter(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    nonblocking(req, |rt| unsafe {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
+    nonblocking("tether_iscatter", req, |rt| unsafe {
         rt.iscatter(
             arg(sendbuf, sendcount, sendtype),
             arg(recvbuf, recvcount, recvtype),
@@ -335,7 +378,10 @@ pub extern "C" fn tether_scatterv(
     root: c_int,
     comm: tether_comm,
 ) -> c_int {
-    blocking(|rt| unsafe {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
+    blocking("tether_scatterv", |rt| unsafe {
         rt.iscatterv(
             sendbuf.cast(),
             layout(rt, comm, sendcounts, displs)?,
@@ -361,7 +407,10 @@ pub extern "C" fn tether_iscatterv(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    nonblocking(req, |rt| unsafe {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
+    nonblocking("tether_iscatterv", req, |rt| unsafe {
         rt.iscatterv(
             sendbuf.cast(),
             layout(rt, comm, sendcounts, displs)?,
@@ -384,7 +433,10 @@ pub extern "C" fn tether_allgather(
     recvtype: tether_datatype,
     comm: tether_comm,
 ) -> c_int {
-    blocking(|rt| unsafe {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
+    blocking("tether_allgather", |rt| unsafe {
         rt.iallgather(
             arg(sendbuf, sendcount, sendtype),
             arg(recvbuf, recvcount, recvtype),
@@ -405,7 +457,10 @@ pub extern "C" fn tether_iallgather(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    nonblocking(req, |rt| unsafe {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
+    nonblocking("tether_iallgather", req, |rt| unsafe {
         rt.iallgather(
             arg(sendbuf, sendcount, sendtype),
             arg(recvbuf, recvcount, recvtype),
@@ -426,7 +481,10 @@ pub extern "C" fn tether_allgatherv(
     recvtype: tether_datatype,
     comm: tether_comm,
 ) -> c_int {
-    blocking(|rt| unsafe {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
+    blocking("tether_allgatherv", |rt| unsafe {
         rt.iallgatherv(
             arg(sendbuf, sendcount, sendtype),
             recvbuf.cast(),
@@ -450,7 +508,10 @@ pub extern "C" fn tether_iallgatherv(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    nonblocking(req, |rt| unsafe {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
+    nonblocking("tether_iallgatherv", req, |rt| unsafe {
         rt.iallgatherv(
             arg(sendbuf, sendcount, sendtype),
             recvbuf.cast(),
@@ -472,7 +533,10 @@ pub extern "C" fn tether_alltoall(
     recvtype: tether_datatype,
     comm: tether_comm,
 ) -> c_int {
-    blocking(|rt| unsafe {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
+    blocking("tether_alltoall", |rt| unsafe {
         rt.ialltoall(
             arg(sendbuf, sendcount, sendtype),
             arg(recvbuf, recvcount, recvtype),
@@ -493,7 +557,10 @@ pub extern "C" fn tether_ialltoall(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    nonblocking(req, |rt| unsafe {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
+    nonblocking("tether_ialltoall", req, |rt| unsafe {
         rt.ialltoall(
             arg(sendbuf, sendcount, sendtype),
             arg(recvbuf, recvcount, recvtype),
@@ -515,7 +582,10 @@ pub extern "C" fn tether_alltoallv(
     recvtype: tether_datatype,
     comm: tether_comm,
 ) -> c_int {
-    blocking(|rt| unsafe {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
+    blocking("tether_alltoallv", |rt| unsafe {
         rt.ialltoallv(
             sendbuf.cast(),
             layout(rt, comm, sendcounts, sdispls)?,
@@ -542,7 +612,10 @@ pub extern "C" fn tether_ialltoallv(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    nonblocking(req, |rt| unsafe {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
+    nonblocking("tether_ialltoallv", req, |rt| unsafe {
         rt.ialltoallv(
             sendbuf.cast(),
             layout(rt, comm, sendcounts, sdispls)?,
@@ -565,7 +638,10 @@ pub extern "C" fn tether_reduce_scatter_block(
     op: tether_op,
     comm: tether_comm,
 ) -> c_int {
-    blocking(|rt| unsafe {
+    // SAFETY: the collective is waited for before this call returns, and
+    // the API contract makes the buffers valid for the call; the runtime
+    // checks their counts, datatypes and NULLs, and refuses aliased ones.
+    blocking("tether_reduce_scatter_block", |rt| unsafe {
         rt.ireduce_scatter_block(
             sendbuf.cast(),
             recvbuf.cast(),
@@ -588,7 +664,10 @@ pub extern "C" fn tether_ireduce_scatter_block(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    nonblocking(req, |rt| unsafe {
+    // SAFETY: the API contract makes the caller keep the buffers valid
+    // (and the send buffer unchanged) until the request completes, as
+    // the runtime requires; it checks counts, datatypes and NULLs.
+    nonblocking("tether_ireduce_scatter_block", req, |rt| unsafe {
         rt.ireduce_scatter_block(
             sendbuf.cast(),
             recvbuf.cast(),

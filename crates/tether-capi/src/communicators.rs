@@ -34,10 +34,12 @@ pub extern "C" fn tether_comm_create(
     programs: *const c_int,
     comm: *mut tether_comm,
 ) -> c_int {
-    run(|| {
+    run("tether_comm_create", || {
         let comm = out(comm, "comm")?;
         let programs = ints(programs, nprograms, "programs")?;
-        *comm = state().runtime()?.comm_create(programs)?;
+        *comm = state("tether_comm_create")?
+            .runtime()?
+            .comm_create(programs)?;
         Ok(())
     })
 }
@@ -50,10 +52,12 @@ pub extern "C" fn tether_comm_create_ranks(
     universe_ranks: *const c_int,
     comm: *mut tether_comm,
 ) -> c_int {
-    run(|| {
+    run("tether_comm_create_ranks", || {
         let comm = out(comm, "comm")?;
         let ranks = ints(universe_ranks, n, "universe_ranks")?;
-        *comm = state().runtime()?.comm_create_ranks(ranks)?;
+        *comm = state("tether_comm_create_ranks")?
+            .runtime()?
+            .comm_create_ranks(ranks)?;
         Ok(())
     })
 }
@@ -62,9 +66,9 @@ pub extern "C" fn tether_comm_create_ranks(
 /// started on it complete; later use of the handle is `TETHER_ERR_COMM`.
 #[no_mangle]
 pub extern "C" fn tether_comm_free(comm: *mut tether_comm) -> c_int {
-    run(|| {
+    run("tether_comm_free", || {
         let comm = out(comm, "comm")?;
-        state().runtime()?.comm_free(*comm)?;
+        state("tether_comm_free")?.runtime()?.comm_free(*comm)?;
         *comm = TETHER_COMM_NULL;
         Ok(())
     })

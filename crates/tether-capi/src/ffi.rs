@@ -1,7 +1,8 @@
 //! The boundary: the process-wide state behind one lock, the thread's last
 //! error, pointer checks, and the guard that keeps panics inside.
 
-use crate::lock::{BiasedLock, Guard};
+use crate::lock::{BiasedLock, Guard, Reentered};
+use crate::poison::Poison;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -20,13 +21,26 @@ pub(crate) struct State {
     pub early_hints: Vec<(String, String)>,
 }
 
-static STATE: BiasedLock<State> = BiasedLock::new(State {
-    runtime: None,
-    requests: Handles {
-        by_slot: Vec::new(),
-    },
-    early_hints: Vec::new(),
-});
+impl State {
+    const fn new() -> State {
+        State {
+            runtime: None,
+            requests: Handles {
+                by_slot: Vec::new(),
+            },
+            early_hints: Vec::new(),
+        }
+    }
+}
+
+/// The state and what guards it: the lock every call takes, and the
+/// poison a caught panic leaves.
+pub(crate) struct Boundary {
+    state: BiasedLock<State>,
+    poison: Poison,
+}
+
+static BOUNDARY: Boundary = Boundary::new();
 
 /// The live C request handles. A handle is its request's engine slot
 /// plus one, so the table is a vector indexed by slot: a send and its
@@ -67,9 +81,84 @@ thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
+/// The state, locked for exported function `call` (its C name, for
+/// errors) until the guard drops; blocks while another thread is inside.
+/// `TETHER_ERR_INTERNAL`, at once and without touching the state, when
+/// this thread is already inside a call: a callback Tether runs (an
+/// active-message handler) must not call Tether.
 #[inline(always)]
-pub(crate) fn state() -> Guard<'static, State> {
-    STATE.lock()
+pub(crate) fn state(call: &'static str) -> Result<Guard<'static, State>> {
+    BOUNDARY.state(call)
+}
+
+impl Boundary {
+    pub(crate) const fn new() -> Boundary {
+        Boundary {
+            state: BiasedLock::new(State::new()),
+            poison: Poison::new(),
+        }
+    }
+
+    /// `state` on this boundary.
+    #[inline(always)]
+    pub(crate) fn state(&self, call: &'static str) -> Result<Guard<'_, State>> {
+        self.state
+            .lock(call)
+            .map_err(|reentered| reentry(call, reentered))
+    }
+
+    /// `guard` on this boundary.
+    pub(crate) fn guard(&self, call: &'static str, body: impl FnOnce() -> Result<c_int>) -> c_int {
+        if let Err(e) = self.poison.check(call) {
+            return record(&e);
+        }
+        self.guard_even_if_poisoned(call, body)
+    }
+
+    /// `guard` without the poison check, for the calls that must still
+    /// work after a panic (those that report errors).
+    pub(crate) fn guard_even_if_poisoned(
+        &self,
+        call: &'static str,
+        body: impl FnOnce() -> Result<c_int>,
+    ) -> c_int {
+        // Unwind safety is asserted, not proven: whatever a panicking body
+        // left half-done is never used again, since the poison stops every
+        // later call before it reaches the state.
+        match catch_unwind(AssertUnwindSafe(body)) {
+            Ok(Ok(code)) => code,
+            Ok(Err(e)) => record(&e),
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                self.poison.set(call, &what);
+                record(&err(
+                    ErrorClass::Internal,
+                    format!(
+                        "internal error (please report) in {call}: {what}; Tether is unusable \
+                         in this process from now on: every later call fails with \
+                         TETHER_ERR_INTERNAL"
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+#[cold]
+fn reentry(call: &str, reentered: Reentered) -> Error {
+    err(
+        ErrorClass::Internal,
+        format!(
+            "{call} called from inside another Tether call on this thread ({}) (re-entry): \
+             a callback that Tether runs must not call Tether; return from it and make the \
+             call afterwards",
+            reentered.holder
+        ),
+    )
 }
 
 impl State {
@@ -109,29 +198,23 @@ pub(crate) fn last_error() -> String {
     LAST_ERROR.with(|last| last.borrow().clone())
 }
 
-/// Runs the body of an exported function: errors become codes (and the
-/// last error), a panic becomes `TETHER_ERR_INTERNAL`.
-pub(crate) fn guard(body: impl FnOnce() -> Result<c_int>) -> c_int {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(code)) => code,
-        Ok(Err(e)) => record(&e),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            record(&err(
-                ErrorClass::Internal,
-                format!("internal error (please report): {what}"),
-            ))
-        }
-    }
+/// Runs the body of exported function `call` (its C name, for errors):
+/// errors become codes (and the last error). A panic becomes
+/// `TETHER_ERR_INTERNAL` and poisons the library: from then on every call
+/// fails with `TETHER_ERR_INTERNAL` before its body runs, naming the
+/// panic (see `poison`).
+pub(crate) fn guard(call: &'static str, body: impl FnOnce() -> Result<c_int>) -> c_int {
+    BOUNDARY.guard(call, body)
 }
 
 /// `guard` for bodies that succeed with `TETHER_SUCCESS`.
-pub(crate) fn run(body: impl FnOnce() -> Result<()>) -> c_int {
-    guard(|| body().map(|()| TETHER_SUCCESS))
+pub(crate) fn run(call: &'static str, body: impl FnOnce() -> Result<()>) -> c_int {
+    guard(call, || body().map(|()| TETHER_SUCCESS))
+}
+
+/// `run` for the calls that report errors, which work after a panic too.
+pub(crate) fn run_even_if_poisoned(call: &'static str, body: impl FnOnce() -> Result<()>) -> c_int {
+    BOUNDARY.guard_even_if_poisoned(call, || body().map(|()| TETHER_SUCCESS))
 }
 
 /// A checked output pointer.

@@ -11,10 +11,10 @@ use crate::ffi::{in_str, run, state, write_str};
 /// or a start-up-only setting, `TETHER_ERR_HINT_VALUE` for a bad value.
 #[no_mangle]
 pub extern "C" fn tether_hint(key: *const c_char, value: *const c_char) -> c_int {
-    run(|| {
+    run("tether_hint", || {
         let key = in_str(key, "key")?;
         let value = in_str(value, "value")?;
-        let mut st = state();
+        let mut st = state("tether_hint")?;
         match st.runtime.as_mut() {
             Some(rt) => rt.hint(key, value),
             None => {
@@ -29,9 +29,9 @@ pub extern "C" fn tether_hint(key: *const c_char, value: *const c_char) -> c_int
 /// The effective value of setting `key` into `value` (`len` bytes).
 #[no_mangle]
 pub extern "C" fn tether_hint_get(key: *const c_char, value: *mut c_char, len: c_int) -> c_int {
-    run(|| {
+    run("tether_hint_get", || {
         let key = in_str(key, "key")?;
-        let st = state();
+        let st = state("tether_hint_get")?;
         let effective = match st.runtime.as_ref() {
             Some(rt) => rt.settings().get(key).map(str::to_string),
             None => {

@@ -5,15 +5,19 @@
 //! or an error class; outputs are written only on success, except statuses,
 //! which always describe the operation that completed; every pointer is
 //! checked; a panic never crosses the boundary (it becomes
-//! `TETHER_ERR_INTERNAL`); `tether_last_error` gives the calling thread's
-//! last detailed message. Calls are serialised by one lock, so a program
-//! may call from several threads, one call at a time.
+//! `TETHER_ERR_INTERNAL` and poisons the library: every later call fails
+//! with it, naming the panic); `tether_last_error` gives the calling
+//! thread's last detailed message. Calls are serialised by one lock, so a
+//! program may call from several threads, one call at a time; a call from
+//! inside another on the same thread is refused with `TETHER_ERR_INTERNAL`.
 
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 // The C functions take raw pointers by design; each is checked before use.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+#[cfg(test)]
+mod boundary_tests;
 mod collectives;
 mod communicators;
 mod errors;
@@ -21,6 +25,7 @@ mod ffi;
 mod hints;
 mod lock;
 mod p2p;
+mod poison;
 mod start;
 mod types;
 

@@ -28,6 +28,16 @@
 //! owner inside and waits for it to leave (the kernel's guarantee, used
 //! as liburcu and folly do). Where the call is missing (Linux before 4.14,
 //! or refused by a seccomp filter) the lock is never biased.
+//!
+//! The lock is not re-entrant, and taking it again from the thread that
+//! holds it is refused with [`Reentered`] instead of handing out a second
+//! guard (two `&mut T` at once on the biased path, a self-deadlock on the
+//! mutex): a C callback run inside a Tether call (an active-message
+//! handler) that calls Tether again gets an error, not undefined
+//! behaviour. The holder is recognised by `owner_in` on the biased path
+//! and by `mutex_holder` on the mutex path; both are written only by the
+//! thread they name, so that thread reads its own stores and no other
+//! thread can make it see its own id there.
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
@@ -45,6 +55,13 @@ fn this_thread() -> usize {
     unsafe { libc::pthread_self() as usize }
 }
 
+/// The lock was wanted by the thread that already holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reentered {
+    /// The label the holder took the lock with (the C call it is in).
+    pub holder: &'static str,
+}
+
 /// A mutual-exclusion lock biased to the first thread that takes it.
 pub struct BiasedLock<T> {
     value: UnsafeCell<T>,
@@ -58,6 +75,12 @@ pub struct BiasedLock<T> {
     /// The owner is inside through the biased path.
     owner_in: AtomicU32,
     mutex: Mutex<()>,
+    /// `this_thread()` of the thread inside through the mutex; 0 when
+    /// none is.
+    mutex_holder: AtomicUsize,
+    /// The label of the thread inside, for [`Reentered`]; written and read
+    /// only by the thread that holds the lock.
+    label: UnsafeCell<&'static str>,
 }
 
 // SAFETY: the value is only reached through a `Guard`, and guards exclude
@@ -80,21 +103,48 @@ impl<T> BiasedLock<T> {
             biased: AtomicBool::new(false),
             owner_in: AtomicU32::new(0),
             mutex: Mutex::new(()),
+            mutex_holder: AtomicUsize::new(0),
+            label: UnsafeCell::new(""),
         }
     }
 
-    /// Takes the lock. The owner's biased entry is inlined into the
-    /// caller (a few instructions on every C call); everything else is
-    /// out of line.
+    /// Takes the lock for the holder named `label`, blocking while another
+    /// thread holds it. Fails at once with [`Reentered`] (naming the
+    /// holder's label) when the calling thread already holds it; the
+    /// holder's guard stays valid. The owner's biased entry is inlined
+    /// into the caller (a few instructions on every C call); everything
+    /// else is out of line.
     #[inline(always)]
-    pub fn lock(&self) -> Guard<'_, T> {
+    pub fn lock(&self, label: &'static str) -> Result<Guard<'_, T>, Reentered> {
         let me = this_thread();
         if self.owner.load(Ordering::Relaxed) == me {
+            // Only this thread stores `owner_in`: 1 means it is inside
+            // (whether or not the bias was revoked since it entered).
+            if self.owner_in.load(Ordering::Relaxed) != 0 {
+                return Err(self.reentered());
+            }
             if let Some(guard) = self.enter_biased() {
-                return guard;
+                return Ok(self.labelled(guard, label));
             }
         }
-        self.lock_slow(me)
+        self.lock_slow(me).map(|guard| self.labelled(guard, label))
+    }
+
+    #[inline(always)]
+    fn labelled<'a>(&'a self, guard: Guard<'a, T>, label: &'static str) -> Guard<'a, T> {
+        // SAFETY: `guard` excludes every other thread, and this thread
+        // holds no other guard (`lock` refuses re-entry).
+        unsafe { *self.label.get() = label };
+        guard
+    }
+
+    /// The error for a thread that wants the lock it holds.
+    #[cold]
+    fn reentered(&self) -> Reentered {
+        // SAFETY: the caller holds the lock, so nobody else writes the
+        // label, and this thread wrote it when it entered.
+        let holder = unsafe { *self.label.get() };
+        Reentered { holder }
     }
 
     /// The owner's entry without the mutex, while the bias holds.
@@ -117,10 +167,15 @@ impl<T> BiasedLock<T> {
     /// been revoked: claims the bias if nobody has, else takes the mutex.
     #[cold]
     #[inline(never)]
-    fn lock_slow(&self, me: usize) -> Guard<'_, T> {
+    fn lock_slow(&self, me: usize) -> Result<Guard<'_, T>, Reentered> {
+        // Only this thread stores its own id there, and it clears it
+        // before it unlocks: seeing it means this thread is inside.
+        if self.mutex_holder.load(Ordering::Relaxed) == me {
+            return Err(self.reentered());
+        }
         if self.owner.load(Ordering::Relaxed) != me && self.claim(me) {
             if let Some(guard) = self.enter_biased() {
-                return guard;
+                return Ok(guard);
             }
         }
         let mutex = self
@@ -130,10 +185,11 @@ impl<T> BiasedLock<T> {
         if self.biased.load(Ordering::Relaxed) && self.owner.load(Ordering::Relaxed) != me {
             self.revoke();
         }
-        Guard {
+        self.mutex_holder.store(me, Ordering::Relaxed);
+        Ok(Guard {
             lock: self,
             mutex: Some(mutex),
-        }
+        })
     }
 
     /// Makes thread `me` the owner if no thread has claimed the bias and
@@ -214,6 +270,10 @@ impl<T> Drop for Guard<'_, T> {
     fn drop(&mut self) {
         if self.mutex.is_none() {
             self.lock.owner_in.store(0, Ordering::Release);
+        } else {
+            // Before the mutex guard (a field) is dropped, so after this
+            // thread's unlock nobody can see its id here.
+            self.lock.mutex_holder.store(0, Ordering::Relaxed);
         }
     }
 }
@@ -231,7 +291,7 @@ mod tests {
         std::thread::spawn(|| {
             let lock = Arc::new(BiasedLock::new(0u64));
             for _ in 0..10_000 {
-                *lock.lock() += 1;
+                *lock.lock("test").unwrap() += 1;
             }
             assert!(lock.is_biased(), "one thread keeps the bias");
             let others: Vec<_> = (0..3)
@@ -239,7 +299,7 @@ mod tests {
                     let lock = lock.clone();
                     std::thread::spawn(move || {
                         for _ in 0..20_000 {
-                            let mut value = lock.lock();
+                            let mut value = lock.lock("test").unwrap();
                             let read = *value;
                             std::hint::black_box(&read);
                             *value = read + 1;
@@ -248,7 +308,7 @@ mod tests {
                 })
                 .collect();
             for _ in 0..20_000 {
-                let mut value = lock.lock();
+                let mut value = lock.lock("test").unwrap();
                 let read = *value;
                 std::hint::black_box(&read);
                 *value = read + 1;
@@ -257,7 +317,7 @@ mod tests {
                 other.join().unwrap();
             }
             assert!(!lock.is_biased(), "another thread revoked the bias");
-            assert_eq!(*lock.lock(), 10_000 + 4 * 20_000);
+            assert_eq!(*lock.lock("test").unwrap(), 10_000 + 4 * 20_000);
         })
         .join()
         .unwrap();
@@ -280,7 +340,7 @@ mod tests {
                     std::thread::spawn(move || {
                         go.wait();
                         for _ in 0..2 {
-                            let _guard = lock.lock();
+                            let _guard = lock.lock("test").unwrap();
                             assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two inside");
                             std::thread::sleep(Duration::from_millis(1));
                             inside.fetch_sub(1, Ordering::SeqCst);
@@ -300,19 +360,117 @@ mod tests {
     fn a_thread_waits_for_the_owner_inside() {
         std::thread::spawn(|| {
             let lock = Arc::new(BiasedLock::new(Vec::<&str>::new()));
-            let mut inside = lock.lock();
+            let mut inside = lock.lock("test").unwrap();
             inside.push("owner in");
             let other = {
                 let lock = lock.clone();
-                std::thread::spawn(move || lock.lock().push("other"))
+                std::thread::spawn(move || lock.lock("test").unwrap().push("other"))
             };
             std::thread::sleep(Duration::from_millis(50));
             inside.push("owner out");
             drop(inside);
             other.join().unwrap();
-            assert_eq!(*lock.lock(), ["owner in", "owner out", "other"]);
+            assert_eq!(
+                *lock.lock("test").unwrap(),
+                ["owner in", "owner out", "other"]
+            );
         })
         .join()
         .unwrap();
+    }
+
+    /// Runs `body` on a new thread and returns what it returns, or fails
+    /// the test when it has not returned within 5 s (a re-entry that
+    /// deadlocks on the mutex instead of being refused).
+    fn within_5s<R: Send + 'static>(body: impl FnOnce() -> R + Send + 'static) -> R {
+        let (done, result) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done.send(body()).unwrap());
+        result
+            .recv_timeout(Duration::from_secs(5))
+            .expect("re-entering the lock deadlocked instead of failing")
+    }
+
+    /// The owner, inside through the biased path, is refused a second
+    /// guard (which would be a second `&mut` to the value), told who holds
+    /// the lock, and its first guard still excludes other threads.
+    #[test]
+    fn the_owner_re_entering_on_the_biased_path_is_refused() {
+        within_5s(|| {
+            let lock = Arc::new(BiasedLock::new(Vec::<&str>::new()));
+            let mut outer = lock.lock("tether_wait").unwrap();
+            assert!(lock.is_biased(), "the first thread takes the bias");
+            assert_eq!(
+                lock.lock("tether_send").err(),
+                Some(Reentered {
+                    holder: "tether_wait"
+                })
+            );
+            outer.push("owner in");
+            let other = {
+                let lock = lock.clone();
+                std::thread::spawn(move || lock.lock("other").unwrap().push("other"))
+            };
+            std::thread::sleep(Duration::from_millis(50));
+            outer.push("owner out");
+            drop(outer);
+            other.join().unwrap();
+            assert_eq!(
+                *lock.lock("test").unwrap(),
+                ["owner in", "owner out", "other"]
+            );
+        });
+    }
+
+    /// After the bias is revoked every thread enters through the mutex; a
+    /// thread inside that wants in again is refused, not deadlocked, and
+    /// the lock is free once its guard drops.
+    #[test]
+    fn a_thread_re_entering_through_the_mutex_is_refused() {
+        within_5s(|| {
+            let lock = Arc::new(BiasedLock::new(0u32));
+            drop(lock.lock("claim the bias").unwrap());
+            let other = lock.clone();
+            std::thread::spawn(move || *other.lock("revoke").unwrap() += 1)
+                .join()
+                .unwrap();
+            assert!(!lock.is_biased(), "another thread revoked the bias");
+            let outer = lock.lock("tether_recv").unwrap();
+            assert_eq!(
+                lock.lock("tether_isend").err(),
+                Some(Reentered {
+                    holder: "tether_recv"
+                })
+            );
+            drop(outer);
+            *lock.lock("test").unwrap() += 1;
+            let other = lock.clone();
+            std::thread::spawn(move || *other.lock("test").unwrap() += 1)
+                .join()
+                .unwrap();
+            assert_eq!(*lock.lock("test").unwrap(), 3);
+        });
+    }
+
+    /// A thread that never owned the bias, inside through the mutex while
+    /// the owner is not, is refused too.
+    #[test]
+    fn a_thread_that_is_not_the_owner_re_entering_is_refused() {
+        within_5s(|| {
+            let lock = Arc::new(BiasedLock::new(()));
+            drop(lock.lock("owner").unwrap());
+            let other = lock.clone();
+            std::thread::spawn(move || {
+                let _outer = other.lock("tether_barrier").unwrap();
+                assert_eq!(
+                    other.lock("tether_bcast").err(),
+                    Some(Reentered {
+                        holder: "tether_barrier"
+                    })
+                );
+            })
+            .join()
+            .unwrap();
+            drop(lock.lock("owner again").unwrap());
+        });
     }
 }

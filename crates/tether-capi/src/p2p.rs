@@ -104,10 +104,10 @@ pub extern "C" fn tether_isend(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    run(|| {
+    run("tether_isend", || {
         let req = out(req, "req")?;
         let region = buffer_region(buf, count, datatype)?;
-        *req = start_send(&mut state(), region, dest, tag, comm)?;
+        *req = start_send(&mut *state("tether_isend")?, region, dest, tag, comm)?;
         Ok(())
     })
 }
@@ -123,10 +123,10 @@ pub extern "C" fn tether_irecv(
     comm: tether_comm,
     req: *mut tether_request,
 ) -> c_int {
-    run(|| {
+    run("tether_irecv", || {
         let req = out(req, "req")?;
         let region = buffer_region(buf, count, datatype)?;
-        *req = start_recv(&mut state(), region, source, tag, comm)?;
+        *req = start_recv(&mut *state("tether_irecv")?, region, source, tag, comm)?;
         Ok(())
     })
 }
@@ -148,9 +148,9 @@ pub extern "C" fn tether_send(
     tag: c_int,
     comm: tether_comm,
 ) -> c_int {
-    guard(|| {
+    guard("tether_send", || {
         let (ptr, len) = buffer_region(buf, count, datatype)?;
-        let mut st = state();
+        let mut st = state("tether_send")?;
         let rt = st.runtime()?;
         // SAFETY: the buffer is valid during the call (API contract).
         if unsafe { rt.send_direct(ptr, len, dest, tag, comm)? } {
@@ -173,9 +173,9 @@ pub extern "C" fn tether_recv(
     comm: tether_comm,
     status: *mut tether_status,
 ) -> c_int {
-    guard(|| {
+    guard("tether_recv", || {
         let (ptr, len) = buffer_region(buf, count, datatype)?;
-        let mut st = state();
+        let mut st = state("tether_recv")?;
         let rt = st.runtime()?;
         // SAFETY: the buffer is valid during the call (API contract).
         if let Some(arrival) = unsafe { rt.recv_direct(ptr, len, source, tag, comm)? } {
@@ -203,8 +203,8 @@ pub fn send_started(
     req: &mut tether_request,
 ) -> c_int {
     *req = TETHER_REQUEST_NULL;
-    guard(|| {
-        let mut st = state();
+    guard("tether_send", || {
+        let mut st = state("tether_send")?;
         let (ptr, len) = buffer_region(buf, count, datatype)?;
         // SAFETY: the buffer is valid during the call (API contract).
         if unsafe { st.runtime()?.send_direct(ptr, len, dest, tag, comm)? } {
@@ -231,8 +231,8 @@ pub fn recv_started(
     status: *mut tether_status,
 ) -> c_int {
     *req = TETHER_REQUEST_NULL;
-    guard(|| {
-        let mut st = state();
+    guard("tether_recv", || {
+        let mut st = state("tether_recv")?;
         let (ptr, len) = buffer_region(buf, count, datatype)?;
         // SAFETY: the buffer is valid during the call (API contract).
         if let Some(arrival) = unsafe { st.runtime()?.recv_direct(ptr, len, source, tag, comm)? } {
@@ -269,12 +269,12 @@ fn finish_if_done(
 /// request completes at once with an empty status.
 #[no_mangle]
 pub extern "C" fn tether_wait(req: *mut tether_request, status: *mut tether_status) -> c_int {
-    guard(|| {
+    guard("tether_wait", || {
         let handle = out(req, "req")?;
         if *handle == TETHER_REQUEST_NULL {
             return Ok(report(&empty_status(), status));
         }
-        let done = wait_handle(&mut state(), *handle)?;
+        let done = wait_handle(&mut *state("tether_wait")?, *handle)?;
         *handle = TETHER_REQUEST_NULL;
         Ok(report(&done, status))
     })
@@ -337,9 +337,9 @@ pub extern "C" fn tether_waitall(
     reqs: *mut tether_request,
     statuses: *mut tether_status,
 ) -> c_int {
-    guard(|| {
+    guard("tether_waitall", || {
         let handles = slice_mut(reqs, n, "reqs")?;
-        let mut st = state();
+        let mut st = state("tether_waitall")?;
         for h in handles.iter().filter(|h| **h != TETHER_REQUEST_NULL) {
             st.request(*h)?;
         }
@@ -362,10 +362,10 @@ pub extern "C" fn tether_waitany(
     index: *mut c_int,
     status: *mut tether_status,
 ) -> c_int {
-    guard(|| {
+    guard("tether_waitany", || {
         let handles = slice_mut(reqs, n, "reqs")?;
         let index = out(index, "index")?;
-        let mut st = state();
+        let mut st = state("tether_waitany")?;
         let ids = handles
             .iter()
             .map(|h| {
@@ -399,14 +399,14 @@ pub extern "C" fn tether_test(
     flag: *mut c_int,
     status: *mut tether_status,
 ) -> c_int {
-    guard(|| {
+    guard("tether_test", || {
         let handle = out(req, "req")?;
         let flag = out(flag, "flag")?;
         if *handle == TETHER_REQUEST_NULL {
             *flag = 1;
             return Ok(report(&empty_status(), status));
         }
-        let mut st = state();
+        let mut st = state("tether_test")?;
         let id = st.request(*handle)?;
         match st.runtime()?.test(id)? {
             Some(done) => {
@@ -432,10 +432,10 @@ pub extern "C" fn tether_testall(
     flag: *mut c_int,
     statuses: *mut tether_status,
 ) -> c_int {
-    guard(|| {
+    guard("tether_testall", || {
         let handles = slice_mut(reqs, n, "reqs")?;
         let flag = out(flag, "flag")?;
-        let mut st = state();
+        let mut st = state("tether_testall")?;
         let ids = handles
             .iter()
             .filter(|h| **h != TETHER_REQUEST_NULL)
@@ -464,8 +464,8 @@ pub extern "C" fn tether_probe(
     comm: tether_comm,
     status: *mut tether_status,
 ) -> c_int {
-    guard(|| {
-        let found = state().runtime()?.probe(source, tag, comm)?;
+    guard("tether_probe", || {
+        let found = state("tether_probe")?.runtime()?.probe(source, tag, comm)?;
         Ok(report(&found, status))
     })
 }
@@ -479,9 +479,12 @@ pub extern "C" fn tether_iprobe(
     flag: *mut c_int,
     status: *mut tether_status,
 ) -> c_int {
-    guard(|| {
+    guard("tether_iprobe", || {
         let flag = out(flag, "flag")?;
-        match state().runtime()?.iprobe(source, tag, comm)? {
+        match state("tether_iprobe")?
+            .runtime()?
+            .iprobe(source, tag, comm)?
+        {
             Some(found) => {
                 *flag = 1;
                 Ok(report(&found, status))
@@ -499,9 +502,9 @@ pub extern "C" fn tether_iprobe(
 /// (or describes the message, if it matched first).
 #[no_mangle]
 pub extern "C" fn tether_cancel(req: *mut tether_request) -> c_int {
-    run(|| {
+    run("tether_cancel", || {
         let handle = out(req, "req")?;
-        let mut st = state();
+        let mut st = state("tether_cancel")?;
         let id = st.request(*handle)?;
         st.runtime()?.cancel(id)
     })
@@ -515,7 +518,7 @@ pub extern "C" fn tether_get_count(
     datatype: tether_datatype,
     count: *mut i64,
 ) -> c_int {
-    run(|| {
+    run("tether_get_count", || {
         // SAFETY: a non-null status pointer points to a tether_status by contract.
         let status = unsafe { status.as_ref() }
             .ok_or_else(|| err(ErrorClass::Arg, "argument `status` is NULL"))?;
@@ -533,7 +536,7 @@ pub extern "C" fn tether_get_count(
 /// Size in bytes of one element of `datatype`.
 #[no_mangle]
 pub extern "C" fn tether_type_size(datatype: tether_datatype, size: *mut c_int) -> c_int {
-    run(|| {
+    run("tether_type_size", || {
         let t = datatype::lookup(datatype)?;
         *out(size, "size")? = t.size as c_int;
         Ok(())
@@ -543,8 +546,8 @@ pub extern "C" fn tether_type_size(datatype: tether_datatype, size: *mut c_int) 
 /// Moves communication forward without waiting for anything.
 #[no_mangle]
 pub extern "C" fn tether_progress() -> c_int {
-    run(|| {
-        state().runtime()?.progress();
+    run("tether_progress", || {
+        state("tether_progress")?.runtime()?.progress();
         Ok(())
     })
 }

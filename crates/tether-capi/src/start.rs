@@ -10,8 +10,8 @@ use tether::Runtime;
 use crate::ffi::{in_str, out, run, state, write_str};
 use crate::types::tether_comm;
 
-fn start(identity: Option<identity::Identity>) -> Result<()> {
-    let mut st = state();
+fn start(call: &'static str, identity: Option<identity::Identity>) -> Result<()> {
+    let mut st = state(call)?;
     if st.runtime.is_some() {
         return Err(err(ErrorClass::Init, "tether is already initialized"));
     }
@@ -27,24 +27,27 @@ fn start(identity: Option<identity::Identity>) -> Result<()> {
 /// `argc` and `argv` may be NULL; they are not changed.
 #[no_mangle]
 pub extern "C" fn tether_init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
-    run(|| start(None))
+    run("tether_init", || start("tether_init", None))
 }
 
 /// Joins the universe as rank `rank` of program `program`, which has `size`
 /// joining processes.
 #[no_mangle]
 pub extern "C" fn tether_init_as(program: *const c_char, rank: c_int, size: c_int) -> c_int {
-    run(|| {
+    run("tether_init_as", || {
         let program = in_str(program, "program")?;
-        start(Some(identity::explicit(program, rank.into(), size.into())?))
+        start(
+            "tether_init_as",
+            Some(identity::explicit(program, rank.into(), size.into())?),
+        )
     })
 }
 
 /// Leaves the universe after delivering what is in flight (see docs).
 #[no_mangle]
 pub extern "C" fn tether_finalize() -> c_int {
-    run(|| {
-        let mut st = state();
+    run("tether_finalize", || {
+        let mut st = state("tether_finalize")?;
         let runtime = st.runtime.take().ok_or_else(|| {
             err(
                 ErrorClass::NotInitialized,
@@ -59,34 +62,42 @@ pub extern "C" fn tether_finalize() -> c_int {
 /// `*flag` = 1 between a successful init and finalize, else 0.
 #[no_mangle]
 pub extern "C" fn tether_initialized(flag: *mut c_int) -> c_int {
-    run(|| {
+    run("tether_initialized", || {
         let flag = out(flag, "flag")?;
-        *flag = c_int::from(state().runtime.is_some());
+        *flag = c_int::from(state("tether_initialized")?.runtime.is_some());
         Ok(())
     })
 }
 
 /// Ends every process of the universe with exit code `code`. Returns only
-/// if it cannot (never, in practice).
+/// if it cannot (never, in practice). Works after an internal error too;
+/// called from inside another Tether call (a handler) it ends only this
+/// process, whose peers then see it lost.
 #[no_mangle]
 pub extern "C" fn tether_abort(code: c_int) -> c_int {
-    let mut st = state();
+    // Outside `guard` and its poison check: aborting is the way out of a
+    // poisoned library.
+    let Ok(mut st) = state("tether_abort") else {
+        // The runtime is in use further up this thread's stack.
+        std::process::exit(code)
+    };
     match st.runtime.as_mut() {
         Some(runtime) => runtime.abort(code),
         None => std::process::exit(code),
     }
 }
 
-fn query(body: impl FnOnce(&Runtime) -> Result<()>) -> c_int {
-    run(|| {
-        let mut st = state();
+/// Runs query `call` (its C name, for errors) on the runtime.
+fn query(call: &'static str, body: impl FnOnce(&Runtime) -> Result<()>) -> c_int {
+    run(call, || {
+        let mut st = state(call)?;
         body(st.runtime()?)
     })
 }
 
 #[no_mangle]
 pub extern "C" fn tether_universe_rank(rank: *mut c_int) -> c_int {
-    query(|rt| {
+    query("tether_universe_rank", |rt| {
         *out(rank, "rank")? = rt.universe().my_universe_rank() as c_int;
         Ok(())
     })
@@ -94,7 +105,7 @@ pub extern "C" fn tether_universe_rank(rank: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub extern "C" fn tether_universe_size(size: *mut c_int) -> c_int {
-    query(|rt| {
+    query("tether_universe_size", |rt| {
         *out(size, "size")? = rt.universe().size() as c_int;
         Ok(())
     })
@@ -102,7 +113,7 @@ pub extern "C" fn tether_universe_size(size: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub extern "C" fn tether_program_count(count: *mut c_int) -> c_int {
-    query(|rt| {
+    query("tether_program_count", |rt| {
         *out(count, "count")? = rt.universe().programs.len() as c_int;
         Ok(())
     })
@@ -111,7 +122,7 @@ pub extern "C" fn tether_program_count(count: *mut c_int) -> c_int {
 /// My program's id: its index among the programs ordered by name.
 #[no_mangle]
 pub extern "C" fn tether_program_id(id: *mut c_int) -> c_int {
-    query(|rt| {
+    query("tether_program_id", |rt| {
         *out(id, "id")? = rt.universe().my_program as c_int;
         Ok(())
     })
@@ -119,7 +130,7 @@ pub extern "C" fn tether_program_id(id: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub extern "C" fn tether_program_rank(rank: *mut c_int) -> c_int {
-    query(|rt| {
+    query("tether_program_rank", |rt| {
         *out(rank, "rank")? = rt.universe().my_rank as c_int;
         Ok(())
     })
@@ -141,7 +152,7 @@ fn program(rt: &Runtime, id: c_int) -> Result<&tether::universe::Program> {
 /// Joined processes of program `id`.
 #[no_mangle]
 pub extern "C" fn tether_program_size(id: c_int, size: *mut c_int) -> c_int {
-    query(|rt| {
+    query("tether_program_size", |rt| {
         let p = program(rt, id)?;
         *out(size, "size")? = p.size as c_int;
         Ok(())
@@ -151,13 +162,15 @@ pub extern "C" fn tether_program_size(id: c_int, size: *mut c_int) -> c_int {
 /// Name of program `id` into `name` (`len` bytes, `TETHER_MAX_PROGRAM_NAME` always suffice).
 #[no_mangle]
 pub extern "C" fn tether_program_name(id: c_int, name: *mut c_char, len: c_int) -> c_int {
-    query(|rt| write_str(&program(rt, id)?.name, name, len, "name"))
+    query("tether_program_name", |rt| {
+        write_str(&program(rt, id)?.name, name, len, "name")
+    })
 }
 
 /// Id of the program called `name`; `TETHER_ERR_ARG` if there is none.
 #[no_mangle]
 pub extern "C" fn tether_program_find(name: *const c_char, id: *mut c_int) -> c_int {
-    query(|rt| {
+    query("tether_program_find", |rt| {
         let name = in_str(name, "name")?;
         let found = rt.universe().find(name).ok_or_else(|| {
             let names: Vec<&str> = rt
@@ -178,7 +191,7 @@ pub extern "C" fn tether_program_find(name: *const c_char, id: *mut c_int) -> c_
 
 #[no_mangle]
 pub extern "C" fn tether_comm_rank(comm: tether_comm, rank: *mut c_int) -> c_int {
-    query(|rt| {
+    query("tether_comm_rank", |rt| {
         let c = rt.comm(comm)?;
         *out(rank, "rank")? = c.my_rank as c_int;
         Ok(())
@@ -187,7 +200,7 @@ pub extern "C" fn tether_comm_rank(comm: tether_comm, rank: *mut c_int) -> c_int
 
 #[no_mangle]
 pub extern "C" fn tether_comm_size(comm: tether_comm, size: *mut c_int) -> c_int {
-    query(|rt| {
+    query("tether_comm_size", |rt| {
         let c = rt.comm(comm)?;
         *out(size, "size")? = c.size() as c_int;
         Ok(())
@@ -201,7 +214,7 @@ pub extern "C" fn tether_comm_universe_rank(
     rank: c_int,
     universe_rank: *mut c_int,
 ) -> c_int {
-    query(|rt| {
+    query("tether_comm_universe_rank", |rt| {
         let u = rt.comm(comm)?.universe_rank(rank)?;
         *out(universe_rank, "universe_rank")? = u as c_int;
         Ok(())

@@ -204,9 +204,14 @@ unsafe fn call<'py>(
     let keywords = if kwnames.is_null() {
         None
     } else {
+        // SAFETY: non-null, so by the METH_FASTCALL | METH_KEYWORDS
+        // contract a live tuple of keyword names, borrowed for the call.
         Some(unsafe { Borrowed::from_ptr(py, kwnames) })
     };
     let keyword_count = keywords.map_or(Ok(0), |k| k.len())?;
+    // SAFETY: `args` holds `nargs` positional values followed by one per
+    // keyword name, live and borrowed for the call; `values` is only asked
+    // for i < nargs or nargs + k with k < the number of keyword names.
     let values = |i: usize| unsafe { Borrowed::from_ptr(py, *args.add(i)) };
     let mut bound: Arguments<'_, 'py> = [None, None, None];
     if positional > bound.len() {

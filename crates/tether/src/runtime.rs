@@ -14,6 +14,7 @@ use tether_rendezvous::Rendezvous;
 
 use crate::comm::{Comm, CommTable};
 
+mod aliasing;
 mod collectives;
 mod communicators;
 mod direct;

@@ -421,6 +421,13 @@ impl Running {
     }
 
     /// The address and length of `span`, checked against its buffer.
+    ///
+    /// The asserts here and in `run_local` guard the schedule builders'
+    /// invariants, not the caller's arguments: the runtime checks those
+    /// before a collective starts (lengths against counts, blocks of equal
+    /// size where data is copied, send and receive buffers disjoint in
+    /// `runtime/aliasing.rs`), so a failure is a bug in Tether, and the
+    /// C boundary reports it as one.
     fn resolve(&mut self, span: Span, write: bool) -> (*mut u8, usize) {
         let (base, len) = match span.buf {
             Buf::Send => {
@@ -447,9 +454,11 @@ impl Running {
         match *local {
             Local::Copy { from, to } => {
                 let (src, len) = self.resolve(from, false);
-                let (dst, _) = self.resolve(to, true);
-                // SAFETY: both spans were checked against their buffers; the
-                // copy tolerates overlap.
+                let (dst, room) = self.resolve(to, true);
+                // A longer source would write past `to`'s end.
+                assert_eq!(len, room, "a copy between spans of different lengths");
+                // SAFETY: both spans were checked against their buffers and
+                // are `len` bytes long; the copy tolerates overlap.
                 unsafe { std::ptr::copy(src, dst, len) };
             }
             Local::Reduce { from, into } => {
@@ -457,7 +466,8 @@ impl Running {
                     .reduction
                     .expect("a reducing schedule has an operation");
                 let (src, len) = self.resolve(from, false);
-                let (dst, _) = self.resolve(into, true);
+                let (dst, room) = self.resolve(into, true);
+                assert_eq!(len, room, "a reduction between spans of different lengths");
                 let overlap =
                     (src as usize) < dst as usize + len && (dst as usize) < src as usize + len;
                 assert!(!overlap, "reduction operands overlap");

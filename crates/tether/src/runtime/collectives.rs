@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use tether_proto::{Completion, CompletionError, ReqId};
 
+use super::aliasing::check_disjoint;
 use super::{RingShortcut, Runtime, ANY_TAG};
 use crate::coll::cache::Key;
 use crate::coll::{
@@ -246,8 +247,11 @@ impl Runtime {
     }
 
     /// The collective `plan` describes, about to run on its communicator
-    /// with the communicator's next collective tag.
+    /// with the communicator's next collective tag. Refuses aliased send
+    /// and receive buffers first, before the tag is taken, so that a
+    /// refused call leaves the communicator as it was.
     fn running(&mut self, plan: Plan) -> Result<Running> {
+        check_disjoint(plan.what, &plan.buffers)?;
         let c = self.comms.get_mut(plan.comm)?;
         let channel = Channel {
             members: c.members.clone(),
@@ -951,6 +955,11 @@ impl Runtime {
             let blocks = send_layout.blocks(me.size, datatype::lookup(sendtype)?, "alltoallv")?;
             let len = extent(&blocks);
             nonnull(send, len, "sendbuf")?;
+            // The block to itself is copied locally, as long as it is sent.
+            let (sent, kept) = (blocks[me.rank as usize].1, recv_blocks[me.rank as usize].1);
+            if sent != kept {
+                return Err(mismatch("alltoallv (the block to itself)", sent, kept));
+            }
             (Some(blocks), len)
         };
         let buffers = Buffers {
