@@ -3,9 +3,9 @@
 //!
 //! Every exported function takes the lock, so a small message pays it
 //! twice per round trip on its critical path: as a `std::sync::Mutex` it
-//! is two atomic read-modify-writes per call (lock, unlock), measured at
-//! 0.007 us of a 0.112 us shared-memory half round trip
-//! (docs/PERFORMANCE.md). Most programs call the library from one thread
+//! is two atomic read-modify-writes per call (lock, unlock), a cost
+//! measured on the critical path of every small message
+//! (docs/journal/2026-11-24-design-measurements.md#the-c-apis-lock). Most programs call the library from one thread
 //! (MPI's `THREAD_SINGLE`/`FUNNELED`), so the lock is *biased*: the
 //! first thread to take it (the owner) enters with plain stores and a
 //! load, and no other thread may enter while the bias holds. The first
