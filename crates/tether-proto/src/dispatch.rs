@@ -2,17 +2,22 @@
 //! path, to the link's handshake, to the link's end (goodbye, abort), or
 //! to a payload that waits in a file.
 //!
-//! Every transport decodes a header with [`FrameHeader::decode`] and hands
-//! it to [`dispatch`], then does what the returned [`Dispatch`] says; no
-//! transport matches on frame kinds to decide where a frame goes. Which
-//! frames a link may carry depends on its [`LinkKind`]: handshakes only on
-//! a stream, data only once the stream's peer is known, `PartRead` only on
-//! a shared-memory ring. A frame a link may not carry is a
-//! [`WireError::UnexpectedFrame`]: the peer broke the protocol.
+//! Two steps, so that no transport calls the engine:
+//! 1. the transport decodes a header with [`FrameHeader::decode`] and
+//!    asks [`classify`] what it is. Which frames a link may carry depends
+//!    on its [`LinkKind`]: handshakes only on a stream, data only once the
+//!    stream's peer is known, `PartRead` only on a shared-memory ring, a
+//!    payload in a file nowhere but beside a socket or ring. A frame a
+//!    link may not carry is a [`WireError::UnexpectedFrame`]: the peer
+//!    broke the protocol. The transport handles the link's own frames and
+//!    reports a data-path frame to the router, reading nothing more from
+//!    that link until told where its payload goes;
+//! 2. the router hands that frame to [`deliver`], the one caller of
+//!    [`Engine::on_header`], and gives the transport the [`Delivery`].
 //!
-//! Contract: [`dispatch`] never blocks and reads nothing from the link; the
-//! header's payload (`payload_len` bytes, bounded by the decoder) is still
-//! on the link and is the caller's to read where the result says.
+//! Neither step blocks or reads anything from the link: the header's
+//! payload (`payload_len` bytes, bounded by the decoder) is still on the
+//! link and is the transport's to read where the delivery says.
 
 use crate::engine::{Engine, PayloadSink, SinkToken};
 use crate::request::Region;
@@ -39,30 +44,83 @@ impl LinkKind {
     }
 }
 
-/// What the transport does with a frame, by [`dispatch`].
-#[derive(Debug)]
-pub enum Dispatch {
-    /// A data-path frame the engine took: read the payload where the sink
-    /// says, then call [`Engine::payload_done`] with its token.
-    Payload(PayloadSink),
+/// What a frame is, by [`classify`]: the transport handles everything
+/// but [`Class::Data`] itself, and reports data-path frames to the router
+/// for [`deliver`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// A data-path frame (`Eager`, `Rts`, `Cts`, `Data`) for the engine.
+    Data,
     /// A handshake frame (`Hello`, `HelloAck`, `HelloReject`): read its
     /// payload and hand both to the link's handshake.
-    Handshake(FrameHeader),
+    Handshake,
     /// The peer finalized: it sends nothing more on this link.
     Bye,
     /// The peer aborts the universe with this exit code.
     Abort(i32),
-    /// A rendezvous `Data` frame whose payload waits in a file (`hybrid`):
-    /// the file transport reads it into the receive.
-    InFile(FileData),
     /// Shared memory's split copy: the receiver read its part of
     /// `sender_req`'s buffer (`ok`), or could not.
     PartRead { sender_req: u64, ok: bool },
 }
 
-/// A rendezvous `Data` frame whose payload waits in a file, matched to
-/// its receive: fill `region` from the file, then call
-/// [`Engine::payload_done`] with `token`.
+/// Says what `header`, which arrived on a link of `kind`, is; a frame
+/// the link may not carry is a [`WireError::UnexpectedFrame`]. `open`:
+/// the link's peer is known (a stream's handshake is done), so data may
+/// flow. Reads nothing but the header.
+pub fn classify(header: &FrameHeader, kind: LinkKind, open: bool) -> Result<Class, WireError> {
+    let unexpected = |state| {
+        Err(WireError::UnexpectedFrame {
+            got: header.kind,
+            state,
+        })
+    };
+    match header.kind {
+        FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => match kind {
+            LinkKind::Stream => Ok(Class::Handshake),
+            other => unexpected(other.describe()),
+        },
+        FrameKind::PartRead => match kind {
+            LinkKind::Ring => Ok(Class::PartRead {
+                sender_req: header.sender_req,
+                ok: header.tag == 0,
+            }),
+            LinkKind::Stream => unexpected("on a TCP connection (shared memory only)"),
+            LinkKind::File => unexpected("in a message file (shared memory only)"),
+        },
+        FrameKind::Bye => Ok(Class::Bye),
+        FrameKind::Abort => Ok(Class::Abort(header.tag)),
+        FrameKind::Eager | FrameKind::Rts | FrameKind::Cts | FrameKind::Data if !open => {
+            unexpected("before the handshake completed")
+        }
+        FrameKind::Eager | FrameKind::Rts | FrameKind::Cts | FrameKind::Data => {
+            if header.flags & FLAG_PAYLOAD_IN_FILE != 0 {
+                if kind == LinkKind::File {
+                    return unexpected("in a message file (a payload in another file)");
+                }
+                if header.kind != FrameKind::Data {
+                    return unexpected("with its payload in a file (only rendezvous data may be)");
+                }
+            }
+            Ok(Class::Data)
+        }
+    }
+}
+
+/// Where a data-path frame's payload goes, by [`deliver`].
+#[derive(Debug)]
+pub enum Delivery {
+    /// Read the payload (`payload_len` bytes) where the sink says, then
+    /// call [`Engine::payload_done`] with its token.
+    Payload(PayloadSink),
+    /// A rendezvous `Data` frame whose payload waits in a file (`hybrid`):
+    /// the file transport reads it into the receive. Nothing follows the
+    /// header on its own link.
+    InFile(FileData),
+}
+
+/// A `Data` frame whose payload waits in a file, matched to its receive:
+/// fill `region` from the file, then call [`Engine::payload_done`] with
+/// `token`.
 #[derive(Debug)]
 pub struct FileData {
     /// The peer that announced it.
@@ -74,54 +132,77 @@ pub struct FileData {
     pub token: SinkToken,
 }
 
-/// Routes `header`, which arrived on a link of `kind` from the peer of
-/// `engine` (`None` on a stream before its handshake names the peer).
-/// Data-path frames go to [`Engine::on_header`] here and nowhere else.
+/// Hands a data-path frame from `peer` ([`Class::Data`]) to the engine:
+/// here and nowhere else is [`Engine::on_header`] called. An error means
+/// the peer broke the protocol: its link is to be closed.
+pub fn deliver(
+    engine: &mut Engine,
+    peer: u32,
+    header: &FrameHeader,
+) -> Result<Delivery, WireError> {
+    if header.flags & FLAG_PAYLOAD_IN_FILE != 0 {
+        return in_file(engine, peer, *header);
+    }
+    engine.on_header(peer, header).map(Delivery::Payload)
+}
+
+/// A `Data` frame announcing that its payload waits in a file: matched
+/// to its receive as if the payload had followed it.
+fn in_file(engine: &mut Engine, peer: u32, mut header: FrameHeader) -> Result<Delivery, WireError> {
+    if header.payload_len != 0 {
+        return Err(WireError::DataLength {
+            expected: 0,
+            got: header.payload_len,
+        });
+    }
+    header.payload_len = header.msg_size;
+    header.flags &= !FLAG_PAYLOAD_IN_FILE;
+    match engine.on_header(peer, &header)? {
+        PayloadSink::None => Ok(Delivery::Payload(PayloadSink::None)),
+        PayloadSink::Region { region, token, .. } => Ok(Delivery::InFile(FileData {
+            peer,
+            header,
+            region,
+            token,
+        })),
+        PayloadSink::Owned { .. } => Err(WireError::data_not_awaited()),
+    }
+}
+
+/// What [`dispatch`] routed a frame to.
+#[derive(Debug)]
+pub enum Dispatch {
+    Payload(PayloadSink),
+    Handshake(FrameHeader),
+    Bye,
+    Abort(i32),
+    InFile(FileData),
+    PartRead { sender_req: u64, ok: bool },
+}
+
+/// [`classify`] and [`deliver`] in one call, for the file transport until
+/// it reports its frames to the router like the others.
 pub fn dispatch(
     engine: Option<(&mut Engine, u32)>,
     header: &FrameHeader,
     kind: LinkKind,
 ) -> Result<Dispatch, WireError> {
-    let unexpected = |state| {
-        Err(WireError::UnexpectedFrame {
-            got: header.kind,
-            state,
-        })
-    };
-    match header.kind {
-        FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => match kind {
-            LinkKind::Stream => Ok(Dispatch::Handshake(*header)),
-            other => unexpected(other.describe()),
-        },
-        FrameKind::PartRead => match kind {
-            LinkKind::Ring => Ok(Dispatch::PartRead {
-                sender_req: header.sender_req,
-                ok: header.tag == 0,
-            }),
-            LinkKind::Stream => unexpected("on a TCP connection (shared memory only)"),
-            LinkKind::File => unexpected("in a message file (shared memory only)"),
-        },
-        FrameKind::Bye => Ok(Dispatch::Bye),
-        FrameKind::Abort => Ok(Dispatch::Abort(header.tag)),
-        FrameKind::Eager | FrameKind::Rts | FrameKind::Cts | FrameKind::Data => {
-            let Some((engine, peer)) = engine else {
-                return unexpected("before the handshake completed");
-            };
-            if header.flags & FLAG_PAYLOAD_IN_FILE != 0 {
-                if kind == LinkKind::File {
-                    return unexpected("in a message file (a payload in another file)");
-                }
-                return in_file(engine, peer, *header);
+    Ok(match classify(header, kind, engine.is_some())? {
+        Class::Handshake => Dispatch::Handshake(*header),
+        Class::Bye => Dispatch::Bye,
+        Class::Abort(code) => Dispatch::Abort(code),
+        Class::PartRead { sender_req, ok } => Dispatch::PartRead { sender_req, ok },
+        Class::Data => {
+            let (engine, peer) = engine.expect("classify refuses data without a peer");
+            match deliver(engine, peer, header)? {
+                Delivery::Payload(sink) => Dispatch::Payload(sink),
+                Delivery::InFile(data) => Dispatch::InFile(data),
             }
-            engine.on_header(peer, header).map(Dispatch::Payload)
         }
-    }
+    })
 }
 
-/// [`dispatch`] for a frame the caller already knows is a data-path frame
-/// (its own framing said so, like a one-line frame of shared memory):
-/// where its payload goes. Anything else is a
-/// [`WireError::UnexpectedFrame`].
+/// [`dispatch`] for a frame known to be a data-path frame.
 pub fn dispatch_data(
     engine: &mut Engine,
     peer: u32,
@@ -137,41 +218,13 @@ pub fn dispatch_data(
     }
 }
 
-/// A `Data` frame announcing that its payload waits in a file: matched
-/// to its receive as if the payload had followed it.
-fn in_file(engine: &mut Engine, peer: u32, mut header: FrameHeader) -> Result<Dispatch, WireError> {
-    if header.kind != FrameKind::Data {
-        return Err(WireError::UnexpectedFrame {
-            got: header.kind,
-            state: "with its payload in a file (only rendezvous data may be)",
-        });
-    }
-    if header.payload_len != 0 {
-        return Err(WireError::DataLength {
-            expected: 0,
-            got: header.payload_len,
-        });
-    }
-    header.payload_len = header.msg_size;
-    header.flags &= !FLAG_PAYLOAD_IN_FILE;
-    match engine.on_header(peer, &header)? {
-        PayloadSink::None => Ok(Dispatch::Payload(PayloadSink::None)),
-        PayloadSink::Region { region, token, .. } => Ok(Dispatch::InFile(FileData {
-            peer,
-            header,
-            region,
-            token,
-        })),
-        PayloadSink::Owned { .. } => Err(WireError::data_not_awaited()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::EngineConfig;
 
     const PEER: u32 = 1;
+    const KINDS: [LinkKind; 3] = [LinkKind::Stream, LinkKind::Ring, LinkKind::File];
 
     fn engine() -> Engine {
         Engine::new(EngineConfig {
@@ -184,7 +237,7 @@ mod tests {
         FrameHeader::new(kind)
     }
 
-    fn refused(result: Result<Dispatch, WireError>) -> bool {
+    fn refused(result: Result<Class, WireError>) -> bool {
         matches!(result, Err(WireError::UnexpectedFrame { .. }))
     }
 
@@ -196,50 +249,38 @@ mod tests {
             FrameKind::HelloReject,
         ] {
             let header = frame(kind);
-            assert!(matches!(
-                dispatch(None, &header, LinkKind::Stream),
-                Ok(Dispatch::Handshake(h)) if h == header
-            ));
-            let mut e = engine();
-            assert!(refused(dispatch(
-                Some((&mut e, PEER)),
-                &header,
-                LinkKind::Ring
-            )));
-            assert!(refused(dispatch(
-                Some((&mut e, PEER)),
-                &header,
-                LinkKind::File
-            )));
+            assert_eq!(
+                classify(&header, LinkKind::Stream, false),
+                Ok(Class::Handshake)
+            );
+            assert!(refused(classify(&header, LinkKind::Ring, true)));
+            assert!(refused(classify(&header, LinkKind::File, true)));
         }
     }
 
     #[test]
-    fn data_frames_need_a_known_peer() {
-        let mut header = frame(FrameKind::Eager);
-        header.payload_len = 8;
-        assert!(refused(dispatch(None, &header, LinkKind::Stream)));
-        let mut e = engine();
-        let taken = dispatch(Some((&mut e, PEER)), &header, LinkKind::Stream);
-        assert!(
-            matches!(taken, Ok(Dispatch::Payload(PayloadSink::Owned { ref buf, .. })) if buf.len() == 8)
-        );
+    fn data_frames_need_an_open_link() {
+        for kind in [
+            FrameKind::Eager,
+            FrameKind::Rts,
+            FrameKind::Cts,
+            FrameKind::Data,
+        ] {
+            let header = frame(kind);
+            assert!(refused(classify(&header, LinkKind::Stream, false)));
+            for link in KINDS {
+                assert_eq!(classify(&header, link, true), Ok(Class::Data));
+            }
+        }
     }
 
     #[test]
     fn goodbye_and_abort_end_the_link_on_every_kind() {
         let mut abort = frame(FrameKind::Abort);
         abort.tag = 3;
-        for kind in [LinkKind::Stream, LinkKind::Ring, LinkKind::File] {
-            let mut e = engine();
-            assert!(matches!(
-                dispatch(Some((&mut e, PEER)), &frame(FrameKind::Bye), kind),
-                Ok(Dispatch::Bye)
-            ));
-            assert!(matches!(
-                dispatch(Some((&mut e, PEER)), &abort, kind),
-                Ok(Dispatch::Abort(3))
-            ));
+        for link in KINDS {
+            assert_eq!(classify(&frame(FrameKind::Bye), link, true), Ok(Class::Bye));
+            assert_eq!(classify(&abort, link, true), Ok(Class::Abort(3)));
         }
     }
 
@@ -248,24 +289,38 @@ mod tests {
         let mut header = frame(FrameKind::PartRead);
         header.sender_req = 9;
         header.tag = 1;
-        let mut e = engine();
-        assert!(matches!(
-            dispatch(Some((&mut e, PEER)), &header, LinkKind::Ring),
-            Ok(Dispatch::PartRead {
+        assert_eq!(
+            classify(&header, LinkKind::Ring, true),
+            Ok(Class::PartRead {
                 sender_req: 9,
                 ok: false
             })
-        ));
-        assert!(refused(dispatch(
-            Some((&mut e, PEER)),
-            &header,
-            LinkKind::Stream
-        )));
-        assert!(refused(dispatch(
-            Some((&mut e, PEER)),
-            &header,
-            LinkKind::File
-        )));
+        );
+        assert!(refused(classify(&header, LinkKind::Stream, true)));
+        assert!(refused(classify(&header, LinkKind::File, true)));
+    }
+
+    #[test]
+    fn a_payload_in_a_file_only_for_data_beside_a_socket_or_ring() {
+        let mut data = frame(FrameKind::Data);
+        data.flags = FLAG_PAYLOAD_IN_FILE;
+        assert_eq!(classify(&data, LinkKind::Stream, true), Ok(Class::Data));
+        assert_eq!(classify(&data, LinkKind::Ring, true), Ok(Class::Data));
+        assert!(refused(classify(&data, LinkKind::File, true)));
+        let mut eager = frame(FrameKind::Eager);
+        eager.flags = FLAG_PAYLOAD_IN_FILE;
+        assert!(refused(classify(&eager, LinkKind::Ring, true)));
+    }
+
+    #[test]
+    fn an_eager_frame_is_delivered_to_the_engine() {
+        let mut e = engine();
+        let mut header = frame(FrameKind::Eager);
+        header.payload_len = 8;
+        let delivered = deliver(&mut e, PEER, &header);
+        assert!(
+            matches!(delivered, Ok(Delivery::Payload(PayloadSink::Owned { ref buf, .. })) if buf.len() == 8)
+        );
     }
 
     /// A receive granted by `Cts`, so that a `Data` frame for it is awaited.
@@ -280,8 +335,8 @@ mod tests {
         rts.msg_size = buf.len() as u64;
         rts.sender_req = 77;
         assert!(matches!(
-            dispatch(Some((e, PEER)), &rts, LinkKind::Ring),
-            Ok(Dispatch::Payload(PayloadSink::None))
+            deliver(e, PEER, &rts),
+            Ok(Delivery::Payload(PayloadSink::None))
         ));
         let cts = e.poll_transmit().expect("the receive answers with Cts");
         let mut data = frame(FrameKind::Data);
@@ -297,8 +352,7 @@ mod tests {
         let mut buf = [0u8; 100];
         let mut data = granted_receive(&mut e, &mut buf);
         data.flags = FLAG_PAYLOAD_IN_FILE;
-        let Ok(Dispatch::InFile(file)) = dispatch(Some((&mut e, PEER)), &data, LinkKind::Stream)
-        else {
+        let Ok(Delivery::InFile(file)) = deliver(&mut e, PEER, &data) else {
             panic!("an in-file payload for a granted receive");
         };
         assert_eq!(file.peer, PEER);
@@ -308,41 +362,18 @@ mod tests {
     }
 
     #[test]
-    fn a_payload_in_a_file_is_refused_where_it_cannot_be() {
+    fn a_payload_in_a_file_announced_with_bytes_is_refused() {
         let mut e = engine();
         let mut buf = [0u8; 100];
-        let data = granted_receive(&mut e, &mut buf);
-        let mut in_file = data;
-        in_file.flags = FLAG_PAYLOAD_IN_FILE;
-        assert!(refused(dispatch(
-            Some((&mut e, PEER)),
-            &in_file,
-            LinkKind::File
-        )));
-        let mut eager = frame(FrameKind::Eager);
-        eager.flags = FLAG_PAYLOAD_IN_FILE;
-        assert!(refused(dispatch(
-            Some((&mut e, PEER)),
-            &eager,
-            LinkKind::Ring
-        )));
-        in_file.payload_len = 4;
+        let mut data = granted_receive(&mut e, &mut buf);
+        data.flags = FLAG_PAYLOAD_IN_FILE;
+        data.payload_len = 4;
         assert!(matches!(
-            dispatch(Some((&mut e, PEER)), &in_file, LinkKind::Ring),
+            deliver(&mut e, PEER, &data),
             Err(WireError::DataLength {
                 expected: 0,
                 got: 4
             })
-        ));
-    }
-
-    #[test]
-    fn dispatch_data_refuses_what_is_not_data() {
-        let mut e = engine();
-        let bye = frame(FrameKind::Bye);
-        assert!(matches!(
-            dispatch_data(&mut e, PEER, &bye, LinkKind::Ring),
-            Err(WireError::UnexpectedFrame { .. })
         ));
     }
 }

@@ -2,11 +2,18 @@
 //!
 //! A transport records what happened in its own [`Events`] while it sends,
 //! flushes and reads; the router drains them after every call into the
-//! transport ([`Events::hand_over`]): completed transmissions go to
-//! [`Engine::transmit_done`], lost peers to [`Engine::peer_lost`] and then,
-//! with aborts, to the runtime. Each list keeps the order things happened.
+//! transport: completed transmissions go to [`Engine::transmit_done`],
+//! filled payloads to [`Engine::payload_done`], data-path frames to
+//! [`tether_proto::deliver`] (and their delivery back to the transport,
+//! whose link reads nothing more until then), lost peers to
+//! [`Engine::peer_lost`] and then, with aborts, to the runtime. Each list
+//! keeps the order things happened, and the router hands the filled
+//! payloads over before the next frame, so the engine sees a link's
+//! frames and payloads in the order they arrived.
 
-use tether_proto::{Engine, ReqId};
+use std::collections::VecDeque;
+
+use tether_proto::{Engine, FrameHeader, ReqId, SinkToken};
 
 use crate::error::Error;
 
@@ -25,6 +32,12 @@ pub struct Events {
     /// Requests whose frame was handed to the link, or whose data was
     /// written into the peer's memory: their buffers may be reused.
     pub sent: Vec<ReqId>,
+    /// Payloads read where their delivery said: the token, and the buffer
+    /// of an owned sink.
+    pub filled: Vec<(SinkToken, Option<Vec<u8>>)>,
+    /// Data-path frames (peer, header) whose links wait for their
+    /// delivery: at most one per link.
+    pub frames: VecDeque<(u32, FrameHeader)>,
     /// Lost peers and aborts.
     pub links: Vec<LinkEvent>,
 }
@@ -34,16 +47,21 @@ impl Events {
         self.links.push(LinkEvent::Lost { peer, error });
     }
 
-    /// Hands the reports over: transmissions and losses to `engine`, then
-    /// the link events to `out` for the runtime.
+    /// Hands completed transmissions and filled payloads to `engine`.
     #[inline]
-    pub fn hand_over(&mut self, engine: &mut Engine, out: &mut Vec<LinkEvent>) {
+    pub fn settle(&mut self, engine: &mut Engine) {
         for req in self.sent.drain(..) {
             engine.transmit_done(req);
         }
-        if self.links.is_empty() {
-            return;
+        for (token, owned) in self.filled.drain(..) {
+            engine.payload_done(token, owned);
         }
+    }
+
+    /// Hands lost peers to `engine`, then the link events to `out` for the
+    /// runtime.
+    #[inline]
+    pub fn hand_over_links(&mut self, engine: &mut Engine, out: &mut Vec<LinkEvent>) {
         for event in self.links.drain(..) {
             if let LinkEvent::Lost { peer, .. } = event {
                 engine.peer_lost(peer);

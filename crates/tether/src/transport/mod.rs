@@ -41,7 +41,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashSet as HashSet;
-use tether_proto::{Engine, FileData, FrameKind, Region, Transmit};
+use tether_proto::{deliver, Delivery, Engine, FileData, FrameKind, PayloadSink, Region, Transmit};
 use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
@@ -95,6 +95,9 @@ enum Route {
 
 pub struct Transports {
     reactor: Reactor,
+    /// Payloads that wait in files (`hybrid`), delivered on a socket or
+    /// ring, for the file transport.
+    in_file: Vec<FileData>,
     /// Ready shared-memory tokens of the last wait (kept to reuse its memory).
     shm_ready: Vec<mio::Token>,
     tcp: TcpTransport,
@@ -239,6 +242,7 @@ impl Transports {
         let file_settings = FileSettings::new(settings, &rendezvous, &universe);
         let mut transports = Transports {
             reactor: bound.reactor,
+            in_file: Vec::new(),
             shm_ready: Vec::new(),
             tcp,
             shm,
@@ -364,15 +368,59 @@ impl Transports {
     }
 
     /// Hands what the transports reported to the engine and the runtime
-    /// (`events.rs`).
+    /// (`events.rs`): completed sends and filled payloads; then each
+    /// data-path frame to [`deliver`] and its delivery back to the
+    /// transport, which reads on and may report more; then payloads that
+    /// wait in files, to the file transport; then lost peers and aborts.
+    /// Returns whether frames or payloads moved.
     #[inline]
-    fn hand_over(&mut self, engine: &mut Engine) {
-        self.tcp.events.hand_over(engine, &mut self.events_out);
+    fn hand_over(&mut self, engine: &mut Engine) -> bool {
+        let mut moved = false;
+        loop {
+            self.settle(engine);
+            if let Some((peer, header)) = self.tcp.events.frames.pop_front() {
+                match deliver(engine, peer, &header) {
+                    Ok(Delivery::Payload(sink)) => self.tcp.place(peer, sink),
+                    Ok(Delivery::InFile(data)) => {
+                        self.in_file.push(data);
+                        self.tcp.place(peer, PayloadSink::None);
+                    }
+                    Err(e) => self.tcp.broke_protocol(peer, e),
+                }
+            } else {
+                break;
+            }
+            moved = true;
+        }
+        let mut in_file = std::mem::take(&mut self.in_file);
         if let Some(shm) = self.shm.as_mut() {
-            shm.events.hand_over(engine, &mut self.events_out);
+            in_file.append(&mut shm.file_payloads);
+        }
+        if !in_file.is_empty() {
+            self.read_file_payloads(in_file, engine);
+            self.settle(engine);
+            moved = true;
+        }
+        self.tcp.events.hand_over_links(engine, &mut self.events_out);
+        if let Some(shm) = self.shm.as_mut() {
+            shm.events.hand_over_links(engine, &mut self.events_out);
         }
         if let Some(file) = self.file.as_mut() {
-            file.events.hand_over(engine, &mut self.events_out);
+            file.events.hand_over_links(engine, &mut self.events_out);
+        }
+        moved
+    }
+
+    /// Hands every transport's completed sends and filled payloads to the
+    /// engine.
+    #[inline]
+    fn settle(&mut self, engine: &mut Engine) {
+        self.tcp.events.settle(engine);
+        if let Some(shm) = self.shm.as_mut() {
+            shm.events.settle(engine);
+        }
+        if let Some(file) = self.file.as_mut() {
+            file.events.settle(engine);
         }
     }
 
@@ -656,7 +704,7 @@ impl Transports {
         let epoll_round = self.polls & (TCP_POLL_EVERY - 1) == 0;
         let tcp_due = wants_sleep || self.shm.is_none() || self.tcp.is_busy() || epoll_round;
         if tcp_due && !wants_sleep && !epoll_round && self.tcp.can_poll_direct() {
-            moved |= self.tcp.poll_direct(engine);
+            moved |= self.tcp.poll_direct();
         } else if tcp_due {
             let sleeping = wants_sleep && self.shm.as_mut().is_none_or(|s| s.prepare_sleep());
             let mut wait = if sleeping {
@@ -676,7 +724,7 @@ impl Transports {
             for ready in self.reactor.wait(wait) {
                 moved = true;
                 match reactor::owner(ready.token) {
-                    Some(Owner::Tcp) => self.tcp.on_ready(ready, engine),
+                    Some(Owner::Tcp) => self.tcp.on_ready(ready),
                     Some(Owner::Shm) => self.shm_ready.push(ready.token),
                     Some(Owner::File) => file_ready = true,
                     None => {}
@@ -703,15 +751,7 @@ impl Transports {
                 }
             }
         }
-        let mut payloads = std::mem::take(&mut self.tcp.file_payloads);
-        if let Some(shm) = self.shm.as_mut() {
-            payloads.append(&mut shm.file_payloads);
-        }
-        if !payloads.is_empty() {
-            self.read_file_payloads(payloads, engine);
-            moved = true;
-        }
-        self.hand_over(engine);
+        moved |= self.hand_over(engine);
         moved
     }
 

@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use mio::net::TcpStream;
 use tether_proto::wire::HEADER_LEN;
 use tether_proto::{
-    dispatch, Dispatch, Engine, FileData, FrameHeader, FrameKind, LinkKind, PayloadSink, Region,
-    ReqId, SinkToken, Transmit, TransmitPayload, WireError,
+    classify, Class, FrameHeader, FrameKind, LinkKind, PayloadSink, Region, ReqId, SinkToken,
+    Transmit, TransmitPayload, WireError,
 };
 
 /// Size of the staging buffer reads go through.
@@ -24,15 +24,19 @@ const DIRECT_READ_MIN: usize = 32 * 1024;
 /// Frames gathered into one `writev`.
 const MAX_IOVECS: usize = 64;
 
-/// What a stream delivered besides data-path frames.
+/// What a stream delivered.
 #[derive(Debug)]
 pub(crate) enum Incoming {
     /// A handshake frame and its payload.
     Control(FrameHeader, Vec<u8>),
     Bye,
     Abort(i32),
-    /// A `Data` frame whose payload waits in a file (hybrid).
-    FileData(FileData),
+    /// A data-path frame: the stream reads nothing more until
+    /// [`Conn::place`] says where its payload goes.
+    Frame(FrameHeader),
+    /// The payload placed last is read: its token, and the buffer of an
+    /// owned sink.
+    Filled(SinkToken, Option<Vec<u8>>),
 }
 
 /// Why a stream can no longer be used.
@@ -73,6 +77,8 @@ impl OutFrame {
 
 enum ReadState {
     Header,
+    /// A data-path frame was reported; waiting for [`Conn::place`].
+    AwaitPlace,
     Control {
         header: FrameHeader,
         buf: Vec<u8>,
@@ -237,24 +243,29 @@ impl Conn {
         }
     }
 
-    /// Reads until the socket is drained. Data-path frames go to `engine`
-    /// as frames of `peer` (only once the handshake is done: `None` before);
-    /// everything else is returned. It stops early after a handshake frame,
-    /// which changes how the frames behind it are read: the caller handles
-    /// it and calls again while this returns `Ok(true)`.
+    /// Reads until the socket is drained, returning what arrived in
+    /// `incoming`; data-path frames only once the handshake is done
+    /// (`open`). It stops early after a handshake frame, which changes how
+    /// the frames behind it are read, and after a data-path frame, whose
+    /// payload waits for [`Conn::place`]: the caller handles them and calls
+    /// again while this returns `Ok(true)`. Reads nothing while a frame
+    /// waits for its place.
     pub fn read_ready(
         &mut self,
-        mut engine: Option<(&mut Engine, u32)>,
+        open: bool,
         max_eager: u64,
         incoming: &mut Vec<Incoming>,
     ) -> Result<bool, ConnError> {
+        if matches!(self.read, ReadState::AwaitPlace) {
+            return Ok(false);
+        }
         // A read that returns less than it asked for emptied the socket's
         // receive queue, and on Linux every later arrival raises a new
         // edge-triggered event (as nginx relies on), so the read that would
         // only find EAGAIN is skipped: one system call less per message.
         let mut drained = false;
         loop {
-            if self.parse_buffered(&mut engine, max_eager, incoming)? {
+            if self.parse_buffered(open, max_eager, incoming)? {
                 return Ok(true);
             }
             if drained {
@@ -316,10 +327,10 @@ impl Conn {
     }
 
     /// Consumes buffered bytes as far as they go, or up to and including a
-    /// handshake frame (then returns true).
+    /// handshake or data-path frame (then returns true).
     fn parse_buffered(
         &mut self,
-        engine: &mut Option<(&mut Engine, u32)>,
+        open: bool,
         max_eager: u64,
         incoming: &mut Vec<Incoming>,
     ) -> Result<bool, ConnError> {
@@ -337,8 +348,30 @@ impl Conn {
                     let header = FrameHeader::decode(&bytes, self.recv_seq, max_eager)
                         .map_err(ConnError::Wire)?;
                     self.recv_seq += 1;
-                    self.read = Self::state_for(header, engine, incoming)?;
+                    match classify(&header, LinkKind::Stream, open).map_err(ConnError::Wire)? {
+                        Class::Handshake => {
+                            self.read = ReadState::Control {
+                                header,
+                                buf: vec![0; header.payload_len as usize],
+                                filled: 0,
+                            };
+                        }
+                        Class::Bye => incoming.push(Incoming::Bye),
+                        Class::Abort(code) => incoming.push(Incoming::Abort(code)),
+                        Class::Data => {
+                            incoming.push(Incoming::Frame(header));
+                            self.read = ReadState::AwaitPlace;
+                            return Ok(true);
+                        }
+                        Class::PartRead { .. } => {
+                            return Err(ConnError::Wire(WireError::UnexpectedFrame {
+                                got: header.kind,
+                                state: "on a TCP connection (shared memory only)",
+                            }))
+                        }
+                    }
                 }
+                ReadState::AwaitPlace => return Ok(false),
                 ReadState::Control {
                     buf,
                     filled,
@@ -380,9 +413,7 @@ impl Conn {
                         return Ok(false);
                     }
                     let token = token.take().expect("token present until done");
-                    if let Some((engine, _)) = engine {
-                        engine.payload_done(token, None);
-                    }
+                    incoming.push(Incoming::Filled(token, None));
                     self.read = ReadState::Header;
                 }
                 ReadState::Owned { buf, filled, token } => {
@@ -395,50 +426,18 @@ impl Conn {
                         return Ok(false);
                     }
                     let token = token.take().expect("token present until done");
-                    if let Some((engine, _)) = engine {
-                        engine.payload_done(token, Some(std::mem::take(buf)));
-                    }
+                    incoming.push(Incoming::Filled(token, Some(std::mem::take(buf))));
                     self.read = ReadState::Header;
                 }
             }
         }
     }
 
-    fn state_for(
-        header: FrameHeader,
-        engine: &mut Option<(&mut Engine, u32)>,
-        incoming: &mut Vec<Incoming>,
-    ) -> Result<ReadState, ConnError> {
-        let engine = engine.as_mut().map(|(engine, peer)| (&mut **engine, *peer));
-        let sink = match dispatch(engine, &header, LinkKind::Stream).map_err(ConnError::Wire)? {
-            Dispatch::Handshake(header) => {
-                return Ok(ReadState::Control {
-                    header,
-                    buf: vec![0; header.payload_len as usize],
-                    filled: 0,
-                })
-            }
-            Dispatch::Bye => {
-                incoming.push(Incoming::Bye);
-                return Ok(ReadState::Header);
-            }
-            Dispatch::Abort(code) => {
-                incoming.push(Incoming::Abort(code));
-                return Ok(ReadState::Header);
-            }
-            Dispatch::InFile(data) => {
-                incoming.push(Incoming::FileData(data));
-                return Ok(ReadState::Header);
-            }
-            Dispatch::PartRead { .. } => {
-                return Err(ConnError::Wire(WireError::UnexpectedFrame {
-                    got: header.kind,
-                    state: "on a TCP connection (shared memory only)",
-                }))
-            }
-            Dispatch::Payload(sink) => sink,
-        };
-        Ok(match sink {
+    /// Says where the payload of the data-path frame this stream
+    /// reported goes; reading resumes with the next [`Conn::read_ready`].
+    pub fn place(&mut self, sink: PayloadSink) {
+        debug_assert!(matches!(self.read, ReadState::AwaitPlace));
+        self.read = match sink {
             PayloadSink::None => ReadState::Header,
             PayloadSink::Region {
                 region,
@@ -455,6 +454,6 @@ impl Conn {
                 filled: 0,
                 token: Some(token),
             },
-        })
+        };
     }
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap as HashMap;
-use tether_proto::{Engine, FileData, FrameKind, Hello, Transmit};
+use tether_proto::{FrameKind, Hello, PayloadSink, Transmit, WireError};
 use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
@@ -111,8 +111,6 @@ pub struct TcpTransport {
     config: TcpConfig,
     /// What happened since the router last drained it.
     pub events: Events,
-    /// Hybrid payloads announced on a connection, for the file transport.
-    pub file_payloads: Vec<FileData>,
 }
 
 impl TcpTransport {
@@ -170,7 +168,6 @@ impl TcpTransport {
             hello,
             config,
             events: Events::default(),
-            file_payloads: Vec::new(),
         }
     }
 
@@ -292,7 +289,7 @@ impl TcpTransport {
     /// One ready descriptor of this transport from the reactor: the
     /// listener accepts, a connection writes what waits and reads what
     /// arrived (feeding the engine, advancing handshakes).
-    pub fn on_ready(&mut self, ready: &Ready, engine: &mut Engine) {
+    pub fn on_ready(&mut self, ready: &Ready) {
         if ready.token == LISTENER {
             self.accept_all();
             return;
@@ -301,7 +298,27 @@ impl TcpTransport {
             self.flush(ready.token);
         }
         if ready.readable {
-            self.read(ready.token, engine);
+            self.read(ready.token);
+        }
+    }
+
+    /// Says where the payload of the data-path frame `peer`'s link
+    /// reported goes, and reads on.
+    pub fn place(&mut self, peer: u32, sink: PayloadSink) {
+        let Some(token) = self.links.get(&peer).and_then(|l| l.established) else {
+            return;
+        };
+        if let Some(entry) = self.entries.get_mut(&token) {
+            entry.conn.place(sink);
+            self.read(token);
+        }
+    }
+
+    /// The engine refused a frame of `peer`'s link: the peer broke the
+    /// protocol, and the link is closed.
+    pub fn broke_protocol(&mut self, peer: u32, error: WireError) {
+        if let Some(token) = self.links.get(&peer).and_then(|l| l.established) {
+            self.fail_conn(token, ConnError::Wire(error));
         }
     }
 
@@ -321,7 +338,7 @@ impl TcpTransport {
     /// read. The listener and the other transports' descriptors are not
     /// looked at: the caller still waits in the reactor every few rounds
     /// and before sleeping. Returns whether bytes moved.
-    pub fn poll_direct(&mut self, engine: &mut Engine) -> bool {
+    pub fn poll_direct(&mut self) -> bool {
         let mut tokens = std::mem::take(&mut self.direct);
         tokens.clear();
         tokens.extend(self.entries.keys().copied());
@@ -334,7 +351,7 @@ impl TcpTransport {
             {
                 self.flush(token);
             }
-            self.read(token, engine);
+            self.read(token);
         }
         self.direct = tokens;
         let moved_after: u64 = self.entries.values().map(|e| e.conn.moved).sum();
@@ -477,19 +494,16 @@ impl TcpTransport {
         }
     }
 
-    fn read(&mut self, token: Token, engine: &mut Engine) {
+    fn read(&mut self, token: Token) {
         loop {
             let Some(entry) = self.entries.get_mut(&token) else {
                 return;
             };
             let mut incoming = Vec::new();
-            let data_path = match (entry.stage, entry.peer) {
-                (Stage::Established, Some(peer)) => Some((&mut *engine, peer)),
-                _ => None,
-            };
+            let open = entry.stage == Stage::Established && entry.peer.is_some();
             let result = entry
                 .conn
-                .read_ready(data_path, MAX_EAGER_LIMIT, &mut incoming);
+                .read_ready(open, MAX_EAGER_LIMIT, &mut incoming);
             for item in incoming {
                 if !self.entries.contains_key(&token) {
                     return;
@@ -523,7 +537,12 @@ impl TcpTransport {
                     self.events.links.push(LinkEvent::Abort { peer, code });
                 }
             }
-            Incoming::FileData(data) => self.file_payloads.push(data),
+            Incoming::Frame(header) => {
+                if let Some(peer) = entry.peer {
+                    self.events.frames.push_back((peer, header));
+                }
+            }
+            Incoming::Filled(token, owned) => self.events.filled.push((token, owned)),
             Incoming::Control(header, payload) => match (header.kind, entry.stage) {
                 (FrameKind::Hello, Stage::AwaitHello) => self.on_hello(token, &payload),
                 (FrameKind::HelloAck, Stage::AwaitAck) => self.on_ack(token, &payload),
