@@ -387,21 +387,32 @@ impl Transports {
                     }
                     Err(e) => self.tcp.broke_protocol(peer, e),
                 }
+            } else if let Some(shm) = self.shm.as_mut() {
+                let Some((peer, header)) = shm.events.frames.pop_front() else {
+                    break;
+                };
+                match deliver(engine, peer, &header) {
+                    Ok(Delivery::Payload(sink)) => shm.place(peer, sink),
+                    Ok(Delivery::InFile(data)) => {
+                        self.in_file.push(data);
+                        shm.place(peer, PayloadSink::None);
+                    }
+                    Err(e) => shm.broke_protocol(peer, e),
+                }
             } else {
                 break;
             }
             moved = true;
         }
-        let mut in_file = std::mem::take(&mut self.in_file);
-        if let Some(shm) = self.shm.as_mut() {
-            in_file.append(&mut shm.file_payloads);
-        }
+        let in_file = std::mem::take(&mut self.in_file);
         if !in_file.is_empty() {
             self.read_file_payloads(in_file, engine);
             self.settle(engine);
             moved = true;
         }
-        self.tcp.events.hand_over_links(engine, &mut self.events_out);
+        self.tcp
+            .events
+            .hand_over_links(engine, &mut self.events_out);
         if let Some(shm) = self.shm.as_mut() {
             shm.events.hand_over_links(engine, &mut self.events_out);
         }
@@ -681,7 +692,7 @@ impl Transports {
     pub fn poll(&mut self, timeout: Option<Duration>, engine: &mut Engine) -> bool {
         let mut moved = false;
         if let Some(shm) = self.shm.as_mut() {
-            moved |= shm.poll(engine, self.reactor.registry());
+            moved |= shm.poll(self.reactor.registry());
         }
         if let Some(file) = self.file.as_mut() {
             moved |= file.poll(engine);
@@ -744,10 +755,10 @@ impl Transports {
                     shm.awake();
                 }
                 for &token in &self.shm_ready {
-                    shm.on_ready(token, engine);
+                    shm.on_ready(token);
                 }
                 if wants_sleep {
-                    moved |= shm.poll(engine, self.reactor.registry());
+                    moved |= shm.poll(self.reactor.registry());
                 }
             }
         }

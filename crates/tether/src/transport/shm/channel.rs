@@ -24,8 +24,8 @@ use std::os::unix::net::SocketAddr;
 
 use tether_proto::wire::{FLAG_PAYLOAD_IN_FILE, HEADER_LEN};
 use tether_proto::{
-    dispatch, dispatch_data, Dispatch, Engine, FileData, FrameHeader, FrameKind, LinkKind,
-    PayloadSink, Region, ReqId, SinkToken, Transmit, TransmitPayload, WireError,
+    classify, Class, FrameHeader, FrameKind, LinkKind, PayloadSink, Region, ReqId, SinkToken,
+    Transmit, TransmitPayload, WireError,
 };
 use tether_ring::{Consumer, Doorbell, Producer, RingControl};
 
@@ -533,13 +533,17 @@ pub enum Direct {
     Other,
 }
 
-/// What a channel delivered besides data-path frames.
+/// What a channel read.
 #[derive(Debug)]
 pub enum Delivered {
     Bye,
     Abort(i32),
-    /// A `Data` frame whose payload waits in a file (hybrid).
-    FileData(FileData),
+    /// A data-path frame: the ring is read no further until
+    /// [`Incoming::place`] says where its payload goes.
+    Frame(FrameHeader),
+    /// The payload placed last is read: its token, and the buffer of an
+    /// owned sink.
+    Filled(SinkToken, Option<Vec<u8>>),
     /// The peer granted `sender_req`'s data at `address` in its memory;
     /// with `split`, it reads the second part itself.
     Grant {
@@ -562,6 +566,13 @@ pub enum Delivered {
 
 enum ReadState {
     Prefix,
+    /// A data-path frame was reported; waiting for [`Incoming::place`].
+    /// `payload` bytes and then `padding` follow it in the ring.
+    AwaitPlace {
+        payload: u64,
+        padding: usize,
+        source: Source,
+    },
     Region {
         region: Region,
         filled: usize,
@@ -579,6 +590,18 @@ enum ReadState {
     },
 }
 
+/// Where the payload of a frame waiting for its place is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// Behind the frame, in the ring.
+    Ring,
+    /// In [`Incoming::line`]: the frame was one line.
+    Line,
+    /// Already in the receive buffer: the sender wrote it by cross-memory
+    /// attach.
+    Written,
+}
+
 /// The receiving side of a channel: the ring the peer writes in this
 /// process's segment.
 pub struct Incoming {
@@ -587,6 +610,8 @@ pub struct Incoming {
     state: ReadState,
     /// The padding after the payload being read.
     padding: usize,
+    /// The payload of a one-line frame waiting for its place.
+    line: [u8; line::LINE_PAYLOAD],
 }
 
 impl Incoming {
@@ -596,6 +621,7 @@ impl Incoming {
             seq: 0,
             state: ReadState::Prefix,
             padding: 0,
+            line: [0; line::LINE_PAYLOAD],
         }
     }
 
@@ -605,24 +631,26 @@ impl Incoming {
         self.consumer.has_data()
     }
 
-    /// Whether a frame is partly read.
+    /// Whether a frame is partly read (or waits for its place).
     pub fn mid_frame(&self) -> bool {
         !matches!(self.state, ReadState::Prefix)
     }
 
-    /// Reads every complete prefix and as much payload as the ring holds,
-    /// feeding frames of `peer` to `engine`, and returns the room of
-    /// everything read (or taken before) to the writer. Returns whether
-    /// bytes moved or room was returned (then the writer may need
-    /// waking); an error means the peer broke the protocol.
-    pub fn read(
-        &mut self,
-        engine: &mut Engine,
-        peer: u32,
-        delivered: &mut Vec<Delivered>,
-    ) -> Result<bool, WireError> {
+    /// Whether a data-path frame waits for [`Incoming::place`].
+    pub fn awaits_place(&self) -> bool {
+        matches!(self.state, ReadState::AwaitPlace { .. })
+    }
+
+    /// Reads complete prefixes and as much payload as the ring holds, up
+    /// to the next data-path frame (reported in `delivered`, like the
+    /// link's own frames and the payloads filled), and returns the room of
+    /// everything read (or taken before) to the writer. Reads nothing
+    /// while a frame waits for its place. Returns whether bytes moved or
+    /// room was returned (then the writer may need waking); an error
+    /// means the peer broke the protocol.
+    pub fn read(&mut self, delivered: &mut Vec<Delivered>) -> Result<bool, WireError> {
         let mut moved = false;
-        let result = self.read_frames(engine, peer, delivered, &mut moved);
+        let result = self.read_frames(delivered, &mut moved);
         let released = self.consumer.release();
         result.map(|()| moved || released)
     }
@@ -769,13 +797,12 @@ impl Incoming {
 
     fn read_frames(
         &mut self,
-        engine: &mut Engine,
-        peer: u32,
         delivered: &mut Vec<Delivered>,
         moved: &mut bool,
     ) -> Result<(), WireError> {
         loop {
             match &mut self.state {
+                ReadState::AwaitPlace { .. } => return Ok(()),
                 ReadState::Prefix => {
                     if self.consumer.readable(PREFIX) < PREFIX {
                         return Ok(());
@@ -786,7 +813,7 @@ impl Incoming {
                     *moved = true;
                     let first = first_word(&prefix);
                     if line::is_marker(first) {
-                        self.read_line(&prefix, first, engine, peer)?;
+                        self.read_line(&prefix, first, delivered)?;
                         continue;
                     }
                     let bytes: &[u8; HEADER_LEN] =
@@ -799,17 +826,7 @@ impl Incoming {
                     // so no arithmetic on it that could overflow).
                     let payload = header.payload_len;
                     let padding = (LINE - (payload % LINE as u64) as usize) % LINE;
-                    self.state = match Self::state_for(header, word, engine, peer, delivered)? {
-                        // Nothing takes the payload (if any): skip it too.
-                        ReadState::Prefix if payload > 0 || padding > 0 => ReadState::Padding {
-                            left: (payload as usize).saturating_add(padding),
-                        },
-                        ReadState::Prefix => ReadState::Prefix,
-                        reading => {
-                            self.padding = padding;
-                            reading
-                        }
-                    };
+                    self.state = Self::state_for(header, word, padding, delivered)?;
                 }
                 ReadState::Region {
                     region,
@@ -835,7 +852,10 @@ impl Incoming {
                         }
                         return Ok(());
                     }
-                    engine.payload_done(token.take().expect("token until done"), None);
+                    delivered.push(Delivered::Filled(
+                        token.take().expect("token until done"),
+                        None,
+                    ));
                     self.state = self.after_payload();
                 }
                 ReadState::Owned { buf, filled, token } => {
@@ -853,7 +873,7 @@ impl Incoming {
                         return Ok(());
                     }
                     let token = token.take().expect("token until done");
-                    engine.payload_done(token, Some(std::mem::take(buf)));
+                    delivered.push(Delivered::Filled(token, Some(std::mem::take(buf))));
                     self.state = self.after_payload();
                 }
                 ReadState::Padding { left } => {
@@ -877,14 +897,14 @@ impl Incoming {
         }
     }
 
-    /// Delivers one-line frame `prefix`, whose first word `marker` was
-    /// read (after the cursor said the line is there), to `engine`.
+    /// Reports one-line frame `prefix`, whose first word `marker` was
+    /// read (after the cursor said the line is there); its payload waits
+    /// in [`Incoming::line`].
     fn read_line(
         &mut self,
         prefix: &[u8; PREFIX],
         marker: u64,
-        engine: &mut Engine,
-        peer: u32,
+        delivered: &mut Vec<Delivered>,
     ) -> Result<(), WireError> {
         if marker != line::marker(self.seq) {
             return Err(WireError::BadSequence {
@@ -895,107 +915,154 @@ impl Incoming {
         let fields = prefix[8..line::PAYLOAD_AT].try_into().expect("fields");
         let header = line::Fields::from_bytes(fields).header(self.seq)?;
         self.seq += 1;
-        let payload = &prefix[line::PAYLOAD_AT..line::PAYLOAD_AT + header.payload_len as usize];
-        match dispatch_data(engine, peer, &header, LinkKind::Ring)? {
-            PayloadSink::None => {}
-            PayloadSink::Region { region, token, .. } => {
-                // SAFETY: the region is the posted receive buffer, valid
-                // until its request completes; it takes at most the
-                // payload (the rest is discarded).
-                unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), region.ptr, region.len) };
-                engine.payload_done(token, None);
-            }
-            PayloadSink::Owned { mut buf, token } => {
-                buf.copy_from_slice(payload);
-                engine.payload_done(token, Some(buf));
-            }
-        }
+        let len = header.payload_len as usize;
+        self.line[..len].copy_from_slice(&prefix[line::PAYLOAD_AT..line::PAYLOAD_AT + len]);
+        delivered.push(Delivered::Frame(header));
+        self.state = ReadState::AwaitPlace {
+            payload: header.payload_len,
+            padding: 0,
+            source: Source::Line,
+        };
         Ok(())
     }
 
-    /// Routes a frame with its transport word: shared memory's own
-    /// rendezvous (`split.rs`, `cma.rs`) rides on the engine's frames in
-    /// that word, the rest goes through [`dispatch`].
+    /// The state after a frame with its transport word, followed by
+    /// `padding` after its payload. Shared memory's own rendezvous
+    /// (`split.rs`, `cma.rs`) rides on the engine's frames in that word;
+    /// what the frame is, is [`classify`]'s to say.
     fn state_for(
         mut header: FrameHeader,
         word: u64,
-        engine: &mut Engine,
-        peer: u32,
+        padding: usize,
         delivered: &mut Vec<Delivered>,
     ) -> Result<ReadState, WireError> {
-        let in_file = header.flags & FLAG_PAYLOAD_IN_FILE != 0;
-        match header.kind {
-            FrameKind::Rts if word != 0 => delivered.push(Delivered::Offer {
-                sender_req: header.sender_req,
-                address: word,
-            }),
-            FrameKind::Cts if word != 0 => delivered.push(Delivered::Grant {
-                sender_req: header.sender_req,
-                address: word & !SPLIT,
-                split: word & SPLIT != 0,
-            }),
-            FrameKind::Data if word == DATA_WRITTEN && !in_file => {
-                if header.payload_len != 0 {
-                    return Err(WireError::DataLength {
-                        expected: 0,
-                        got: header.payload_len,
-                    });
-                }
-                header.payload_len = header.msg_size;
-                return match dispatch_data(engine, peer, &header, LinkKind::Ring)? {
-                    PayloadSink::None => Ok(ReadState::Prefix),
-                    PayloadSink::Region { token, .. } => {
-                        engine.payload_done(token, None);
-                        Ok(ReadState::Prefix)
-                    }
-                    PayloadSink::Owned { .. } => Err(WireError::data_not_awaited()),
-                };
+        let in_ring = header.payload_len;
+        match classify(&header, LinkKind::Ring, true)? {
+            Class::Bye => delivered.push(Delivered::Bye),
+            Class::Abort(code) => delivered.push(Delivered::Abort(code)),
+            Class::PartRead { sender_req, ok } => {
+                delivered.push(Delivered::PartRead { sender_req, ok })
             }
-            _ => {}
-        }
-        let sink = match dispatch(Some((engine, peer)), &header, LinkKind::Ring)? {
-            Dispatch::Payload(sink) => sink,
-            Dispatch::Bye => {
-                delivered.push(Delivered::Bye);
-                return Ok(ReadState::Prefix);
-            }
-            Dispatch::Abort(code) => {
-                delivered.push(Delivered::Abort(code));
-                return Ok(ReadState::Prefix);
-            }
-            Dispatch::InFile(data) => {
-                delivered.push(Delivered::FileData(data));
-                return Ok(ReadState::Prefix);
-            }
-            Dispatch::PartRead { sender_req, ok } => {
-                delivered.push(Delivered::PartRead { sender_req, ok });
-                return Ok(ReadState::Prefix);
-            }
-            Dispatch::Handshake(header) => {
+            Class::Handshake => {
                 return Err(WireError::UnexpectedFrame {
                     got: header.kind,
                     state: "on a shared-memory ring",
                 })
             }
-        };
-        Ok(match sink {
-            PayloadSink::None => ReadState::Prefix,
-            PayloadSink::Region {
-                region,
-                discard,
-                token,
-            } => ReadState::Region {
-                region,
-                filled: 0,
-                discard,
-                token: Some(token),
-            },
-            PayloadSink::Owned { buf, token } => ReadState::Owned {
-                buf,
-                filled: 0,
-                token: Some(token),
-            },
+            Class::Data => {
+                let in_file = header.flags & FLAG_PAYLOAD_IN_FILE != 0;
+                let mut source = Source::Ring;
+                match header.kind {
+                    FrameKind::Rts if word != 0 => delivered.push(Delivered::Offer {
+                        sender_req: header.sender_req,
+                        address: word,
+                    }),
+                    FrameKind::Cts if word != 0 => delivered.push(Delivered::Grant {
+                        sender_req: header.sender_req,
+                        address: word & !SPLIT,
+                        split: word & SPLIT != 0,
+                    }),
+                    FrameKind::Data if word == DATA_WRITTEN && !in_file => {
+                        if header.payload_len != 0 {
+                            return Err(WireError::DataLength {
+                                expected: 0,
+                                got: header.payload_len,
+                            });
+                        }
+                        header.payload_len = header.msg_size;
+                        source = Source::Written;
+                    }
+                    _ => {}
+                }
+                delivered.push(Delivered::Frame(header));
+                return Ok(ReadState::AwaitPlace {
+                    payload: in_ring,
+                    padding,
+                    source,
+                });
+            }
+        }
+        // The link's own frames: skip any payload they carry.
+        Ok(match (in_ring as usize).saturating_add(padding) {
+            0 => ReadState::Prefix,
+            left => ReadState::Padding { left },
         })
+    }
+
+    /// Says where the payload of the data-path frame this ring reported
+    /// goes: read from the ring by the next [`Incoming::read`], or at once
+    /// from a one-line frame (reported filled in `delivered`). An error
+    /// means the peer broke the protocol (data written into memory that
+    /// was not granted).
+    pub fn place(
+        &mut self,
+        sink: PayloadSink,
+        delivered: &mut Vec<Delivered>,
+    ) -> Result<(), WireError> {
+        let ReadState::AwaitPlace {
+            payload,
+            padding,
+            source,
+        } = self.state
+        else {
+            return Ok(());
+        };
+        let in_ring = match source {
+            Source::Ring => (payload as usize).saturating_add(padding),
+            Source::Line | Source::Written => 0,
+        };
+        self.state = match (source, sink) {
+            (_, PayloadSink::None) if in_ring > 0 => ReadState::Padding { left: in_ring },
+            (_, PayloadSink::None) => ReadState::Prefix,
+            (Source::Written, PayloadSink::Region { token, .. }) => {
+                delivered.push(Delivered::Filled(token, None));
+                ReadState::Prefix
+            }
+            (Source::Written, PayloadSink::Owned { .. }) => {
+                self.state = ReadState::Prefix;
+                return Err(WireError::data_not_awaited());
+            }
+            (Source::Line, PayloadSink::Region { region, token, .. }) => {
+                // SAFETY: the region is the posted receive buffer, valid
+                // until its request completes; it takes at most the
+                // payload (the rest is discarded).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(self.line.as_ptr(), region.ptr, region.len)
+                };
+                delivered.push(Delivered::Filled(token, None));
+                ReadState::Prefix
+            }
+            (Source::Line, PayloadSink::Owned { mut buf, token }) => {
+                buf.copy_from_slice(&self.line[..payload as usize]);
+                delivered.push(Delivered::Filled(token, Some(buf)));
+                ReadState::Prefix
+            }
+            (
+                Source::Ring,
+                PayloadSink::Region {
+                    region,
+                    discard,
+                    token,
+                },
+            ) => {
+                self.padding = padding;
+                ReadState::Region {
+                    region,
+                    filled: 0,
+                    discard,
+                    token: Some(token),
+                }
+            }
+            (Source::Ring, PayloadSink::Owned { buf, token }) => {
+                self.padding = padding;
+                ReadState::Owned {
+                    buf,
+                    filled: 0,
+                    token: Some(token),
+                }
+            }
+        };
+        Ok(())
     }
 }
 
@@ -1210,14 +1277,53 @@ mod tests {
             take(&mut inc, &mut buf),
             Direct::Taken { tag: 65, .. }
         ));
-        let mut engine = Engine::new(tether_proto::EngineConfig {
+        let mut delivered = Vec::new();
+        assert_eq!(inc.read(&mut delivered), Ok(true));
+        assert!(!inc.release_taken(true));
+        assert_eq!(inc.read(&mut delivered), Ok(false));
+    }
+
+    /// A sink the engine would give for an unexpected message of `len` bytes.
+    fn owned_sink(len: usize) -> PayloadSink {
+        let mut engine = tether_proto::Engine::new(tether_proto::EngineConfig {
             me: 0,
             eager_limit: 4096,
         });
+        let mut header = eager(0);
+        header.payload_len = len as u64;
+        engine.on_header(1, &header).expect("an eager frame")
+    }
+
+    #[test]
+    fn a_data_frame_waits_for_its_place_then_fills_it() {
+        let (_segment, mut out, mut inc, ringer) = channel();
+        send(&mut out, &ringer, 7, &[5; 8]);
+        send(&mut out, &ringer, 8, &[6; 300]);
         let mut delivered = Vec::new();
-        assert_eq!(inc.read(&mut engine, 1, &mut delivered), Ok(true));
-        assert!(!inc.release_taken(true));
-        assert_eq!(inc.read(&mut engine, 1, &mut delivered), Ok(false));
+        inc.read(&mut delivered).unwrap();
+        assert!(
+            matches!(delivered.as_slice(), [Delivered::Frame(h)] if h.tag == 7 && h.payload_len == 8)
+        );
+        assert!(inc.awaits_place());
+        delivered.clear();
+        inc.read(&mut delivered).unwrap();
+        assert!(delivered.is_empty(), "nothing is read while a frame waits");
+        inc.place(owned_sink(8), &mut delivered).unwrap();
+        assert!(matches!(delivered.as_slice(), [Delivered::Filled(_, Some(b))] if b == &[5; 8]));
+        delivered.clear();
+        inc.read(&mut delivered).unwrap();
+        assert!(
+            matches!(delivered.as_slice(), [Delivered::Frame(h)] if h.tag == 8 && h.payload_len == 300)
+        );
+        delivered.clear();
+        inc.place(owned_sink(300), &mut delivered).unwrap();
+        assert!(
+            delivered.is_empty(),
+            "a ring payload is read by the next read"
+        );
+        inc.read(&mut delivered).unwrap();
+        assert!(matches!(delivered.as_slice(), [Delivered::Filled(_, Some(b))] if b == &[6; 300]));
+        assert!(!inc.mid_frame());
     }
 
     #[test]

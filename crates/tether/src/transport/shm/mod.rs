@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap as HashMap;
-use tether_proto::{Engine, FileData, FrameKind, Region, Transmit, TransmitPayload};
+use tether_proto::{FrameKind, PayloadSink, Region, Transmit, TransmitPayload, WireError};
 use tether_ring::{Consumer, Doorbell, Producer};
 
 use crate::error::{err, ErrorClass};
@@ -200,8 +200,6 @@ pub struct ShmTransport {
     delivered: Vec<Delivered>,
     /// `PartRead`s read from a ring, handled after the read.
     part_reads: Vec<(u64, bool)>,
-    /// Hybrid payloads announced on a ring, for the file transport.
-    pub file_payloads: Vec<FileData>,
     /// The sleep barrier failed once (said once in the log).
     barrier_failed: bool,
 }
@@ -255,7 +253,6 @@ impl ShmTransport {
             suspects: Vec::new(),
             delivered: Vec::new(),
             part_reads: Vec::new(),
-            file_payloads: Vec::new(),
             barrier_failed: false,
         })
     }
@@ -527,11 +524,11 @@ impl ShmTransport {
     /// Reads every incoming ring and writes what waits for room; finds
     /// peers that attached since the last call; checks liveness when due.
     /// Returns whether bytes moved.
-    pub fn poll(&mut self, engine: &mut Engine, registry: &Registry) -> bool {
+    pub fn poll(&mut self, registry: &Registry) -> bool {
         self.discover(registry);
         let mut moved = false;
         for i in 0..self.incoming.len() {
-            moved |= self.read(self.incoming[i], engine);
+            moved |= self.read(self.incoming[i]);
         }
         for channel in self.channels.values_mut().filter(|c| !c.lost) {
             if let Some(out) = channel.out.as_mut().filter(|o| o.has_output()) {
@@ -539,7 +536,7 @@ impl ShmTransport {
             }
         }
         for peer in std::mem::take(&mut self.suspects) {
-            self.check_peer(peer, engine);
+            self.check_peer(peer);
         }
         self.polls_since_clock += 1;
         if self.polls_since_clock >= CLOCK_EVERY {
@@ -549,26 +546,85 @@ impl ShmTransport {
                 self.next_check = now + LIVENESS_PERIOD;
                 let peers: Vec<u32> = self.channels.keys().copied().collect();
                 for peer in peers {
-                    self.check_peer(peer, engine);
+                    self.check_peer(peer);
                 }
             }
         }
         moved
     }
 
-    fn read(&mut self, peer: u32, engine: &mut Engine) -> bool {
+    /// Reads `peer`'s ring up to its next data-path frame (see
+    /// [`Incoming::read`]) and reports what it found.
+    fn read(&mut self, peer: u32) -> bool {
         let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
             return false;
         };
         let Some(inc) = channel.inc.as_mut() else {
             return false;
         };
-        let result = inc.read(engine, peer, &mut self.delivered);
+        let result = inc.read(&mut self.delivered);
+        self.report(peer);
+        let Some(channel) = self.channels.get_mut(&peer) else {
+            return false;
+        };
+        if let (Ok(true), Some(out)) = (&result, channel.out.as_ref()) {
+            out.wake_peer(&self.ringer);
+        }
+        let moved = match result {
+            Ok(moved) => moved,
+            Err(e) => {
+                self.broke_protocol(peer, e);
+                true
+            }
+        };
+        while let Some((sender_req, ok)) = self.part_reads.pop() {
+            self.on_part_read(peer, sender_req, ok);
+        }
+        moved
+    }
+
+    /// Says where the payload of the data-path frame `peer`'s ring
+    /// reported goes, and reads on.
+    pub fn place(&mut self, peer: u32, sink: PayloadSink) {
+        let Some(inc) = self
+            .channels
+            .get_mut(&peer)
+            .filter(|c| !c.lost)
+            .and_then(|c| c.inc.as_mut())
+        else {
+            return;
+        };
+        let placed = inc.place(sink, &mut self.delivered);
+        self.report(peer);
+        match placed {
+            Ok(()) => {
+                self.read(peer);
+            }
+            Err(e) => self.broke_protocol(peer, e),
+        }
+    }
+
+    /// The peer broke the protocol on its ring: it is lost.
+    pub fn broke_protocol(&mut self, peer: u32, e: WireError) {
+        let who = self.universe.describe(peer);
+        tracing::error!("protocol error from {who} on its shared-memory ring: {e}");
+        let message = format!("{who} broke the protocol on its shared-memory ring: {e}");
+        self.lose(peer, err(ErrorClass::Protocol, message));
+    }
+
+    /// Reports what `peer`'s ring delivered: data-path frames and filled
+    /// payloads to the router, the link's own frames here.
+    fn report(&mut self, peer: u32) {
+        let Some(channel) = self.channels.get_mut(&peer) else {
+            self.delivered.clear();
+            return;
+        };
         for item in self.delivered.drain(..) {
             match item {
+                Delivered::Frame(header) => self.events.frames.push_back((peer, header)),
+                Delivered::Filled(token, owned) => self.events.filled.push((token, owned)),
                 Delivered::Bye => channel.bye_received = true,
                 Delivered::Abort(code) => self.events.links.push(LinkEvent::Abort { peer, code }),
-                Delivered::FileData(data) => self.file_payloads.push(data),
                 Delivered::Grant {
                     sender_req,
                     address,
@@ -590,23 +646,6 @@ impl ShmTransport {
                 Delivered::PartRead { sender_req, ok } => self.part_reads.push((sender_req, ok)),
             }
         }
-        if let (Ok(true), Some(out)) = (&result, channel.out.as_ref()) {
-            out.wake_peer(&self.ringer);
-        }
-        let moved = match result {
-            Ok(moved) => moved,
-            Err(e) => {
-                let who = self.universe.describe(peer);
-                tracing::error!("protocol error from {who} on its shared-memory ring: {e}");
-                let message = format!("{who} broke the protocol on its shared-memory ring: {e}");
-                self.lose(peer, err(ErrorClass::Protocol, message));
-                true
-            }
-        };
-        while let Some((sender_req, ok)) = self.part_reads.pop() {
-            self.on_part_read(peer, sender_req, ok);
-        }
-        moved
     }
 
     /// Looks for writers that attached to this process's segment since the
@@ -647,17 +686,17 @@ impl ShmTransport {
     }
 
     /// A token of this transport was ready in epoll.
-    pub fn on_ready(&mut self, token: Token, engine: &mut Engine) {
+    pub fn on_ready(&mut self, token: Token) {
         if token == BELL {
             self.bell.drain();
         } else if let Some(peer) = SHM_TOKENS.index(token).and_then(|i| i.checked_sub(1)) {
-            self.check_peer(peer as u32, engine);
+            self.check_peer(peer as u32);
         }
     }
 
     /// Reports `peer` lost if its process is gone, after reading
     /// everything it wrote.
-    fn check_peer(&mut self, peer: u32, engine: &mut Engine) {
+    fn check_peer(&mut self, peer: u32) {
         let Some(channel) = self.channels.get(&peer).filter(|c| !c.lost) else {
             return;
         };
@@ -665,10 +704,16 @@ impl ShmTransport {
         if host::is_alive(pid, start) {
             return;
         }
-        while self.read(peer, engine) {}
+        while self.read(peer) {}
         let Some(channel) = self.channels.get(&peer).filter(|c| !c.lost) else {
             return;
         };
+        if channel.inc.as_ref().is_some_and(Incoming::awaits_place) {
+            // What it wrote before it went is still being delivered: the
+            // next poll looks again.
+            self.suspects.push(peer);
+            return;
+        }
         let who = self.universe.describe(peer);
         let mid_frame = channel.inc.as_ref().is_some_and(Incoming::mid_frame);
         let error = if channel.bye_received && !mid_frame {

@@ -501,9 +501,7 @@ impl TcpTransport {
             };
             let mut incoming = Vec::new();
             let open = entry.stage == Stage::Established && entry.peer.is_some();
-            let result = entry
-                .conn
-                .read_ready(open, MAX_EAGER_LIMIT, &mut incoming);
+            let result = entry.conn.read_ready(open, MAX_EAGER_LIMIT, &mut incoming);
             for item in incoming {
                 if !self.entries.contains_key(&token) {
                     return;
