@@ -169,55 +169,6 @@ fn in_file(engine: &mut Engine, peer: u32, mut header: FrameHeader) -> Result<De
     }
 }
 
-/// What [`dispatch`] routed a frame to.
-#[derive(Debug)]
-pub enum Dispatch {
-    Payload(PayloadSink),
-    Handshake(FrameHeader),
-    Bye,
-    Abort(i32),
-    InFile(FileData),
-    PartRead { sender_req: u64, ok: bool },
-}
-
-/// [`classify`] and [`deliver`] in one call, for the file transport until
-/// it reports its frames to the router like the others.
-pub fn dispatch(
-    engine: Option<(&mut Engine, u32)>,
-    header: &FrameHeader,
-    kind: LinkKind,
-) -> Result<Dispatch, WireError> {
-    Ok(match classify(header, kind, engine.is_some())? {
-        Class::Handshake => Dispatch::Handshake(*header),
-        Class::Bye => Dispatch::Bye,
-        Class::Abort(code) => Dispatch::Abort(code),
-        Class::PartRead { sender_req, ok } => Dispatch::PartRead { sender_req, ok },
-        Class::Data => {
-            let (engine, peer) = engine.expect("classify refuses data without a peer");
-            match deliver(engine, peer, header)? {
-                Delivery::Payload(sink) => Dispatch::Payload(sink),
-                Delivery::InFile(data) => Dispatch::InFile(data),
-            }
-        }
-    })
-}
-
-/// [`dispatch`] for a frame known to be a data-path frame.
-pub fn dispatch_data(
-    engine: &mut Engine,
-    peer: u32,
-    header: &FrameHeader,
-    kind: LinkKind,
-) -> Result<PayloadSink, WireError> {
-    match dispatch(Some((engine, peer)), header, kind)? {
-        Dispatch::Payload(sink) => Ok(sink),
-        _ => Err(WireError::UnexpectedFrame {
-            got: header.kind,
-            state: "where a data-path frame was expected",
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

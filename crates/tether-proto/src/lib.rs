@@ -26,9 +26,7 @@ pub mod pool;
 pub mod request;
 pub mod wire;
 
-pub use dispatch::{
-    classify, deliver, dispatch, dispatch_data, Class, Delivery, Dispatch, FileData, LinkKind,
-};
+pub use dispatch::{classify, deliver, Class, Delivery, FileData, LinkKind};
 pub use engine::{Engine, EngineConfig, PayloadSink, SinkToken, Transmit, TransmitPayload};
 pub use link::{Link, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};
 pub use request::{Completion, CompletionError, Region, ReqId};

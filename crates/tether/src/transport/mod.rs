@@ -41,7 +41,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashSet as HashSet;
-use tether_proto::{deliver, Delivery, Engine, FileData, FrameKind, PayloadSink, Region, Transmit};
+use tether_proto::{
+    deliver, Delivery, Engine, FileData, FrameKind, PayloadSink, Region, Transmit, WireError,
+};
 use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
@@ -370,8 +372,8 @@ impl Transports {
     /// Hands what the transports reported to the engine and the runtime
     /// (`events.rs`): completed sends and filled payloads; then each
     /// data-path frame to [`deliver`] and its delivery back to the
-    /// transport, which reads on and may report more; then payloads that
-    /// wait in files, to the file transport; then lost peers and aborts.
+    /// transport, which reads on and may report more; payloads that wait
+    /// in files to the file transport; then lost peers and aborts.
     /// Returns whether frames or payloads moved.
     #[inline]
     fn hand_over(&mut self, engine: &mut Engine) -> bool {
@@ -387,10 +389,10 @@ impl Transports {
                     }
                     Err(e) => self.tcp.broke_protocol(peer, e),
                 }
-            } else if let Some(shm) = self.shm.as_mut() {
-                let Some((peer, header)) = shm.events.frames.pop_front() else {
-                    break;
-                };
+            } else if let Some((peer, header)) =
+                self.shm.as_mut().and_then(|s| s.events.frames.pop_front())
+            {
+                let shm = self.shm.as_mut().expect("it reported the frame");
                 match deliver(engine, peer, &header) {
                     Ok(Delivery::Payload(sink)) => shm.place(peer, sink),
                     Ok(Delivery::InFile(data)) => {
@@ -399,16 +401,40 @@ impl Transports {
                     }
                     Err(e) => shm.broke_protocol(peer, e),
                 }
+            } else if let Some((peer, header)) =
+                self.file.as_mut().and_then(|f| f.events.frames.pop_front())
+            {
+                let file = self.file.as_mut().expect("it reported the frame");
+                match deliver(engine, peer, &header) {
+                    Ok(Delivery::Payload(sink)) => file.place(peer, sink),
+                    // The file transport's classify refuses a payload in
+                    // another file, so the engine never matches one here.
+                    Ok(Delivery::InFile(_)) => file.broke_protocol(
+                        peer,
+                        WireError::UnexpectedFrame {
+                            got: header.kind,
+                            state: "in a message file (a payload in another file)",
+                        },
+                    ),
+                    Err(e) => file.broke_protocol(peer, e),
+                }
+            } else if !self.in_file.is_empty() {
+                let in_file = std::mem::take(&mut self.in_file);
+                self.read_file_payloads(in_file, engine);
             } else {
                 break;
             }
             moved = true;
         }
-        let in_file = std::mem::take(&mut self.in_file);
-        if !in_file.is_empty() {
-            self.read_file_payloads(in_file, engine);
-            self.settle(engine);
-            moved = true;
+        // A peer lost over a socket or ring may have payloads waiting in
+        // files: their receives fail with the loss (`FileTransport::forget`).
+        if let Some(file) = self.file.as_mut() {
+            let shm_links = self.shm.as_ref().map_or(&[][..], |s| &s.events.links[..]);
+            for event in self.tcp.events.links.iter().chain(shm_links) {
+                if let LinkEvent::Lost { peer, .. } = event {
+                    file.forget(*peer);
+                }
+            }
         }
         self.tcp
             .events
@@ -597,7 +623,7 @@ impl Transports {
     fn fail(&mut self, peer: u32, error: Error, engine: &mut Engine) {
         self.remove_route(peer);
         if let Some(file) = self.file.as_mut() {
-            file.forget_payloads(peer);
+            file.forget(peer);
         }
         if let Some(shm) = self.shm.as_mut() {
             shm.forget_transfers(peer);
@@ -695,7 +721,7 @@ impl Transports {
             moved |= shm.poll(self.reactor.registry());
         }
         if let Some(file) = self.file.as_mut() {
-            moved |= file.poll(engine);
+            moved |= file.poll();
         }
         let mut timeout = timeout;
         if self.has_pending() {
@@ -747,7 +773,7 @@ impl Transports {
             if file_ready {
                 if let Some(file) = self.file.as_mut() {
                     file.notify();
-                    moved |= file.poll(engine);
+                    moved |= file.poll();
                 }
             }
             if let Some(shm) = self.shm.as_mut() {
@@ -773,7 +799,7 @@ impl Transports {
                 for payload in payloads {
                     file.add_payload(payload);
                 }
-                file.poll(engine);
+                file.poll();
             }
             Err(e) => {
                 for payload in payloads {

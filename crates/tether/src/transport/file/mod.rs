@@ -28,6 +28,7 @@
 //! within `TETHER_FILE_PEER_TIMEOUT`, the peer is lost with that error.
 
 mod chunks;
+mod deliver;
 pub mod format;
 mod heartbeat;
 mod io;
@@ -43,16 +44,14 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use tether_proto::wire::FLAG_PAYLOAD_IN_FILE;
-use tether_proto::{
-    dispatch, dispatch_data, Dispatch, Engine, FileData, FrameHeader, FrameKind, LinkKind,
-    PayloadSink, ReqId, Transmit, TransmitPayload, WireError,
-};
+use tether_proto::{FileData, FrameHeader, FrameKind, Transmit, TransmitPayload};
 
 use crate::error::{err, Error, ErrorClass};
 use crate::settings::MAX_EAGER_LIMIT;
-use crate::transport::events::{Events, LinkEvent};
+use crate::transport::events::Events;
 use crate::transport::reactor::FILE_TOKENS;
 use crate::universe::Universe;
+use deliver::Delivery;
 use format::{encode_prefix, Envelope};
 use heartbeat::{Heartbeat, Liveness, Verdict, HEARTBEAT_PERIOD};
 use io::{Checksum, Found};
@@ -105,6 +104,8 @@ struct Peer {
     unplaced: VecDeque<(PathBuf, PathBuf)>,
     /// The payload whose parts are arriving (`chunks.rs`), if any.
     incoming: Option<Incoming>,
+    /// Where the next file stands with the router (`deliver.rs`).
+    delivery: Delivery,
     liveness: Liveness,
     bye_sent: bool,
     bye_received: bool,
@@ -240,6 +241,7 @@ impl FileTransport {
             recv_seq: 0,
             unplaced: VecDeque::new(),
             incoming: None,
+            delivery: Delivery::Unreported,
             liveness: Liveness::new(Instant::now()),
             bye_sent: false,
             bye_received: false,
@@ -442,7 +444,7 @@ impl FileTransport {
     /// Places waiting files, reads the inbox when due, reads announced
     /// payloads, and checks the peers' heartbeats when due. Returns
     /// whether anything moved.
-    pub fn poll(&mut self, engine: &mut Engine) -> bool {
+    pub fn poll(&mut self) -> bool {
         let mut moved = false;
         let blocked: Vec<u32> = self
             .peers
@@ -455,14 +457,14 @@ impl FileTransport {
         }
         let now = Instant::now();
         if self.receiving.as_mut().is_some_and(|r| r.watcher.due(now)) {
-            let found = self.look(engine);
+            let found = self.look();
             if let Some(r) = self.receiving.as_mut() {
                 r.watcher.looked(Instant::now(), found);
             }
             moved |= found;
         }
         if !self.payloads.is_empty() {
-            moved |= self.read_payloads(engine);
+            moved |= self.read_payloads();
         }
         if now >= self.next_liveness {
             self.next_liveness = now + HEARTBEAT_PERIOD;
@@ -491,7 +493,7 @@ impl FileTransport {
 
     /// Reads the inbox: consumes every sender's files that are next in
     /// sequence, refuses impostors, reports strays once.
-    fn look(&mut self, engine: &mut Engine) -> bool {
+    fn look(&mut self) -> bool {
         let inbox = self.layout.inbox(self.me());
         let entries = match std::fs::read_dir(&inbox) {
             Ok(entries) => entries,
@@ -544,7 +546,7 @@ impl FileTransport {
             }
         }
         for from in senders {
-            while self.consume(from, engine) {
+            while self.consume(from) {
                 moved = true;
             }
         }
@@ -576,7 +578,7 @@ impl FileTransport {
 
     /// Consumes the next file of `from` if it is there and sound. Returns
     /// whether one was consumed.
-    fn consume(&mut self, from: u32, engine: &mut Engine) -> bool {
+    fn consume(&mut self, from: u32) -> bool {
         // A peer gets an entry (liveness checks, a goodbye owed) only once
         // a sound file of this run came from it: a stray name is no peer.
         let (seq, dead) = self
@@ -626,16 +628,7 @@ impl FileTransport {
             opened: &opened,
             path: &path,
         };
-        let in_parts = self.peers.get(&from).is_some_and(|p| p.incoming.is_some());
-        let delivered = if in_parts {
-            self.deliver_part(arrival, engine)
-        } else if chunks::is_first_part(&frame) {
-            self.begin_parts(arrival, engine)
-        } else if frame.kind == FrameKind::Data {
-            self.deliver_data(arrival, engine)
-        } else {
-            self.deliver_frame(arrival, engine)
-        };
+        let delivered = self.deliver(arrival);
         // Closed before it is removed: on NFS, removing an open file leaves
         // a `.nfs*` file behind.
         drop(opened);
@@ -649,125 +642,6 @@ impl FileTransport {
         state.recv_seq += 1;
         if let Some(r) = self.receiving.as_mut() {
             r.watcher.activity(Instant::now());
-        }
-        true
-    }
-
-    /// Rendezvous data: straight into the granted receive buffer, checked
-    /// before the receive completes.
-    fn deliver_data(&mut self, arrival: Arrival<'_>, engine: &mut Engine) -> bool {
-        match dispatch_data(engine, arrival.from, arrival.frame, LinkKind::File) {
-            Err(e) => {
-                self.broke_protocol(arrival.from, arrival.path, e);
-                true
-            }
-            Ok(PayloadSink::None) => true,
-            Ok(PayloadSink::Region { region, token, .. })
-                if region.len as u64 == arrival.frame.payload_len =>
-            {
-                // SAFETY: the granted region is valid and reserved for this
-                // data until its receive completes.
-                let dst = unsafe { std::slice::from_raw_parts_mut(region.ptr, region.len) };
-                let read = self.read_arrival(arrival, dst, Checksum::Beside);
-                if read {
-                    engine.payload_done(token, None);
-                }
-                read
-            }
-            Ok(_) => {
-                let e = WireError::data_not_awaited();
-                self.broke_protocol(arrival.from, arrival.path, e);
-                true
-            }
-        }
-    }
-
-    /// An eager message whose receive is posted and large enough: read
-    /// straight into the receive buffer and checked there, then handed to
-    /// the engine, which matches that same receive. `None`: not the case.
-    fn deliver_eager_in_place(
-        &mut self,
-        arrival: Arrival<'_>,
-        engine: &mut Engine,
-    ) -> Option<bool> {
-        let Arrival { from, frame, .. } = arrival;
-        let region = engine
-            .eager_destination(from, frame)
-            .filter(|r| r.len as u64 == frame.payload_len && r.len > 0)?;
-        // SAFETY: a posted receive's buffer is reserved for it until it
-        // completes; its bytes are undefined until then.
-        let dst = unsafe { std::slice::from_raw_parts_mut(region.ptr, region.len) };
-        if !self.read_arrival(arrival, dst, Checksum::Beside) {
-            return Some(false);
-        }
-        match dispatch_data(engine, from, frame, LinkKind::File) {
-            Ok(PayloadSink::Region {
-                region: matched,
-                token,
-                ..
-            }) => {
-                if matched.ptr != region.ptr {
-                    // SAFETY: both are reserved receive buffers of at least
-                    // `matched.len` bytes (never the case: one thread).
-                    unsafe {
-                        matched
-                            .ptr
-                            .copy_from(region.ptr, matched.len.min(region.len))
-                    };
-                }
-                engine.payload_done(token, None);
-            }
-            Ok(PayloadSink::Owned { token, .. }) => engine.payload_done(token, Some(dst.to_vec())),
-            Ok(PayloadSink::None) => {}
-            Err(e) => self.broke_protocol(from, arrival.path, e),
-        }
-        Some(true)
-    }
-
-    /// Any other frame: read and checked whole, then handed to the engine.
-    fn deliver_frame(&mut self, arrival: Arrival<'_>, engine: &mut Engine) -> bool {
-        if let Some(delivered) = self.deliver_eager_in_place(arrival, engine) {
-            return delivered;
-        }
-        let Arrival {
-            from, frame, path, ..
-        } = arrival;
-        let mut payload = vec![0u8; frame.payload_len as usize];
-        if !self.read_arrival(arrival, &mut payload, Checksum::Beside) {
-            return false;
-        }
-        match dispatch(Some((&mut *engine, from)), frame, LinkKind::File) {
-            Ok(Dispatch::Bye) => {
-                self.peer(from).bye_received = true;
-                let who = self.universe.describe(from);
-                self.lose(
-                    from,
-                    err(ErrorClass::PeerLost, format!("{who} has finalized")),
-                );
-            }
-            Ok(Dispatch::Abort(code)) => self
-                .events
-                .links
-                .push(LinkEvent::Abort { peer: from, code }),
-            Ok(Dispatch::Payload(PayloadSink::None)) => {}
-            Ok(Dispatch::Payload(PayloadSink::Region { region, token, .. })) => {
-                let n = region.len.min(payload.len());
-                // SAFETY: the region is a posted receive buffer of at
-                // least `n` bytes, reserved until its receive completes.
-                unsafe { region.ptr.copy_from_nonoverlapping(payload.as_ptr(), n) };
-                engine.payload_done(token, None);
-            }
-            Ok(Dispatch::Payload(PayloadSink::Owned { token, .. })) => {
-                engine.payload_done(token, Some(payload))
-            }
-            Ok(Dispatch::Handshake(_) | Dispatch::InFile(_) | Dispatch::PartRead { .. }) => {
-                let e = WireError::UnexpectedFrame {
-                    got: frame.kind,
-                    state: "in a message file",
-                };
-                self.broke_protocol(from, path, e)
-            }
-            Err(e) => self.broke_protocol(from, path, e),
         }
         true
     }
@@ -805,7 +679,7 @@ impl FileTransport {
         }
     }
 
-    fn broke_protocol(&mut self, from: u32, path: &Path, e: impl std::fmt::Display) {
+    fn broke_protocol_in(&mut self, from: u32, path: &Path, e: impl std::fmt::Display) {
         let who = self.universe.describe(from);
         tracing::error!("protocol error from {who} in {}: {e}", path.display());
         let message = format!("{who} broke the protocol in {}: {e}", path.display());
@@ -813,7 +687,7 @@ impl FileTransport {
     }
 
     /// Reads the announced hybrid payloads whose files are there.
-    fn read_payloads(&mut self, engine: &mut Engine) -> bool {
+    fn read_payloads(&mut self) -> bool {
         let mut moved = false;
         let waiting = std::mem::take(&mut self.payloads);
         for w in waiting {
@@ -823,14 +697,6 @@ impl FileTransport {
                 region,
                 ..
             } = &w.payload;
-            // The receive may have failed meanwhile (its peer lost) and its
-            // buffer gone back to the program: never write into it then.
-            let receive = ReqId::from_wire(header.receiver_req);
-            if engine.granted_region(receive) != Some(*region) {
-                let _ =
-                    std::fs::remove_file(self.layout.incoming_payload(*peer, header.receiver_req));
-                continue;
-            }
             let path = self.layout.incoming_payload(*peer, header.receiver_req);
             let expected = Envelope {
                 run: self.run,
@@ -870,7 +736,7 @@ impl FileTransport {
                         match read {
                             Ok(()) => {
                                 let _ = std::fs::remove_file(&path);
-                                engine.payload_done(w.payload.token, None);
+                                self.events.filled.push((w.payload.token, None));
                                 moved = true;
                                 continue;
                             }
@@ -946,13 +812,31 @@ impl FileTransport {
             state.dead = true;
         }
         state.incoming = None;
-        self.forget_payloads(peer);
+        state.delivery = Delivery::Unreported;
+        self.forget(peer);
         self.events.lost(peer, error);
     }
 
-    /// Drops the announced payloads of a lost peer (their receives failed).
-    pub fn forget_payloads(&mut self, peer: u32) {
-        self.payloads.retain(|w| w.payload.peer != peer);
+    /// Drops what waits for the receives of a lost peer, which failed
+    /// with the loss and gave their buffers back to the program: its
+    /// announced payloads (their files are removed), and the place of the
+    /// payload arriving in parts, whose remaining parts are then consumed
+    /// without being written. Every loss of a peer, whatever transport
+    /// reported it, comes here before this transport reads again.
+    pub fn forget(&mut self, peer: u32) {
+        let (forgotten, kept): (Vec<Waiting>, Vec<Waiting>) = std::mem::take(&mut self.payloads)
+            .into_iter()
+            .partition(|w| w.payload.peer == peer);
+        self.payloads = kept;
+        for w in forgotten {
+            let path = self
+                .layout
+                .incoming_payload(peer, w.payload.header.receiver_req);
+            let _ = std::fs::remove_file(path);
+        }
+        if let Some(incoming) = self.peers.get_mut(&peer).and_then(|p| p.incoming.as_mut()) {
+            incoming.forget_place();
+        }
     }
 
     /// Whether written files still wait for their names.

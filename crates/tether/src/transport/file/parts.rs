@@ -1,14 +1,13 @@
 //! Receiving a rendezvous payload that arrives in parts (`chunks.rs`):
-//! the first part matches the receive, each part is checked to continue
+//! the first part is delivered as the whole payload (`deliver.rs`), each
+//! part is checked to continue
 //! the payload, read straight into the granted buffer at its offset and
 //! verified before it counts, and the receive completes with the last.
 //! A part that fails a check of its file is refused like any file and
 //! awaited again; a sound file that is not the next part is a protocol
 //! error.
 
-use tether_proto::{
-    dispatch_data, Engine, LinkKind, PayloadSink, Region, ReqId, SinkToken, WireError,
-};
+use tether_proto::{Region, SinkToken};
 
 use super::chunks::Progress;
 use super::io::Checksum;
@@ -23,50 +22,35 @@ pub(super) struct Incoming {
     token: SinkToken,
 }
 
-impl FileTransport {
-    /// The first part of a payload sent in parts: its receive is matched
-    /// to the whole payload and the part read straight into the start of
-    /// the granted buffer. The next parts follow in `deliver_part`.
-    pub(super) fn begin_parts(&mut self, arrival: Arrival<'_>, engine: &mut Engine) -> bool {
-        let Arrival {
-            from, frame, path, ..
-        } = arrival;
-        let mut whole = *frame;
-        whole.payload_len = frame.msg_size;
-        match dispatch_data(engine, from, &whole, LinkKind::File) {
-            Err(e) => {
-                self.broke_protocol(from, path, e);
-                true
-            }
-            Ok(PayloadSink::Region { region, token, .. })
-                if region.len as u64 == frame.msg_size =>
-            {
-                let progress = Progress {
-                    first: *frame,
-                    offset: 0,
-                };
-                let mut incoming = Incoming {
-                    progress,
-                    region: Some(region),
-                    token,
-                };
-                if !self.read_part(arrival, &mut incoming) {
-                    return false;
-                }
-                self.peer(from).incoming = Some(incoming);
-                true
-            }
-            Ok(_) => {
-                self.broke_protocol(from, path, WireError::data_not_awaited());
-                true
-            }
+impl Incoming {
+    /// A payload of `progress.first.msg_size` bytes arriving in parts into
+    /// `region`, for the receive of `token`.
+    pub(super) fn new(progress: Progress, region: Region, token: SinkToken) -> Incoming {
+        Incoming {
+            progress,
+            region: Some(region),
+            token,
         }
     }
 
+    /// The place of a payload whose first part was refused: awaited again.
+    pub(super) fn into_place(self) -> (Region, SinkToken) {
+        let region = self.region.expect("a fresh payload has its place");
+        (region, self.token)
+    }
+
+    /// Its receive is gone: the remaining parts are checked and consumed
+    /// but written nowhere.
+    pub(super) fn forget_place(&mut self) {
+        self.region = None;
+    }
+}
+
+impl FileTransport {
     /// The next part of the payload arriving from `from`: checked to
     /// continue it, read into the granted buffer at its offset and
     /// verified; the receive completes with the last part.
-    pub(super) fn deliver_part(&mut self, arrival: Arrival<'_>, engine: &mut Engine) -> bool {
+    pub(super) fn deliver_part(&mut self, arrival: Arrival<'_>) -> bool {
         let Arrival {
             from, frame, path, ..
         } = arrival;
@@ -76,14 +60,8 @@ impl FileTransport {
             .take()
             .expect("a payload in parts is arriving");
         if let Err(what) = incoming.progress.check_next(frame) {
-            self.broke_protocol(from, path, what);
+            self.broke_protocol_in(from, path, what);
             return true;
-        }
-        // The receive may have failed meanwhile and its buffer gone back
-        // to the program: never write into it then.
-        let receive = ReqId::from_wire(incoming.progress.first.receiver_req);
-        if incoming.region.is_some() && engine.granted_region(receive) != incoming.region {
-            incoming.region = None;
         }
         if !self.read_part(arrival, &mut incoming) {
             self.peer(from).incoming = Some(incoming);
@@ -92,7 +70,7 @@ impl FileTransport {
         if incoming.progress.remaining() > 0 {
             self.peer(from).incoming = Some(incoming);
         } else if incoming.region.is_some() {
-            engine.payload_done(incoming.token, None);
+            self.events.filled.push((incoming.token, None));
         }
         true
     }
@@ -100,7 +78,7 @@ impl FileTransport {
     /// Reads the part in `opened` to its place in `incoming`'s buffer (or
     /// nowhere, its receive gone) and verifies it; advances `incoming` on
     /// success, refuses the file otherwise.
-    fn read_part(&mut self, arrival: Arrival<'_>, incoming: &mut Incoming) -> bool {
+    pub(super) fn read_part(&mut self, arrival: Arrival<'_>, incoming: &mut Incoming) -> bool {
         let len = arrival.frame.payload_len;
         let read = match incoming.region {
             Some(region) => {
