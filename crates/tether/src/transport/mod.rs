@@ -27,6 +27,7 @@
 //! sends rendezvous payloads above `TETHER_HYBRID_THRESHOLD` through files
 //! (`file/mod.rs`). The file transport is created on first use.
 
+mod api;
 mod events;
 pub mod file;
 mod peer_table;
@@ -42,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashSet as HashSet;
 use tether_proto::{
-    deliver, Delivery, Engine, FileData, FrameKind, PayloadSink, Region, Transmit, WireError,
+    deliver, Delivery, Engine, FileData, FrameKind, PayloadSink, Region, Transmit, TransmitPayload,
 };
 use tether_rendezvous::Rendezvous;
 
@@ -50,6 +51,7 @@ use crate::error::{err, Error, ErrorClass, Result};
 use crate::host;
 use crate::settings::Settings;
 use crate::universe::{addr_key, size_key, PeerAddress, Universe};
+use api::Transport;
 pub use events::LinkEvent;
 use file::{FileConfig, FileTransport, NotifyMode};
 use peer_table::PeerTable;
@@ -301,6 +303,7 @@ impl Transports {
                 peer_timeout: self.file_settings.peer_timeout,
                 connect_timeout: self.connect_timeout,
                 frames: self.order.iter().any(|t| t == "file"),
+                eager_limit: self.file_eager_limit,
             };
             let transport =
                 FileTransport::new(config, self.universe.clone(), self.reactor.registry())?;
@@ -351,12 +354,16 @@ impl Transports {
             Some(Route::Tcp) => self.tcp.send(t),
             Some(Route::Shm) => {
                 // The send of data that goes by file completes once the
-                // file is written: no offer to read its buffer (shm).
-                let by_file = t.header.kind == FrameKind::Rts
+                // file is written: its announcement names no buffer for
+                // shm to offer to the peer.
+                if t.header.kind == FrameKind::Rts
                     && t.header.msg_size > self.hybrid_threshold
-                    && self.hybrid.contains(&peer);
+                    && self.hybrid.contains(&peer)
+                {
+                    t.payload = TransmitPayload::None;
+                }
                 if let Some(shm) = self.shm.as_mut() {
-                    shm.send(t, !by_file);
+                    shm.send(t);
                 }
             }
             Some(Route::File) => match self.file() {
@@ -380,49 +387,22 @@ impl Transports {
         let mut moved = false;
         loop {
             self.settle(engine);
-            if let Some((peer, header)) = self.tcp.events.frames.pop_front() {
-                match deliver(engine, peer, &header) {
-                    Ok(Delivery::Payload(sink)) => self.tcp.place(peer, sink),
-                    Ok(Delivery::InFile(data)) => {
-                        self.in_file.push(data);
-                        self.tcp.place(peer, PayloadSink::None);
-                    }
-                    Err(e) => self.tcp.broke_protocol(peer, e),
+            let in_file = &mut self.in_file;
+            let delivered = deliver_next(&mut self.tcp, engine, in_file)
+                || self
+                    .shm
+                    .as_mut()
+                    .is_some_and(|shm| deliver_next(shm, engine, in_file))
+                || self
+                    .file
+                    .as_mut()
+                    .is_some_and(|file| deliver_next(file, engine, in_file));
+            if !delivered {
+                if self.in_file.is_empty() {
+                    break;
                 }
-            } else if let Some((peer, header)) =
-                self.shm.as_mut().and_then(|s| s.events.frames.pop_front())
-            {
-                let shm = self.shm.as_mut().expect("it reported the frame");
-                match deliver(engine, peer, &header) {
-                    Ok(Delivery::Payload(sink)) => shm.place(peer, sink),
-                    Ok(Delivery::InFile(data)) => {
-                        self.in_file.push(data);
-                        shm.place(peer, PayloadSink::None);
-                    }
-                    Err(e) => shm.broke_protocol(peer, e),
-                }
-            } else if let Some((peer, header)) =
-                self.file.as_mut().and_then(|f| f.events.frames.pop_front())
-            {
-                let file = self.file.as_mut().expect("it reported the frame");
-                match deliver(engine, peer, &header) {
-                    Ok(Delivery::Payload(sink)) => file.place(peer, sink),
-                    // The file transport's classify refuses a payload in
-                    // another file, so the engine never matches one here.
-                    Ok(Delivery::InFile(_)) => file.broke_protocol(
-                        peer,
-                        WireError::UnexpectedFrame {
-                            got: header.kind,
-                            state: "in a message file (a payload in another file)",
-                        },
-                    ),
-                    Err(e) => file.broke_protocol(peer, e),
-                }
-            } else if !self.in_file.is_empty() {
                 let in_file = std::mem::take(&mut self.in_file);
                 self.read_file_payloads(in_file, engine);
-            } else {
-                break;
             }
             moved = true;
         }
@@ -452,12 +432,12 @@ impl Transports {
     /// engine.
     #[inline]
     fn settle(&mut self, engine: &mut Engine) {
-        self.tcp.events.settle(engine);
+        self.tcp.events().settle(engine);
         if let Some(shm) = self.shm.as_mut() {
-            shm.events.settle(engine);
+            shm.events().settle(engine);
         }
         if let Some(file) = self.file.as_mut() {
-            file.events.settle(engine);
+            file.events().settle(engine);
         }
     }
 
@@ -613,7 +593,10 @@ impl Transports {
         }
         if file {
             tracing::info!("reaching {} through files", self.universe.describe(peer));
-            engine.set_peer_eager_limit(peer, self.file_eager_limit);
+            // Without the transport, the first send fails the peer.
+            if let Some(limit) = self.file().ok().and_then(|f| f.caps().eager_limit) {
+                engine.set_peer_eager_limit(peer, limit);
+            }
         }
         for t in queued {
             self.send(t, engine);
@@ -861,6 +844,28 @@ impl Transports {
         }
         self.hand_over(engine);
     }
+}
+
+/// Delivers the next data-path frame `transport` reported, if any, to the
+/// engine and its payload's place back to the transport, which reads on;
+/// a payload that waits in a file goes to `in_file`. Whether there was one.
+fn deliver_next<T: Transport>(
+    transport: &mut T,
+    engine: &mut Engine,
+    in_file: &mut Vec<FileData>,
+) -> bool {
+    let Some((peer, header)) = transport.events().frames.pop_front() else {
+        return false;
+    };
+    match deliver(engine, peer, &header) {
+        Ok(Delivery::Payload(sink)) => transport.place(peer, sink),
+        Ok(Delivery::InFile(data)) => {
+            in_file.push(data);
+            transport.place(peer, PayloadSink::None);
+        }
+        Err(e) => transport.broke_protocol(peer, e),
+    }
+    true
 }
 
 /// The run's directory name and run id, the same in every process of the

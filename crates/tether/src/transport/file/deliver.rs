@@ -1,7 +1,7 @@
 //! Delivering a sound message file: the link's own frames (goodbye,
 //! abort) here; a data-path frame is reported to the router and its file
 //! stays in the inbox until the router has delivered the frame and placed
-//! its payload ([`FileTransport::place`]), which is then read straight
+//! its payload (`Transport::place`), which is then read straight
 //! from the file into its place and verified there. A file that fails its
 //! checks after its frame was placed keeps the place: the file that
 //! replaces it is read into the same buffer.
@@ -90,7 +90,7 @@ impl FileTransport {
 
     /// Says where the payload of the data-path frame reported for `peer`'s
     /// next file goes, and reads on.
-    pub fn place(&mut self, peer: u32, sink: PayloadSink) {
+    pub(super) fn place_frame(&mut self, peer: u32, sink: PayloadSink) {
         let state = self.peer(peer);
         let Delivery::Reported(header) = std::mem::take(&mut state.delivery) else {
             return;
@@ -101,7 +101,7 @@ impl FileTransport {
 
     /// The engine refused the frame of `peer`'s next file: the peer broke
     /// the protocol.
-    pub fn broke_protocol(&mut self, peer: u32, e: WireError) {
+    pub(super) fn refuse_frame(&mut self, peer: u32, e: WireError) {
         let seq = self.peer(peer).recv_seq;
         let path = self.layout.incoming_message(peer, seq);
         self.peer(peer).delivery = Delivery::Unreported;

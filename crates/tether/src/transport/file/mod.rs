@@ -44,10 +44,13 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use tether_proto::wire::FLAG_PAYLOAD_IN_FILE;
-use tether_proto::{FileData, FrameHeader, FrameKind, Transmit, TransmitPayload};
+use tether_proto::{
+    FileData, FrameHeader, FrameKind, PayloadSink, Transmit, TransmitPayload, WireError,
+};
 
 use crate::error::{err, Error, ErrorClass};
 use crate::settings::MAX_EAGER_LIMIT;
+use crate::transport::api::{Caps, Transport};
 use crate::transport::events::Events;
 use crate::transport::reactor::FILE_TOKENS;
 use crate::universe::Universe;
@@ -81,6 +84,8 @@ pub struct FileConfig {
     pub poll_max: Duration,
     pub peer_timeout: Duration,
     pub connect_timeout: Duration,
+    /// `TETHER_FILE_EAGER_LIMIT`: the eager limit of peers reached by file.
+    pub eager_limit: u64,
     /// Whether whole frames may arrive by file (`file` is a transport of
     /// this run), which needs the inbox watched and a heartbeat; `hybrid`
     /// payloads alone need neither.
@@ -247,69 +252,6 @@ impl FileTransport {
             bye_received: false,
             dead: false,
         })
-    }
-
-    /// Sends an engine frame to `peer` as a file, or, for a `Data` frame
-    /// above `chunks::CHUNK`, as consecutive files of its parts, each
-    /// published as soon as it is written so that the receiver reads it
-    /// while the next is written.
-    pub fn send(&mut self, mut t: Transmit) {
-        let peer = t.peer;
-        // SAFETY: a borrowed payload stays valid until the request in
-        // `completes` completes, which is after these writes.
-        let bytes = unsafe { payload_bytes(&t.payload) };
-        let parts: Vec<_> = if t.header.kind == FrameKind::Data {
-            chunks::parts(bytes.len()).collect()
-        } else {
-            std::iter::once(0..bytes.len()).collect()
-        };
-        if parts.len() > 1 {
-            tracing::debug!(
-                "data of {} bytes for {} in {} files",
-                bytes.len(),
-                self.universe.describe(peer),
-                parts.len()
-            );
-        }
-        // Parts are written while the receiver reads the ones before: both
-        // cores are busy, so each part is checksummed inline.
-        let checksum = if parts.len() > 1 {
-            Checksum::Inline
-        } else {
-            Checksum::Beside
-        };
-        for part in parts {
-            let state = self.peer(peer);
-            if state.dead {
-                return;
-            }
-            let seq = state.send_seq;
-            state.send_seq += 1;
-            t.header.seq = seq;
-            t.header.payload_len = part.len() as u64;
-            let target = self.layout.outgoing_message(peer, seq);
-            match self.write(peer, seq, &t.header, &bytes[part], checksum, &target) {
-                Ok(temp) => {
-                    self.peer(peer).unplaced.push_back((temp, target));
-                    self.place_waiting(peer);
-                }
-                Err(e) => {
-                    let message = format!(
-                        "cannot write a message for {} to {}: {e}",
-                        self.universe.describe(peer),
-                        target.display()
-                    );
-                    self.lose(peer, file_error(message));
-                    return;
-                }
-            }
-        }
-        if let Some(req) = t.completes {
-            self.events.sent.push(req);
-        }
-        if let Some(r) = self.receiving.as_mut() {
-            r.watcher.activity(Instant::now());
-        }
     }
 
     /// Writes the payload of a hybrid `Data` frame to its file and returns
@@ -839,23 +781,6 @@ impl FileTransport {
         }
     }
 
-    /// Whether written files still wait for their names.
-    pub fn has_output(&self) -> bool {
-        self.peers
-            .values()
-            .any(|p| !p.dead && !p.unplaced.is_empty())
-    }
-
-    /// Sends a goodbye to every peer this process exchanged files with.
-    pub fn say_goodbye(&mut self) {
-        self.control(FrameKind::Bye, 0);
-    }
-
-    /// Sends an abort to every peer, best effort.
-    pub fn broadcast_abort(&mut self, code: i32) {
-        self.control(FrameKind::Abort, code);
-    }
-
     fn control(&mut self, kind: FrameKind, tag: i32) {
         let peers: Vec<u32> = self
             .peers
@@ -878,12 +803,113 @@ impl FileTransport {
             });
         }
     }
+}
+
+impl Transport for FileTransport {
+    fn caps(&self) -> Caps {
+        Caps {
+            eager_limit: Some(self.config.eager_limit),
+            remote_memory: false,
+        }
+    }
+
+    /// Sends an engine frame to `peer` as a file, or, for a `Data` frame
+    /// above `chunks::CHUNK`, as consecutive files of its parts, each
+    /// published as soon as it is written so that the receiver reads it
+    /// while the next is written.
+    fn send(&mut self, mut t: Transmit) {
+        let peer = t.peer;
+        // SAFETY: a borrowed payload stays valid until the request in
+        // `completes` completes, which is after these writes.
+        let bytes = unsafe { payload_bytes(&t.payload) };
+        let parts: Vec<_> = if t.header.kind == FrameKind::Data {
+            chunks::parts(bytes.len()).collect()
+        } else {
+            std::iter::once(0..bytes.len()).collect()
+        };
+        if parts.len() > 1 {
+            tracing::debug!(
+                "data of {} bytes for {} in {} files",
+                bytes.len(),
+                self.universe.describe(peer),
+                parts.len()
+            );
+        }
+        // Parts are written while the receiver reads the ones before: both
+        // cores are busy, so each part is checksummed inline.
+        let checksum = if parts.len() > 1 {
+            Checksum::Inline
+        } else {
+            Checksum::Beside
+        };
+        for part in parts {
+            let state = self.peer(peer);
+            if state.dead {
+                return;
+            }
+            let seq = state.send_seq;
+            state.send_seq += 1;
+            t.header.seq = seq;
+            t.header.payload_len = part.len() as u64;
+            let target = self.layout.outgoing_message(peer, seq);
+            match self.write(peer, seq, &t.header, &bytes[part], checksum, &target) {
+                Ok(temp) => {
+                    self.peer(peer).unplaced.push_back((temp, target));
+                    self.place_waiting(peer);
+                }
+                Err(e) => {
+                    let message = format!(
+                        "cannot write a message for {} to {}: {e}",
+                        self.universe.describe(peer),
+                        target.display()
+                    );
+                    self.lose(peer, file_error(message));
+                    return;
+                }
+            }
+        }
+        if let Some(req) = t.completes {
+            self.events.sent.push(req);
+        }
+        if let Some(r) = self.receiving.as_mut() {
+            r.watcher.activity(Instant::now());
+        }
+    }
+
+    fn place(&mut self, peer: u32, sink: PayloadSink) {
+        self.place_frame(peer, sink);
+    }
+
+    fn broke_protocol(&mut self, peer: u32, error: WireError) {
+        self.refuse_frame(peer, error);
+    }
+
+    fn events(&mut self) -> &mut Events {
+        &mut self.events
+    }
+
+    /// Whether written files still wait for their names.
+    fn has_output(&self) -> bool {
+        self.peers
+            .values()
+            .any(|p| !p.dead && !p.unplaced.is_empty())
+    }
+
+    /// Sends a goodbye to every peer this process exchanged files with.
+    fn say_goodbye(&mut self) {
+        self.control(FrameKind::Bye, 0);
+    }
 
     /// Whether every peer has heard this process's goodbye and said its own.
-    pub fn all_goodbyes_heard(&self) -> bool {
+    fn all_goodbyes_heard(&self) -> bool {
         self.peers
             .values()
             .all(|p| p.dead || (p.bye_received && p.unplaced.is_empty()))
+    }
+
+    /// Sends an abort to every peer, best effort.
+    fn broadcast_abort(&mut self, code: i32) {
+        self.control(FrameKind::Abort, code);
     }
 }
 

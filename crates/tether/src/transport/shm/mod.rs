@@ -48,6 +48,7 @@ use tether_ring::{Consumer, Doorbell, Producer};
 
 use crate::error::{err, ErrorClass};
 use crate::host;
+use crate::transport::api::{Caps, Transport};
 use crate::transport::events::{Events, LinkEvent};
 use crate::transport::peer_table::PeerTable;
 use crate::transport::reactor::SHM_TOKENS;
@@ -335,37 +336,6 @@ impl ShmTransport {
         })
     }
 
-    /// Sends an engine frame to `peer`, which [`ShmTransport::reaches`].
-    /// `offer`: a rendezvous announcement may offer its data for a split
-    /// copy (`split.rs`); false when the data will not be read from the
-    /// send buffer (it goes by file).
-    pub fn send(&mut self, t: Transmit, offer: bool) {
-        let peer = t.peer;
-        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
-            return;
-        };
-        match t.header.kind {
-            FrameKind::Rts => {
-                let word = if offer { self.offer_word(peer, &t) } else { 0 };
-                self.send_frame(t, word);
-            }
-            FrameKind::Cts => {
-                let (word, read) = self.grant_word(peer, &t);
-                let sender_req = t.header.sender_req;
-                self.send_frame(t, word);
-                if let Some((source, region)) = read {
-                    self.read_part(peer, sender_req, source, region);
-                }
-            }
-            FrameKind::Data => match channel.grants.remove(&t.header.sender_req) {
-                Some(grant) if grant.split => self.send_split(t, grant.address),
-                Some(grant) if channel.cma => self.send_whole(t, grant.address),
-                _ => self.send_frame(t, 0),
-            },
-            _ => self.send_frame(t, 0),
-        }
-    }
-
     /// Writes rendezvous data to `address` in the receiver's memory by
     /// cross-memory attach, then sends its `Data` frame; through the ring
     /// when the kernel refuses.
@@ -583,35 +553,6 @@ impl ShmTransport {
         moved
     }
 
-    /// Says where the payload of the data-path frame `peer`'s ring
-    /// reported goes, and reads on.
-    pub fn place(&mut self, peer: u32, sink: PayloadSink) {
-        let Some(inc) = self
-            .channels
-            .get_mut(&peer)
-            .filter(|c| !c.lost)
-            .and_then(|c| c.inc.as_mut())
-        else {
-            return;
-        };
-        let placed = inc.place(sink, &mut self.delivered);
-        self.report(peer);
-        match placed {
-            Ok(()) => {
-                self.read(peer);
-            }
-            Err(e) => self.broke_protocol(peer, e),
-        }
-    }
-
-    /// The peer broke the protocol on its ring: it is lost.
-    pub fn broke_protocol(&mut self, peer: u32, e: WireError) {
-        let who = self.universe.describe(peer);
-        tracing::error!("protocol error from {who} on its shared-memory ring: {e}");
-        let message = format!("{who} broke the protocol on its shared-memory ring: {e}");
-        self.lose(peer, err(ErrorClass::Protocol, message));
-    }
-
     /// Reports what `peer`'s ring delivered: data-path frames and filled
     /// payloads to the router, the link's own frames here.
     fn report(&mut self, peer: u32) {
@@ -798,16 +739,88 @@ impl ShmTransport {
         // After a sleep the liveness clock is due at the next poll.
         self.polls_since_clock = CLOCK_EVERY;
     }
+}
+
+impl Transport for ShmTransport {
+    fn caps(&self) -> Caps {
+        Caps {
+            eager_limit: None,
+            remote_memory: self.config.cma,
+        }
+    }
+
+    /// An `Rts` that names its send buffer offers the data for a split
+    /// copy (`split.rs`); one whose data will not be read from the send
+    /// buffer (it goes by file) names none.
+    fn send(&mut self, t: Transmit) {
+        let peer = t.peer;
+        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
+            return;
+        };
+        match t.header.kind {
+            FrameKind::Rts => {
+                let word = self.offer_word(peer, &t);
+                self.send_frame(t, word);
+            }
+            FrameKind::Cts => {
+                let (word, read) = self.grant_word(peer, &t);
+                let sender_req = t.header.sender_req;
+                self.send_frame(t, word);
+                if let Some((source, region)) = read {
+                    self.read_part(peer, sender_req, source, region);
+                }
+            }
+            FrameKind::Data => match channel.grants.remove(&t.header.sender_req) {
+                Some(grant) if grant.split => self.send_split(t, grant.address),
+                Some(grant) if channel.cma => self.send_whole(t, grant.address),
+                _ => self.send_frame(t, 0),
+            },
+            _ => self.send_frame(t, 0),
+        }
+    }
+
+    /// Says where the payload of the data-path frame `peer`'s ring
+    /// reported goes, and reads on.
+    fn place(&mut self, peer: u32, sink: PayloadSink) {
+        let Some(inc) = self
+            .channels
+            .get_mut(&peer)
+            .filter(|c| !c.lost)
+            .and_then(|c| c.inc.as_mut())
+        else {
+            return;
+        };
+        let placed = inc.place(sink, &mut self.delivered);
+        self.report(peer);
+        match placed {
+            Ok(()) => {
+                self.read(peer);
+            }
+            Err(e) => self.broke_protocol(peer, e),
+        }
+    }
+
+    /// The peer broke the protocol on its ring: it is lost.
+    fn broke_protocol(&mut self, peer: u32, e: WireError) {
+        let who = self.universe.describe(peer);
+        tracing::error!("protocol error from {who} on its shared-memory ring: {e}");
+        let message = format!("{who} broke the protocol on its shared-memory ring: {e}");
+        self.lose(peer, err(ErrorClass::Protocol, message));
+    }
+
+    fn events(&mut self) -> &mut Events {
+        &mut self.events
+    }
 
     /// Whether frames wait for room in a ring.
-    pub fn has_output(&self) -> bool {
+    fn has_output(&self) -> bool {
         self.channels
             .values()
             .any(|c| !c.lost && c.out.as_ref().is_some_and(Outgoing::has_output))
     }
 
     /// Queues a goodbye on every channel (once).
-    pub fn say_goodbye(&mut self) {
+    fn say_goodbye(&mut self) {
         let peers: Vec<u32> = self.channels.keys().copied().collect();
         for peer in peers {
             let channel = self.channels.get_mut(&peer).expect("listed");
@@ -823,7 +836,7 @@ impl ShmTransport {
     }
 
     /// Whether every channel has said its goodbye and heard the peer's.
-    pub fn all_goodbyes_heard(&self) -> bool {
+    fn all_goodbyes_heard(&self) -> bool {
         self.channels.values().all(|c| {
             c.lost
                 || c.out.is_none()
@@ -832,7 +845,7 @@ impl ShmTransport {
     }
 
     /// Queues an abort on every channel, best effort.
-    pub fn broadcast_abort(&mut self, code: i32) {
+    fn broadcast_abort(&mut self, code: i32) {
         let peers: Vec<u32> = self.channels.keys().copied().collect();
         for peer in peers {
             if let Some(out) = self

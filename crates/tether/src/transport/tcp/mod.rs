@@ -28,6 +28,7 @@ use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::settings::MAX_EAGER_LIMIT;
+use crate::transport::api::{Caps, Transport};
 use crate::transport::events::{Events, LinkEvent};
 use crate::transport::reactor::{Ready, TCP_TOKENS};
 use crate::transport::retry::Retry;
@@ -186,26 +187,6 @@ impl TcpTransport {
         self.universe.my_universe_rank()
     }
 
-    /// Sends an engine frame to its peer, connecting first if needed.
-    pub fn send(&mut self, t: Transmit) {
-        let peer = t.peer;
-        let link = self.links.entry(peer).or_default();
-        match link.established {
-            Some(token) => {
-                let entry = self
-                    .entries
-                    .get_mut(&token)
-                    .expect("established link has an entry");
-                entry.conn.enqueue(t);
-                self.flush(token);
-            }
-            None => {
-                link.queue.push_back(t);
-                self.start_connect(peer);
-            }
-        }
-    }
-
     /// Starts connecting to `peer` unless a link exists or is being made.
     pub fn start_connect(&mut self, peer: u32) {
         let link = self.links.entry(peer).or_default();
@@ -299,26 +280,6 @@ impl TcpTransport {
         }
         if ready.readable {
             self.read(ready.token);
-        }
-    }
-
-    /// Says where the payload of the data-path frame `peer`'s link
-    /// reported goes, and reads on.
-    pub fn place(&mut self, peer: u32, sink: PayloadSink) {
-        let Some(token) = self.links.get(&peer).and_then(|l| l.established) else {
-            return;
-        };
-        if let Some(entry) = self.entries.get_mut(&token) {
-            entry.conn.place(sink);
-            self.read(token);
-        }
-    }
-
-    /// The engine refused a frame of `peer`'s link: the peer broke the
-    /// protocol, and the link is closed.
-    pub fn broke_protocol(&mut self, peer: u32, error: WireError) {
-        if let Some(token) = self.links.get(&peer).and_then(|l| l.established) {
-            self.fail_conn(token, ConnError::Wire(error));
         }
     }
 
@@ -798,9 +759,62 @@ impl TcpTransport {
         link.queue.clear();
         self.events.lost(peer, error);
     }
+}
+
+impl Transport for TcpTransport {
+    fn caps(&self) -> Caps {
+        Caps {
+            eager_limit: None,
+            remote_memory: false,
+        }
+    }
+
+    /// Sends an engine frame to its peer, connecting first if needed.
+    fn send(&mut self, t: Transmit) {
+        let peer = t.peer;
+        let link = self.links.entry(peer).or_default();
+        match link.established {
+            Some(token) => {
+                let entry = self
+                    .entries
+                    .get_mut(&token)
+                    .expect("established link has an entry");
+                entry.conn.enqueue(t);
+                self.flush(token);
+            }
+            None => {
+                link.queue.push_back(t);
+                self.start_connect(peer);
+            }
+        }
+    }
+
+    /// Says where the payload of the data-path frame `peer`'s link
+    /// reported goes, and reads on.
+    fn place(&mut self, peer: u32, sink: PayloadSink) {
+        let Some(token) = self.links.get(&peer).and_then(|l| l.established) else {
+            return;
+        };
+        if let Some(entry) = self.entries.get_mut(&token) {
+            entry.conn.place(sink);
+            self.read(token);
+        }
+    }
+
+    /// The engine refused a frame of `peer`'s link: the peer broke the
+    /// protocol, and the link is closed.
+    fn broke_protocol(&mut self, peer: u32, error: WireError) {
+        if let Some(token) = self.links.get(&peer).and_then(|l| l.established) {
+            self.fail_conn(token, ConnError::Wire(error));
+        }
+    }
+
+    fn events(&mut self) -> &mut Events {
+        &mut self.events
+    }
 
     /// Whether any frame is still queued (for finalize).
-    pub fn has_output(&self) -> bool {
+    fn has_output(&self) -> bool {
         self.entries.values().any(|e| e.conn.has_output())
             || self
                 .links
@@ -809,7 +823,7 @@ impl TcpTransport {
     }
 
     /// Sends a goodbye on every established link (once).
-    pub fn say_goodbye(&mut self) {
+    fn say_goodbye(&mut self) {
         let tokens: Vec<(u32, Token)> = self
             .links
             .iter_mut()
@@ -826,7 +840,7 @@ impl TcpTransport {
     }
 
     /// Whether every established link has both said and heard goodbye.
-    pub fn all_goodbyes_heard(&self) -> bool {
+    fn all_goodbyes_heard(&self) -> bool {
         self.links.values().all(|l| match l.established {
             Some(token) => self
                 .entries
@@ -837,7 +851,7 @@ impl TcpTransport {
     }
 
     /// Sends an abort frame on every established link, best effort.
-    pub fn broadcast_abort(&mut self, code: i32) {
+    fn broadcast_abort(&mut self, code: i32) {
         let tokens: Vec<Token> = self.links.values().filter_map(|l| l.established).collect();
         for token in tokens {
             if let Some(entry) = self.entries.get_mut(&token) {

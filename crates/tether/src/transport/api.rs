@@ -1,0 +1,70 @@
+//! The contract every transport implements: tcp, shm and file today; the
+//! wrappers and transports of later issues (rails, UCX) the same way.
+//!
+//! A transport moves frames between this process and its peers over
+//! links of one kind. It never calls the engine or the runtime, and no
+//! transport knows another: it reports what happened in its [`Events`],
+//! which the router drains after every call (`events.rs`), and it is
+//! told where a reported frame's payload goes ([`Transport::place`]).
+//! No method blocks: what a link cannot take now waits in the transport,
+//! in order, and leaves as the link drains during progress. How a
+//! transport makes progress (descriptors in the reactor, rings polled,
+//! files looked for) is its own and the router's business, outside this
+//! contract.
+//!
+//! Ownership: a [`Transmit`] with a borrowed payload points at user
+//! memory that stays valid until the transport reports the frame sent
+//! ([`Events::sent`]); a [`PayloadSink`] region stays valid until the
+//! transport reports it filled, or the peer lost.
+
+use tether_proto::{PayloadSink, Transmit, WireError};
+
+use super::events::Events;
+
+/// What a transport can do, for the router's and the engine's choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// The eager limit the transport wants for its peers, where the
+    /// general one does not suit it (`file`: each message is a file, so
+    /// a larger eager message saves the rendezvous's two extra files).
+    pub eager_limit: Option<u64>,
+    /// The transport reaches a peer's memory by address (cross-memory
+    /// attach), so rendezvous data can move without passing through the
+    /// link. Today shm uses it inside its own rendezvous (`shm/split.rs`);
+    /// the engine's put/get protocol that will read it is to come.
+    pub remote_memory: bool,
+}
+
+pub trait Transport {
+    fn caps(&self) -> Caps;
+
+    /// Hands `t` to the link to its peer, now or, in order, once the link
+    /// has room. A frame that completes a request is reported sent once
+    /// its bytes are handed over (or copied, where `copy_if_blocked`
+    /// allows). A peer the transport has lost takes nothing.
+    fn send(&mut self, t: Transmit);
+
+    /// Says where the payload of the data-path frame `peer`'s link
+    /// reported goes (the engine's delivery); the link reads on. Ignored
+    /// when no frame of `peer` waits.
+    fn place(&mut self, peer: u32, sink: PayloadSink);
+
+    /// The engine refused the frame `peer`'s link reported: the peer broke
+    /// the protocol, and is reported lost with `error` named.
+    fn broke_protocol(&mut self, peer: u32, error: WireError);
+
+    /// What happened since the router last drained it.
+    fn events(&mut self) -> &mut Events;
+
+    /// Whether frames still wait for their links (for finalize).
+    fn has_output(&self) -> bool;
+
+    /// Queues a goodbye on every link (once).
+    fn say_goodbye(&mut self);
+
+    /// Whether every link has said its goodbye and heard the peer's.
+    fn all_goodbyes_heard(&self) -> bool;
+
+    /// Queues an abort with exit code `code` on every link, best effort.
+    fn broadcast_abort(&mut self, code: i32);
+}
