@@ -16,6 +16,7 @@ BUILT_IN = {"raw_tcp", "raw_shm", "memcpy", "file"}
 MODES = {
     "latency": ["--sizes", "0,8,1K"],
     "bw": ["--sizes", "8,64K", "--window", "4"],
+    "bw_blocking": ["--sizes", "8,64K,1M", "--window", "4"],
     "bibw": ["--sizes", "8,64K", "--window", "4"],
     "mbw_mr": ["--sizes", "8", "--window", "4", "--pairs", "2"],
     "multi_rail": ["--sizes", "64K", "--window", "4"],

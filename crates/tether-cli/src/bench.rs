@@ -41,9 +41,10 @@ const MAX_PROCS: u32 = 64;
 /// Measure Tether against baselines on this machine (OSU-style).
 #[derive(Args, Debug)]
 #[command(after_help = "\
-Modes: latency (ping-pong), bw (window of non-blocking sends), bibw (both \
-directions), mbw_mr (several pairs: message rate), multi_rail (bw over \
-TETHER_RAILS rails; needs a build with rails), allreduce, bcast, barrier. \
+Modes: latency (ping-pong), bw (window of non-blocking sends), bw_blocking \
+(bw with blocking sends and receives), bibw (both directions), mbw_mr \
+(several pairs: message rate), multi_rail (bw over TETHER_RAILS rails; needs \
+a build with rails), allreduce, bcast, barrier. \
 Baselines: raw_tcp, raw_shm, memcpy, file (built in), mpich (mpicc.mpich and \
 mpiexec.mpich), zmq (cc and libzmq); one that is not installed or has no \
 measurement for the mode is reported as skipped. Figures are medians of \

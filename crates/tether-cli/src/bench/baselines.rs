@@ -117,7 +117,12 @@ impl Baseline {
         match self {
             Baseline::RawTcp => matches!(
                 mode,
-                Mode::Latency | Mode::Bw | Mode::Bibw | Mode::MbwMr | Mode::MultiRail
+                Mode::Latency
+                    | Mode::Bw
+                    | Mode::BwBlocking
+                    | Mode::Bibw
+                    | Mode::MbwMr
+                    | Mode::MultiRail
             ),
             Baseline::RawShm | Baseline::Zmq => mode == Mode::Latency,
             Baseline::Memcpy => matches!(mode, Mode::Bw | Mode::Bibw | Mode::MultiRail),

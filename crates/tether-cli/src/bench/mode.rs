@@ -12,6 +12,9 @@ pub enum Mode {
     Latency,
     /// A window of non-blocking sends answered by one ack (MB/s).
     Bw,
+    /// `bw` with blocking calls: a stream of blocking sends to a receiver
+    /// looping on blocking receives, one ack per window (MB/s).
+    BwBlocking,
     /// Windows in both directions at once (MB/s, both directions summed).
     Bibw,
     /// Several sender/receiver pairs streaming at once (messages/s).
@@ -58,6 +61,7 @@ impl Mode {
         match self {
             Mode::Latency => "latency",
             Mode::Bw => "bw",
+            Mode::BwBlocking => "bw_blocking",
             Mode::Bibw => "bibw",
             Mode::MbwMr => "mbw_mr",
             Mode::MultiRail => "multi_rail",
@@ -70,7 +74,7 @@ impl Mode {
     pub fn metric(self) -> Metric {
         match self {
             Mode::Latency | Mode::Allreduce | Mode::Bcast | Mode::Barrier => Metric::LatencyUs,
-            Mode::Bw | Mode::Bibw | Mode::MultiRail => Metric::BandwidthMbS,
+            Mode::Bw | Mode::BwBlocking | Mode::Bibw | Mode::MultiRail => Metric::BandwidthMbS,
             Mode::MbwMr => Metric::MessagesPerS,
         }
     }
@@ -83,14 +87,17 @@ impl Mode {
 
     /// Streaming modes send windows of non-blocking messages.
     pub fn windowed(self) -> bool {
-        matches!(self, Mode::Bw | Mode::Bibw | Mode::MbwMr | Mode::MultiRail)
+        matches!(
+            self,
+            Mode::Bw | Mode::BwBlocking | Mode::Bibw | Mode::MbwMr | Mode::MultiRail
+        )
     }
 
     /// Sizes measured when none are given.
     pub fn default_sizes(self) -> Vec<u64> {
         match self {
             Mode::Latency => vec![8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 1 << 20],
-            Mode::Bw | Mode::Bibw | Mode::MultiRail => {
+            Mode::Bw | Mode::BwBlocking | Mode::Bibw | Mode::MultiRail => {
                 vec![8, 512, 4 << 10, 64 << 10, 1 << 20, 16 << 20]
             }
             Mode::MbwMr => vec![8, 64, 1 << 10],

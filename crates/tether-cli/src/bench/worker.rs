@@ -95,6 +95,7 @@ fn measure(rt: &mut Runtime, args: &WorkerArgs) -> Result<Vec<Point>, String> {
         let value = match args.mode {
             Mode::Latency => p2p::latency(rt, size, counts)?,
             Mode::Bw | Mode::MultiRail => p2p::bandwidth(rt, size, counts, args.window)?,
+            Mode::BwBlocking => p2p::blocking_bandwidth(rt, size, counts, args.window)?,
             Mode::Bibw => p2p::bibw(rt, size, counts, args.window)?,
             Mode::MbwMr => p2p::message_rate(rt, size, counts, args.window)?,
             Mode::Allreduce => coll::allreduce(rt, size, counts)?,

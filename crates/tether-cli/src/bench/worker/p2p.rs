@@ -176,6 +176,49 @@ pub fn bandwidth(rt: &mut Runtime, size: u64, counts: Counts, window: u32) -> Re
     Ok((size * u64::from(window) * counts.iters) as f64 / us)
 }
 
+/// A window of blocking sends (`tether_send`) to a receiver looping on
+/// blocking receives, then an ack, in MB/s: `bandwidth` without requests
+/// in flight, so each send completes before the next one starts.
+pub fn blocking_bandwidth(
+    rt: &mut Runtime,
+    size: u64,
+    counts: Counts,
+    window: u32,
+) -> Result<f64, String> {
+    let pair = pair(rt)?;
+    let mut sbuf = vec![0u8; size as usize];
+    let mut rbuf = vec![0u8; size as usize];
+    let mut ack = [0u8; 4];
+    fill(&mut sbuf, mark(0));
+    let total = counts.warmup + counts.iters;
+    let mut start = Instant::now();
+    for it in 0..total {
+        if it == counts.warmup {
+            start = Instant::now();
+        }
+        if pair.sender {
+            stamp(&mut sbuf, it);
+            for _ in 0..window {
+                send(rt, &sbuf, pair.peer, TAG_DATA)?;
+            }
+            recv(rt, &mut ack, pair.peer, TAG_ACK)?;
+        } else {
+            for _ in 0..window {
+                recv(rt, &mut rbuf, pair.peer, TAG_DATA)?;
+            }
+            if it == 0 {
+                check(&rbuf, mark(0))?;
+            }
+            send(rt, &ack, pair.peer, TAG_ACK)?;
+        }
+    }
+    let us = elapsed_us(start);
+    if !pair.sender {
+        check(&rbuf, mark(total - 1))?;
+    }
+    Ok((size * u64::from(window) * counts.iters) as f64 / us)
+}
+
 /// Windows in both directions at once (as osu_bibw), both summed, in MB/s.
 pub fn bibw(rt: &mut Runtime, size: u64, counts: Counts, window: u32) -> Result<f64, String> {
     let pair = pair(rt)?;
