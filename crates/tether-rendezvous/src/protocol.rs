@@ -19,6 +19,10 @@
 //! closes the connection: after a malformed line it cannot know where the
 //! next request starts. A well-behaved client checks keys and values before
 //! sending and never sees `ERR`.
+//!
+//! The codec ([`Request`], [`Reply`], [`read_line`]) is public for the fuzz
+//! targets of `crates/tether-fuzz`; applications use [`crate::TcpClient`]
+//! and [`crate::Server`].
 
 use std::io::{self, BufRead, Read};
 
@@ -33,7 +37,7 @@ pub const MAX_WAIT_MS: u64 = 3_600_000;
 
 /// A client's request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Request<'a> {
+pub enum Request<'a> {
     Put { key: &'a str, value: &'a str },
     Get { key: &'a str },
     Wait { key: &'a str, timeout_ms: u64 },
@@ -42,7 +46,7 @@ pub(crate) enum Request<'a> {
 
 impl Request<'_> {
     /// The request as a line, `\n` included.
-    pub(crate) fn encode(&self) -> String {
+    pub fn encode(&self) -> String {
         match self {
             Request::Put { key, value } => format!("PUT {key} {value}\n"),
             Request::Get { key } => format!("GET {key}\n"),
@@ -53,7 +57,7 @@ impl Request<'_> {
 
     /// Parses a line without its `\n`; the error is the text of the `ERR`
     /// reply.
-    pub(crate) fn parse(line: &str) -> Result<Request<'_>, String> {
+    pub fn parse(line: &str) -> Result<Request<'_>, String> {
         let (verb, rest) = line.split_once(' ').unwrap_or((line, ""));
         let request = match verb {
             "PUT" => {
@@ -98,7 +102,7 @@ impl Request<'_> {
 
 /// The server's reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Reply {
+pub enum Reply {
     Ok,
     Value(String),
     None,
@@ -108,7 +112,7 @@ pub(crate) enum Reply {
 impl Reply {
     /// The reply as a line, `\n` included; newlines inside an error message
     /// are replaced so that the reply stays one line.
-    pub(crate) fn encode(&self) -> String {
+    pub fn encode(&self) -> String {
         match self {
             Reply::Ok => "OK\n".into(),
             Reply::Value(value) => format!("VALUE {value}\n"),
@@ -118,7 +122,7 @@ impl Reply {
     }
 
     /// Parses a line without its `\n`; the error says what is wrong.
-    pub(crate) fn parse(line: &str) -> Result<Reply, String> {
+    pub fn parse(line: &str) -> Result<Reply, String> {
         match line.split_once(' ').unwrap_or((line, "")) {
             ("OK", "") => Ok(Reply::Ok),
             ("NONE", "") => Ok(Reply::None),
@@ -131,7 +135,7 @@ impl Reply {
 
 /// What [`read_line`] found.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Line {
+pub enum Line {
     /// A whole line, without its `\n`.
     Text(String),
     /// The peer closed the connection before sending anything more.
@@ -146,7 +150,7 @@ pub(crate) enum Line {
 ///
 /// Blocks until a whole line, the end of the stream or an error (including
 /// the stream's read timeout) arrives.
-pub(crate) fn read_line(reader: &mut impl BufRead) -> io::Result<Line> {
+pub fn read_line(reader: &mut impl BufRead) -> io::Result<Line> {
     let mut bytes = Vec::new();
     Read::take(reader, MAX_LINE as u64).read_until(b'\n', &mut bytes)?;
     if bytes.is_empty() {
