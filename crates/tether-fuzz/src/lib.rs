@@ -1,0 +1,227 @@
+//! The bodies of Tether's fuzz targets, one function per target, each
+//! taking the fuzzer's bytes. They cover every decoder that reads bytes
+//! another process wrote:
+//!
+//! | target | decoder |
+//! |---|---|
+//! | [`frame_header`] | `tether_proto::FrameHeader::decode` |
+//! | [`hello`] | `tether_proto::Hello::decode` |
+//! | [`file_prefix`] | `tether::transport::file::format::decode_prefix` |
+//! | [`rendezvous`] | `tether_rendezvous::protocol`: `read_line`, `Request::parse` (the server's side), `Reply::parse` (the client's side) |
+//! | [`engine`] | `tether_proto::Engine` fed a hostile peer's frames |
+//!
+//! A target returns normally for every input; a panic (a failed check
+//! included) is a finding. `fuzz/` (cargo-fuzz, nightly) wraps each one
+//! in a `fuzz_target!`, and `tests/corpus.rs` replays the committed
+//! corpora on stable. See docs/FUZZING.md.
+
+mod engine;
+mod input;
+
+pub use engine::engine;
+
+use std::io::{BufReader, Cursor};
+
+use tether::transport::file::format::{
+    check_payload, decode_prefix, encode_prefix, Envelope, FILE_HEADER_LEN, PREFIX_LEN,
+};
+use tether_proto::wire::{FrameKind, FLAG_PAYLOAD_IN_FILE, HEADER_LEN, MAX_CONTROL_PAYLOAD};
+use tether_proto::{FrameHeader, Hello};
+use tether_rendezvous::protocol::{read_line, Line, Reply, Request, MAX_LINE};
+
+use input::Input;
+
+/// A target's body.
+pub type Target = fn(&[u8]);
+
+/// The targets by name, as `fuzz/` and `fuzz/corpus/` spell them.
+pub const TARGETS: [(&str, Target); 5] = [
+    ("frame_header", frame_header),
+    ("hello", hello),
+    ("file_prefix", file_prefix),
+    ("rendezvous", rendezvous),
+    ("engine", engine),
+];
+
+/// `FrameHeader::decode` of the first [`HEADER_LEN`] bytes, against the
+/// expected sequence number and eager bound in the next 8 + 8 bytes
+/// (0 and 65536 where the input is shorter).
+///
+/// A header that decodes must carry the expected sequence number, a
+/// payload length within its kind's bound, flags only its kind allows,
+/// and encode back to exactly the bytes it came from.
+pub fn frame_header(data: &[u8]) {
+    let Some(bytes) = data.get(..HEADER_LEN) else {
+        return;
+    };
+    let bytes: &[u8; HEADER_LEN] = bytes.try_into().expect("HEADER_LEN bytes");
+    let mut rest = Input::new(&data[HEADER_LEN..]);
+    let expected_seq = rest.u64().unwrap_or(0);
+    let max_eager = rest.u64().unwrap_or(65536);
+    match FrameHeader::decode(bytes, expected_seq, max_eager) {
+        Ok(header) => {
+            assert_eq!(header.seq, expected_seq);
+            let bound = match header.kind {
+                FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => {
+                    MAX_CONTROL_PAYLOAD
+                }
+                FrameKind::Eager => max_eager,
+                FrameKind::Data => u64::MAX,
+                _ => 0,
+            };
+            assert!(header.payload_len <= bound, "{header:?}");
+            let allowed = if header.kind == FrameKind::Data {
+                FLAG_PAYLOAD_IN_FILE
+            } else {
+                0
+            };
+            assert_eq!(header.flags & !allowed, 0, "{header:?}");
+            assert_eq!(&header.encode(), bytes);
+        }
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    }
+}
+
+/// `Hello::decode` of the whole input. A handshake that decodes encodes
+/// back to exactly the same bytes (the format has one encoding per value).
+pub fn hello(data: &[u8]) {
+    match Hello::decode(data) {
+        Ok(hello) => assert_eq!(hello.encode(), data, "{hello:?}"),
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    }
+}
+
+/// `decode_prefix` as the file transport calls it: on at most
+/// `PREFIX_LEN` bytes of a file, with the file's length and the envelope
+/// its name promised.
+///
+/// Input: one byte of switches, then the file. Switch bit 0 writes the
+/// correct prefix checksum into the file first (so that the checks after
+/// the checksum are reached); bit 1 expects the envelope the file holds
+/// (else the next 24 bytes give it); bit 2 takes the file's length from
+/// the next 8 bytes (else it is the file's true length).
+///
+/// A prefix that decodes must match the expected envelope and the file's
+/// length, and encode back to the same bytes (bar the 2 reserved bytes,
+/// which only the checksum covers) when its frame header decodes.
+pub fn file_prefix(data: &[u8]) {
+    let mut input = Input::new(data);
+    let Some(switches) = input.u8() else {
+        return;
+    };
+    let given_envelope = if switches & 2 == 0 {
+        let (Some(run), Some(sender), Some(receiver), Some(seq)) =
+            (input.u64(), input.u32(), input.u32(), input.u64())
+        else {
+            return;
+        };
+        Some(Envelope {
+            run,
+            sender,
+            receiver,
+            seq,
+        })
+    } else {
+        None
+    };
+    let given_len = if switches & 4 != 0 {
+        let Some(len) = input.u64() else { return };
+        Some(len)
+    } else {
+        None
+    };
+    let mut file = input.rest().to_vec();
+    if switches & 1 != 0 && file.len() >= PREFIX_LEN {
+        let crc = crc32c::crc32c(&file[..44]);
+        let crc = crc32c::crc32c_append(crc, &file[FILE_HEADER_LEN..PREFIX_LEN]);
+        file[44..48].copy_from_slice(&crc.to_le_bytes());
+    }
+    let le_u32 = |at: usize| u32::from_le_bytes(file[at..at + 4].try_into().expect("4 bytes"));
+    let le_u64 = |at: usize| u64::from_le_bytes(file[at..at + 8].try_into().expect("8 bytes"));
+    let expected = match given_envelope {
+        Some(envelope) => envelope,
+        None if file.len() >= PREFIX_LEN => Envelope {
+            run: le_u64(8),
+            sender: le_u32(16),
+            receiver: le_u32(20),
+            seq: le_u64(24),
+        },
+        None => Envelope {
+            run: 0,
+            sender: 0,
+            receiver: 0,
+            seq: 0,
+        },
+    };
+    let file_len = given_len.unwrap_or(file.len() as u64);
+    let have = file.len().min(PREFIX_LEN);
+    match decode_prefix(&file[..have], file_len, &expected) {
+        Ok(prefix) => {
+            assert_eq!(prefix.envelope, expected);
+            assert_eq!(
+                prefix.payload_len.checked_add(PREFIX_LEN as u64),
+                Some(file_len)
+            );
+            let frame = FrameHeader::decode(&prefix.frame, expected.seq, u64::MAX);
+            if let (Ok(frame), [0, 0]) = (frame, &file[6..8]) {
+                let again = encode_prefix(
+                    &prefix.envelope,
+                    &frame,
+                    prefix.payload_len,
+                    prefix.payload_crc,
+                );
+                assert_eq!(&again[..], &file[..PREFIX_LEN]);
+            }
+            if file_len == file.len() as u64 {
+                let payload = &file[PREFIX_LEN..];
+                let verdict = check_payload(&prefix, crc32c::crc32c(payload));
+                assert_eq!(
+                    verdict.is_ok(),
+                    crc32c::crc32c(payload) == prefix.payload_crc
+                );
+            }
+        }
+        Err(problem) => {
+            let _ = problem.to_string();
+        }
+    }
+}
+
+/// The rendezvous line protocol from both ends: the input is a stream
+/// that `read_line` splits into lines (through a reader whose buffer size
+/// the first byte picks, so that lines straddle buffer boundaries); every
+/// line is parsed as a request (what the server reads from a client) and
+/// as a reply (what a client reads from the server).
+///
+/// A line is never longer than [`MAX_LINE`] less its `\n`; a request or
+/// reply that parses encodes to a line that parses to the same value.
+pub fn rendezvous(data: &[u8]) {
+    let Some((&first, stream)) = data.split_first() else {
+        return;
+    };
+    let capacity = 1 + usize::from(first);
+    let mut reader = BufReader::with_capacity(capacity, Cursor::new(stream));
+    loop {
+        let line = match read_line(&mut reader).expect("a cursor does not fail") {
+            Line::Closed => return,
+            Line::TooLong | Line::NotUtf8 => continue,
+            Line::Text(line) => line,
+        };
+        assert!(line.len() < MAX_LINE, "{} bytes", line.len());
+        assert!(!line.contains('\n'));
+        if let Ok(request) = Request::parse(&line) {
+            let encoded = request.encode();
+            let again = encoded.strip_suffix('\n').expect("a line ends with \\n");
+            assert_eq!(Request::parse(again).as_ref(), Ok(&request), "{line:?}");
+        }
+        if let Ok(reply) = Reply::parse(&line) {
+            let encoded = reply.encode();
+            let again = encoded.strip_suffix('\n').expect("a line ends with \\n");
+            assert_eq!(Reply::parse(again).as_ref(), Ok(&reply), "{line:?}");
+        }
+    }
+}
