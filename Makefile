@@ -9,6 +9,8 @@
 #   make demo                    the heat coupling example (Fortran + MPI), both versions
 #   make bench                   benches/compare: tether bench against its baselines,
 #                                into docs/PERFORMANCE.md and docs/perf_*.png
+#   make fuzz                    every fuzz target (fuzz/, cargo-fuzz on nightly) in turn,
+#                                FUZZ_TIME seconds each (600); FUZZ_TARGETS picks some
 #   make header | check-format | lint | loom | demo-c | demo-python | clean
 #
 # Variables: PREFIX (/usr/local), DESTDIR (staging root for packagers),
@@ -83,7 +85,7 @@ APT_PACKAGES := build-essential ca-certificates pkg-config cmake mpich libmpich-
 APT_BENCH_PACKAGES := libzmq3-dev
 
 .PHONY: all build fortran header install check-format lint loom test demo demo-c demo-python clean python \
-        bench deps deps-system deps-rust deps-pytest deps-python deps-bench
+        bench fuzz deps deps-system deps-rust deps-pytest deps-python deps-bench
 
 all: build
 
@@ -167,6 +169,22 @@ lint:
 loom:
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(or $(CARGO_TARGET_DIR),target)/loom \
 	  $(CARGO) test -p tether-ring --release --test loom
+
+# The fuzz targets (docs/FUZZING.md), one at a time, each for FUZZ_TIME
+# seconds; new inputs go into fuzz/corpus/<target>, a crash stops the run
+# and leaves its input in fuzz/artifacts/<target>. Needs the nightly
+# toolchain and cargo-fuzz (cargo install cargo-fuzz); `make test` replays
+# the corpora on stable without them.
+FUZZ_TIME ?= 600
+FUZZ_TARGETS ?= frame_header hello file_prefix rendezvous engine
+
+fuzz:
+	@command -v cargo-fuzz >/dev/null || { echo "make fuzz: cargo-fuzz is missing (cargo install cargo-fuzz)" >&2; exit 1; }
+	cd fuzz
+	for target in $(FUZZ_TARGETS); do
+	  echo "make fuzz: $$target for $(FUZZ_TIME) s"
+	  $(CARGO) +nightly fuzz run "$$target" -- -max_total_time=$(FUZZ_TIME) -print_final_stats=1
+	done
 
 # The README's test command. Steps run in this order even under -j, each
 # shown as it starts.
