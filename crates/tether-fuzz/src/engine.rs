@@ -18,6 +18,7 @@
 //!   that has not completed, a receive's or a send's as it should be;
 //! - a sink of nothing follows only a header without payload, and a sink
 //!   takes exactly the header's payload;
+//! - frames off the data path (`Hello`, `Bye`, ...) are refused;
 //! - no frame goes to a lost peer or to the engine itself;
 //! - completions tell the truth: a receive that succeeded got at most its
 //!   buffer, a truncated one more; a send that succeeded sent its buffer;
@@ -325,6 +326,13 @@ impl Harness {
             Ok(sink) => sink,
             Err(_) => return self.lose(peer),
         };
+        assert!(
+            matches!(
+                header.kind,
+                FrameKind::Eager | FrameKind::Rts | FrameKind::Cts | FrameKind::Data
+            ),
+            "the engine took a frame off the data path: {header:?}"
+        );
         let pending = match sink {
             PayloadSink::None => {
                 assert_eq!(header.payload_len, 0, "no sink for a payload: {header:?}");
