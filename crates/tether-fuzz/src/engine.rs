@@ -14,8 +14,9 @@
 //! nothing more is read from it. The engine must never panic; besides,
 //! the target checks what the runtime relies on:
 //! - every region the engine hands out (a payload sink, a borrowed send
-//!   payload, `eager_destination`) lies inside the buffer of a request
-//!   that has not completed, a receive's or a send's as it should be;
+//!   payload, the region an `Rts` announces or a `Cts` grants,
+//!   `eager_destination`) lies inside the buffer of a live request, a
+//!   receive's or a send's as it should be;
 //! - a sink of nothing follows only a header without payload, and a sink
 //!   takes exactly the header's payload;
 //! - frames off the data path (`Hello`, `Bye`, ...) are refused;
@@ -419,6 +420,23 @@ impl Harness {
                 let buf = &self.buffers[self.tracked[i].buf];
                 assert!(inside(region, buf), "send payload outside its buffer");
             }
+            if let TransmitPayload::Rendezvous(region) = t.payload {
+                // An Rts announces its send's buffer, a Cts grants part of
+                // its receive's.
+                let (req, recv) = match h.kind {
+                    FrameKind::Rts => (h.sender_req, false),
+                    FrameKind::Cts => (h.receiver_req, true),
+                    other => panic!("a {other:?} frame with a rendezvous region"),
+                };
+                let owner = self
+                    .tracked
+                    .iter()
+                    .find(|x| x.req.to_wire() == req && !x.freed)
+                    .expect("a rendezvous region of a live request");
+                assert_eq!(matches!(owner.role, Role::Recv { .. }), recv);
+                assert!(inside(region, &self.buffers[owner.buf]), "{region:?}");
+                assert_eq!(region.len as u64, h.msg_size, "{h:?}");
+            }
             if let Some(req) = t.completes {
                 self.engine.transmit_done(req);
             }
@@ -499,9 +517,6 @@ impl Harness {
                 t.role
             );
             assert!(self.engine.granted_region(t.req).is_none());
-            if let Role::Send { dest } = t.role {
-                assert!(dest == ME || self.engine.announced_region(t.req).is_none());
-            }
             if let Some(c) = done {
                 self.check_completion(i, c);
             }
