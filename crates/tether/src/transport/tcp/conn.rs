@@ -108,6 +108,13 @@ pub(crate) struct Conn {
     rstart: usize,
     rend: usize,
     read: ReadState,
+    /// The last read emptied the socket's receive queue, and nothing has
+    /// said that more arrived since ([`Conn::may_have_data`]). On Linux
+    /// every later arrival raises a new edge-triggered event (as nginx
+    /// relies on), so the read that would only find EAGAIN is skipped:
+    /// one system call less per message, also when reading resumes after
+    /// a frame's payload was placed.
+    drained: bool,
     /// Bytes read and written so far (a busy poll's sign of movement).
     pub moved: u64,
 }
@@ -124,6 +131,7 @@ impl Conn {
             rstart: 0,
             rend: 0,
             read: ReadState::Header,
+            drained: false,
             moved: 0,
         }
     }
@@ -259,16 +267,11 @@ impl Conn {
         if matches!(self.read, ReadState::AwaitPlace) {
             return Ok(false);
         }
-        // A read that returns less than it asked for emptied the socket's
-        // receive queue, and on Linux every later arrival raises a new
-        // edge-triggered event (as nginx relies on), so the read that would
-        // only find EAGAIN is skipped: one system call less per message.
-        let mut drained = false;
         loop {
             if self.parse_buffered(open, max_eager, incoming)? {
                 return Ok(true);
             }
-            if drained {
+            if self.drained {
                 return Ok(false);
             }
             let result = match &mut self.read {
@@ -285,7 +288,7 @@ impl Conn {
                     };
                     match self.stream.read(dst) {
                         Ok(n) if n > 0 => {
-                            drained = n < dst.len();
+                            self.drained = n < dst.len();
                             self.moved += n as u64;
                             *filled += n;
                             continue;
@@ -304,7 +307,7 @@ impl Conn {
                     }
                     match self.stream.read(&mut self.rbuf[self.rend..]) {
                         Ok(n) if n > 0 => {
-                            drained = self.rend + n < self.rbuf.len();
+                            self.drained = self.rend + n < self.rbuf.len();
                             self.moved += n as u64;
                             self.rend += n;
                             continue;
@@ -431,6 +434,12 @@ impl Conn {
                 }
             }
         }
+    }
+
+    /// The socket may hold bytes not read yet: epoll said it is readable,
+    /// or a busy poll looks without asking epoll.
+    pub fn may_have_data(&mut self) {
+        self.drained = false;
     }
 
     /// Says where the payload of the data-path frame this stream

@@ -112,6 +112,8 @@ pub struct TcpTransport {
     config: TcpConfig,
     /// What happened since the router last drained it.
     pub events: Events,
+    /// What the last read delivered (kept to reuse its memory).
+    incoming: Vec<Incoming>,
 }
 
 impl TcpTransport {
@@ -169,6 +171,7 @@ impl TcpTransport {
             hello,
             config,
             events: Events::default(),
+            incoming: Vec::new(),
         }
     }
 
@@ -279,7 +282,7 @@ impl TcpTransport {
             self.flush(ready.token);
         }
         if ready.readable {
-            self.read(ready.token);
+            self.read(ready.token, true);
         }
     }
 
@@ -312,7 +315,7 @@ impl TcpTransport {
             {
                 self.flush(token);
             }
-            self.read(token);
+            self.read(token, true);
         }
         self.direct = tokens;
         let moved_after: u64 = self.entries.values().map(|e| e.conn.moved).sum();
@@ -455,19 +458,29 @@ impl TcpTransport {
         }
     }
 
-    fn read(&mut self, token: Token) {
+    /// Reads what `token`'s connection holds; `fresh`: something says
+    /// bytes may have arrived since its last read (see `Conn::drained`).
+    fn read(&mut self, token: Token, fresh: bool) {
+        if fresh {
+            if let Some(entry) = self.entries.get_mut(&token) {
+                entry.conn.may_have_data();
+            }
+        }
         loop {
             let Some(entry) = self.entries.get_mut(&token) else {
                 return;
             };
-            let mut incoming = Vec::new();
+            let mut incoming = std::mem::take(&mut self.incoming);
             let open = entry.stage == Stage::Established && entry.peer.is_some();
             let result = entry.conn.read_ready(open, MAX_EAGER_LIMIT, &mut incoming);
-            for item in incoming {
-                if !self.entries.contains_key(&token) {
-                    return;
+            for item in incoming.drain(..) {
+                if self.entries.contains_key(&token) {
+                    self.on_incoming(token, item);
                 }
-                self.on_incoming(token, item);
+            }
+            self.incoming = incoming;
+            if !self.entries.contains_key(&token) {
+                return;
             }
             match result {
                 Ok(true) => continue,
@@ -797,7 +810,7 @@ impl Transport for TcpTransport {
         };
         if let Some(entry) = self.entries.get_mut(&token) {
             entry.conn.place(sink);
-            self.read(token);
+            self.read(token, false);
         }
     }
 
