@@ -660,7 +660,8 @@ impl Runtime {
 }
 
 /// The word a request of communicator `comm` carries in the engine
-/// ([`Engine::set_user`]), for its status.
+/// ([`Engine::set_user`]), for its status. Every request the runtime hands
+/// out is given its word when it starts.
 #[inline(always)]
 fn comm_word(comm: i32) -> u64 {
     u64::from(comm as u32)
