@@ -186,6 +186,9 @@ enum Kind {
 struct Request {
     kind: Kind,
     done: Option<Completion>,
+    /// The owner's word for this request ([`Engine::set_user`]); zero
+    /// until set.
+    user: u64,
 }
 
 /// The point-to-point engine of one process. See the module documentation
@@ -266,6 +269,7 @@ impl Engine {
                 state: SendState::Eager,
             },
             done: None,
+            user: 0,
         });
         let size = region.len as u64;
         let sent = Completion {
@@ -351,6 +355,7 @@ impl Engine {
                 state: RecvState::Posted,
             },
             done: None,
+            user: 0,
         });
         match self.unexpected.take_match(&selector) {
             Some((envelope, Unexpected::Eager(data))) => {
@@ -426,6 +431,7 @@ impl Engine {
                     ..
                 },
                 done: None,
+                ..
             })
         );
         if posted && self.posted.remove(req) {
@@ -444,6 +450,7 @@ impl Engine {
         self.requests.insert(Request {
             kind: Kind::Generalized,
             done: None,
+            user: 0,
         })
     }
 
@@ -453,6 +460,7 @@ impl Engine {
         if let Some(Request {
             kind: Kind::Generalized,
             done: None,
+            ..
         }) = self.requests.get(req)
         {
             self.complete(req, completion);
@@ -483,6 +491,34 @@ impl Engine {
         Some(done)
     }
 
+    /// Gives `req` its owner's word: what the runtime needs back when it
+    /// completes the request (the communicator it belongs to), so that it
+    /// keeps no table of its own beside the slab. The engine never reads
+    /// it. Does nothing to a request that was freed (or never existed).
+    #[inline]
+    pub fn set_user(&mut self, req: ReqId, user: u64) {
+        if let Some(request) = self.requests.get_mut(req) {
+            request.user = user;
+        }
+    }
+
+    /// The word [`Engine::set_user`] gave `req` (zero if none was);
+    /// `None` for a request that was freed.
+    pub fn user(&self, req: ReqId) -> Option<u64> {
+        self.requests.get(req).map(|r| r.user)
+    }
+
+    /// [`Engine::take_completion`], with the request's word
+    /// ([`Engine::set_user`]) read in the same look-up.
+    #[inline]
+    pub fn take_completion_with_user(&mut self, req: ReqId) -> Option<(Completion, u64)> {
+        let request = self.requests.get(req)?;
+        let done = request.done?;
+        let user = request.user;
+        self.requests.remove(req);
+        Some((done, user))
+    }
+
     /// Number of requests not yet freed.
     pub fn live_requests(&self) -> usize {
         self.requests.len()
@@ -504,6 +540,7 @@ impl Engine {
         if let Some(Request {
             kind: Kind::Send { tag, region, .. },
             done: None,
+            ..
         }) = self.requests.get(req)
         {
             let sent = Completion {
@@ -590,6 +627,7 @@ impl Engine {
                         ..
                     },
                 done: None,
+                ..
             }) if *p == peer => *region,
             _ => {
                 return Err(WireError::UnknownHandle {
@@ -638,6 +676,7 @@ impl Engine {
                         ..
                     },
                 done: None,
+                ..
             }) if *source == peer => (*region, *source, *tag, *size, *granted),
             _ => {
                 return Err(WireError::UnknownHandle {
@@ -718,6 +757,7 @@ impl Engine {
                         ..
                     },
                 done: None,
+                ..
             }) => Some(region.prefix(*granted as usize)),
             _ => None,
         }
@@ -739,6 +779,7 @@ impl Engine {
                             selector,
                         },
                     done: None,
+                    ..
                 }) = self.requests.get(req)
                 {
                     let envelope = Envelope {

@@ -14,7 +14,9 @@ use tether_rendezvous::Rendezvous;
 
 use crate::comm::{Comm, CommTable};
 
+mod activities;
 mod aliasing;
+mod collective_activity;
 mod collectives;
 mod communicators;
 mod direct;
@@ -25,6 +27,7 @@ use crate::progress::{Polling, SpinPolicy};
 use crate::settings::Settings;
 use crate::transport::{LinkEvent, Transports};
 use crate::universe::{self, addr_key, Universe};
+use activities::{Activities, Progress};
 pub use collectives::{Arg, Layout, IN_PLACE};
 pub use direct::Arrival;
 use direct::RingShortcut;
@@ -59,9 +62,6 @@ pub struct Runtime {
     engine: Engine,
     transport: Transports,
     comms: CommTable,
-    /// The communicator of each live request, for its status, indexed by
-    /// the request's engine slot (a slot holds one live request at a time).
-    request_comm: Vec<i32>,
     /// Why a peer can no longer be reached.
     unreachable: HashMap<u32, Error>,
     spin: SpinPolicy,
@@ -76,12 +76,9 @@ pub struct Runtime {
     /// Which universe ranks this process exchanged messages with while
     /// `IN_KERNEL` was set (marked on every message, so a flag by rank).
     kernel_peers: Vec<bool>,
-    /// Collectives in progress, in the order they started.
-    collectives: Vec<collectives::Active>,
-    /// Failed collectives whose transfers are still posted.
-    orphaned: Vec<collectives::Orphaned>,
-    /// The detailed error of each failed collective request.
-    collective_errors: HashMap<ReqId, Error>,
+    /// Work that progress moves across calls: collectives running, and
+    /// failed ones with transfers in flight or an error to report.
+    activities: Activities,
     /// Scratch buffers of finished collectives, for the next ones.
     scratch: crate::coll::ScratchPool,
 }
@@ -140,12 +137,9 @@ impl Runtime {
             private_rendezvous,
             engine,
             transport,
-            request_comm: Vec::new(),
             unreachable: HashMap::default(),
             kernel_peers: vec![false; size as usize],
-            collectives: Vec::new(),
-            orphaned: Vec::new(),
-            collective_errors: HashMap::default(),
+            activities: Activities::default(),
             scratch: Default::default(),
         };
         runtime.choose_polling();
@@ -198,9 +192,9 @@ impl Runtime {
         let req = self
             .engine
             .isend(peer, context, tag, Region::from_const(buf, len));
-        self.remember_comm(req, comm);
+        self.engine.set_user(req, comm_word(comm));
         self.push_transmits();
-        self.progress_collectives();
+        self.progress_activities();
         Ok(req)
     }
 
@@ -223,18 +217,19 @@ impl Runtime {
         let req = self
             .engine
             .irecv(source, context, tag, Region { ptr: buf, len });
-        self.remember_comm(req, comm);
+        self.engine.set_user(req, comm_word(comm));
         self.push_transmits();
-        self.progress_collectives();
+        self.progress_activities();
         Ok(req)
     }
 
-    /// While non-blocking collectives run, a point-to-point call makes a
-    /// round of progress too, so that a program that only posts sends and
-    /// receives between starting a collective and waiting for it does not
-    /// hold the other members up (DESIGN 3.5). Costs nothing otherwise.
-    fn progress_collectives(&mut self) {
-        if !self.collectives.is_empty() {
+    /// While activities need progress (non-blocking collectives run), a
+    /// point-to-point call makes a round of progress too, so that a
+    /// program that only posts sends and receives between starting a
+    /// collective and waiting for it does not hold the other members up
+    /// (DESIGN 3.5). Costs nothing otherwise.
+    fn progress_activities(&mut self) {
+        if !self.activities.is_idle() {
             self.progress_once(Some(Duration::ZERO));
         }
     }
@@ -300,32 +295,15 @@ impl Runtime {
     }
 
     /// Frees a completed request and returns its status; `None` if pending.
+    /// The status carries the detailed error of a failed activity's
+    /// request (a collective's: which member failed it and why).
     pub fn take(&mut self, req: ReqId) -> Option<Status> {
-        let completion = self.engine.take_completion(req)?;
-        let comm = self
-            .request_comm
-            .get(req.slot as usize)
-            .copied()
-            .unwrap_or(crate::comm::COMM_UNIVERSE);
-        let mut status = self.status(completion, comm);
-        // Hashing costs more than the rest of a small message's completion:
-        // look only when some collective failed.
-        if !self.collective_errors.is_empty() {
-            if let Some(error) = self.collective_errors.remove(&req) {
-                status.error = Some(error);
-            }
+        let (completion, word) = self.engine.take_completion_with_user(req)?;
+        let mut status = self.status(completion, comm_of(word));
+        if let Some(error) = self.activities.take_error(req) {
+            status.error = Some(error);
         }
         Some(status)
-    }
-
-    /// Notes the communicator of a request just started.
-    fn remember_comm(&mut self, req: ReqId, comm: i32) {
-        let slot = req.slot as usize;
-        if self.request_comm.len() <= slot {
-            self.request_comm
-                .resize(slot + 1, crate::comm::COMM_UNIVERSE);
-        }
-        self.request_comm[slot] = comm;
     }
 
     fn check_request(&self, req: ReqId) -> Result<()> {
@@ -489,8 +467,8 @@ impl Runtime {
         // complete a collective's round and start its next: go on until a
         // round of that posts nothing new.
         loop {
-            if !self.collectives.is_empty() || !self.orphaned.is_empty() {
-                self.advance_collectives();
+            if !self.activities.is_idle() {
+                self.advance_activities();
             }
             if !self.engine.has_transmit() {
                 break;
@@ -499,6 +477,21 @@ impl Runtime {
         }
         self.absorb_link_events();
         active
+    }
+
+    /// Moves every activity as far as it goes now.
+    fn advance_activities(&mut self) {
+        let mut shortcut = RingShortcut {
+            transport: &mut self.transport,
+        };
+        let mut progress = Progress {
+            engine: &mut self.engine,
+            shortcut: &mut shortcut,
+            scratch: &mut self.scratch,
+            universe: &self.universe,
+            unreachable: &self.unreachable,
+        };
+        self.activities.advance(&mut progress);
     }
 
     /// Takes in what the transports reported about peers (lost, aborted).
@@ -664,6 +657,20 @@ impl Runtime {
         }
         std::process::exit(code);
     }
+}
+
+/// The word a request of communicator `comm` carries in the engine
+/// ([`Engine::set_user`]), for its status. Every request the runtime hands
+/// out is given its word when it starts.
+#[inline(always)]
+fn comm_word(comm: i32) -> u64 {
+    u64::from(comm as u32)
+}
+
+/// The communicator [`comm_word`] wrote.
+#[inline(always)]
+fn comm_of(word: u64) -> i32 {
+    word as u32 as i32
 }
 
 /// How long a wait has gone without movement, read from the clock only

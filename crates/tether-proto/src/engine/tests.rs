@@ -315,6 +315,37 @@ fn generalized_requests_complete_only_by_their_owner() {
 }
 
 #[test]
+fn a_request_carries_its_owners_word_until_it_is_freed_and_no_further() {
+    let mut w = World::new(2);
+    let mut buf = [0u8; 4];
+    let r = w.engines[1].irecv(Some(0), 0, Some(1), region(&mut buf));
+    assert_eq!(w.engines[1].user(r), Some(0), "zero until set");
+    w.engines[1].set_user(r, 42);
+    assert_eq!(w.engines[1].user(r), Some(42));
+    assert_eq!(
+        w.engines[1].take_completion_with_user(r),
+        None,
+        "pending: left alone"
+    );
+    let mut src = [7u8; 4];
+    let s = w.engines[0].isend(1, 0, 1, region(&mut src));
+    w.pump();
+    let (completion, user) = w.engines[1]
+        .take_completion_with_user(r)
+        .expect("delivered");
+    assert_eq!((completion.bytes, user), (4, 42));
+    assert_eq!(w.engines[1].user(r), None, "freed");
+    // The slot is reused by the next request, which starts at zero again:
+    // a word never outlives its request.
+    let next = w.engines[1].irecv(Some(0), 0, Some(1), region(&mut buf));
+    assert_eq!(next.slot, r.slot);
+    assert_eq!(w.engines[1].user(next), Some(0));
+    w.engines[1].set_user(r, 9);
+    assert_eq!(w.engines[1].user(next), Some(0), "a stale id sets nothing");
+    assert_eq!(done(&mut w.engines[0], s).error, None);
+}
+
+#[test]
 fn granted_region_names_the_part_of_the_buffer_a_cts_grants() {
     let mut w = World::new(2);
     let mut dst = vec![0u8; 500];

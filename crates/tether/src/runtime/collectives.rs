@@ -8,10 +8,11 @@
 
 use std::sync::Arc;
 
-use tether_proto::{Completion, CompletionError, ReqId};
+use tether_proto::ReqId;
 
 use super::aliasing::check_disjoint;
-use super::{RingShortcut, Runtime, ANY_TAG};
+use super::collective_activity::{describe_failure, Collective};
+use super::{comm_word, RingShortcut, Runtime};
 use crate::coll::cache::Key;
 use crate::coll::{
     pairwise, ring, tree, Buf, Buffers, Channel, Failure, Running, Schedule, Shape, Span,
@@ -110,37 +111,6 @@ pub(super) struct Plan {
     reduction: Option<(Op, Datatype)>,
 }
 
-/// A collective in progress, with what it is for error messages.
-pub(super) struct Active {
-    req: ReqId,
-    what: &'static str,
-    comm: i32,
-    running: Running,
-}
-
-/// A failed collective whose transfers are still posted: kept (with its
-/// scratch buffers, and a buffer of the runtime's own when it ran on one)
-/// until they finish.
-pub(super) struct Orphaned {
-    requests: Vec<ReqId>,
-    _running: Running,
-    _buffer: Option<Box<[u64]>>,
-}
-
-impl Orphaned {
-    pub(super) fn new(
-        requests: Vec<ReqId>,
-        running: Running,
-        buffer: Option<Box<[u64]>>,
-    ) -> Orphaned {
-        Orphaned {
-            requests,
-            _running: running,
-            _buffer: buffer,
-        }
-    }
-}
-
 fn in_place_only_at_root(name: &str) -> Error {
     err(
         ErrorClass::Arg,
@@ -210,14 +180,10 @@ impl Runtime {
         let (comm, what) = (plan.comm, plan.what);
         let running = self.running(plan)?;
         let req = self.engine.start_generalized();
-        self.remember_comm(req, comm);
-        self.collectives.push(Active {
-            req,
-            what,
-            comm,
-            running,
-        });
-        self.advance_collectives();
+        self.engine.set_user(req, comm_word(comm));
+        self.activities
+            .push(Box::new(Collective::running(req, what, comm, running)));
+        self.advance_activities();
         self.push_transmits();
         Ok(req)
     }
@@ -236,10 +202,17 @@ impl Runtime {
                 Ok(())
             }
             Err(failure) => {
-                let (_, error) = self.collective_error(what, comm, &running, &failure);
-                let requests = running.orphans(&mut self.engine);
-                if !requests.is_empty() {
-                    self.orphaned.push(Orphaned::new(requests, running, None));
+                let (_, error) = describe_failure(
+                    &self.universe,
+                    &self.unreachable,
+                    what,
+                    comm,
+                    &running,
+                    &failure,
+                );
+                let transfers = running.orphans(&mut self.engine);
+                if let Some(orphan) = Collective::orphaned(transfers, running, None) {
+                    self.activities.push(Box::new(orphan));
                 }
                 Err(error)
             }
@@ -303,10 +276,10 @@ impl Runtime {
     /// Asks the shortcut again for `running`'s deferred receives, up to
     /// [`Runtime::direct_polls`] times (fewer when waits yield the core); returns
     /// the outcome if the collective ended meanwhile. Nothing else
-    /// progresses meanwhile, so it is skipped while non-blocking
-    /// collectives run.
+    /// progresses meanwhile, so it is skipped while activities need
+    /// progress.
     fn poll_deferred(&mut self, running: &mut Running) -> Option<std::result::Result<(), Failure>> {
-        if !self.collectives.is_empty() || !self.orphaned.is_empty() {
+        if !self.activities.is_idle() {
             return None;
         }
         for _ in 0..self.direct_polls() {
@@ -343,108 +316,6 @@ impl Runtime {
         build: impl FnOnce() -> Schedule,
     ) -> Result<Arc<Schedule>> {
         Ok(self.comms.get_mut(comm)?.schedules.get_or_build(key, build))
-    }
-
-    /// Moves every collective in progress as far as it can go.
-    pub(super) fn advance_collectives(&mut self) {
-        let mut i = 0;
-        while i < self.collectives.len() {
-            let mut shortcut = RingShortcut {
-                transport: &mut self.transport,
-            };
-            let running = &mut self.collectives[i].running;
-            let Some(outcome) = running.advance_via(&mut self.engine, &mut shortcut) else {
-                i += 1;
-                continue;
-            };
-            let mut active = self.collectives.remove(i);
-            let mut completion = Completion {
-                source: u32::MAX,
-                tag: ANY_TAG,
-                bytes: 0,
-                error: None,
-            };
-            match outcome {
-                Ok(()) => active.running.recycle(&mut self.scratch),
-                Err(failure) => {
-                    let (class, error) =
-                        self.collective_error(active.what, active.comm, &active.running, &failure);
-                    completion.error = Some(class);
-                    self.collective_errors.insert(active.req, error);
-                    let requests = active.running.orphans(&mut self.engine);
-                    if !requests.is_empty() {
-                        self.orphaned
-                            .push(Orphaned::new(requests, active.running, None));
-                    }
-                }
-            }
-            self.engine.complete_generalized(active.req, completion);
-        }
-        if self.orphaned.is_empty() {
-            return;
-        }
-        let engine = &mut self.engine;
-        self.orphaned.retain_mut(|o| {
-            o.requests.retain(|r| engine.take_completion(*r).is_none());
-            !o.requests.is_empty()
-        });
-    }
-
-    fn collective_error(
-        &self,
-        what: &str,
-        comm: i32,
-        running: &Running,
-        failure: &Failure,
-    ) -> (CompletionError, Error) {
-        let members = &running.channel().members;
-        let who = |rank: u32| {
-            format!(
-                "rank {rank} ({})",
-                self.universe.describe(members[rank as usize])
-            )
-        };
-        let prefix = format!("{what} on communicator {comm}");
-        match failure {
-            Failure::Transfer {
-                rank,
-                error: CompletionError::PeerLost,
-            } => {
-                let peer = members[*rank as usize];
-                let why = self
-                    .unreachable
-                    .get(&peer)
-                    .map_or("the connection was lost".to_string(), |e| e.message.clone());
-                (
-                    CompletionError::PeerLost,
-                    err(ErrorClass::PeerLost, format!("{prefix}: {}: {why}", who(*rank))),
-                )
-            }
-            Failure::Transfer { rank, error } => (
-                CompletionError::Truncated,
-                err(
-                    ErrorClass::Truncate,
-                    format!(
-                        "{prefix}: {} sent more bytes than this process expects ({error:?}): the processes passed different counts",
-                        who(*rank)
-                    ),
-                ),
-            ),
-            Failure::ShortMessage {
-                rank,
-                got,
-                expected,
-            } => (
-                CompletionError::Truncated,
-                err(
-                    ErrorClass::Count,
-                    format!(
-                        "{prefix}: {} sent {got} bytes where {expected} were expected: the processes passed different counts",
-                        who(*rank)
-                    ),
-                ),
-            ),
-        }
     }
 
     /// A non-root rank's part of a gather: it sends its block to the root,

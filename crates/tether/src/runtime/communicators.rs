@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use super::collectives::Orphaned;
+use super::collective_activity::Collective;
 use super::Runtime;
 use crate::coll::{ring, Buf, Buffers, Channel, Running, Shape, Span};
 use crate::comm::{Comm, COMM_NULL, CREATION_CONTEXT};
@@ -116,9 +116,10 @@ impl Runtime {
             &mut self.scratch,
         );
         if let Err(failure) = self.run_to_end(&mut running) {
-            let requests = running.orphans(&mut self.engine);
-            self.orphaned
-                .push(Orphaned::new(requests, running, Some(values)));
+            let transfers = running.orphans(&mut self.engine);
+            if let Some(orphan) = Collective::orphaned(transfers, running, Some(values)) {
+                self.activities.push(Box::new(orphan));
+            }
             return Err(err(
                 ErrorClass::Comm,
                 format!(

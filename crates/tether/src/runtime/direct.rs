@@ -24,8 +24,9 @@
 //!   rendezvous announcement, a frame for another receive, a truncating
 //!   message) is left in the ring and the receive goes the engine's way.
 //!
-//! While a non-blocking collective runs, both take the engine's path: its
-//! progress rounds advance the collective.
+//! While an activity needs progress (a non-blocking collective runs, or a
+//! failed one's transfers are in flight: `Activities::is_idle`), both take
+//! the engine's path: its progress rounds advance the activity.
 //!
 //! Waiting: a receive whose message has not arrived polls that one ring a
 //! bounded number of times ([`DIRECT_POLLS`], fewer when waits yield the
@@ -127,7 +128,7 @@ impl Runtime {
         comm: i32,
     ) -> Result<bool> {
         let (peer, context, tag) = self.destination(dest, tag, comm)?;
-        if !self.collectives.is_empty() || peer == self.me {
+        if !self.activities.is_idle() || peer == self.me {
             return Ok(false);
         }
         let sent = send_now(
@@ -172,7 +173,7 @@ impl Runtime {
         let Some(peer) = source_peer else {
             return Ok(None);
         };
-        if !self.collectives.is_empty()
+        if !self.activities.is_idle()
             || peer == self.me
             || self.engine.iprobe(Some(peer), context, tag).is_some()
         {

@@ -1,0 +1,124 @@
+//! The runtime's one list of activities: work that lives across calls and
+//! moves only when the runtime makes progress.
+//!
+//! Collectives are the first kind ([`super::collective_activity`]): a
+//! non-blocking collective while it runs, and a failed one (blocking or
+//! not) while transfers it posted are still in flight. One-sided epochs
+//! and field transfers are meant to be the next kinds: each implements
+//! [`Activity`] in a file of its own and is pushed here, and nothing else
+//! in the runtime changes for it: the progress loop advances the list,
+//! `take` reports an activity's error, and the blocking short path
+//! (`direct.rs`) and the deferred receives of blocking collectives stand
+//! aside while [`Activities::is_idle`] is false.
+
+use rustc_hash::FxHashMap as HashMap;
+use tether_proto::{Engine, ReqId};
+
+use crate::coll::{ScratchPool, Shortcut};
+use crate::error::Error;
+use crate::universe::Universe;
+
+/// What an activity may use while it advances: the runtime's parts,
+/// borrowed for one pass over the list.
+pub(super) struct Progress<'a> {
+    pub engine: &'a mut Engine,
+    /// Moves a transfer without an engine request when it can (the
+    /// shared-memory short path); the engine takes the rest.
+    pub shortcut: &'a mut dyn Shortcut,
+    /// Scratch buffers of finished collectives, for the next ones.
+    pub scratch: &'a mut ScratchPool,
+    /// Names peers in error messages.
+    pub universe: &'a Universe,
+    /// Why a peer can no longer be reached, for error messages.
+    pub unreachable: &'a HashMap<u32, Error>,
+}
+
+/// Work that the runtime's progress moves (see the module documentation).
+///
+/// Lifecycle: pushed while it [needs progress](Activity::needs_progress);
+/// [advanced](Activity::advance) on every round of progress until it no
+/// longer does; dropped once it is [done](Activity::is_done). An activity
+/// with a request completes that request (a generalized request of the
+/// engine) itself; if it failed, the detailed error waits in the
+/// activity until the request is taken ([`Activities::take_error`]).
+///
+/// Ownership: an activity owns the buffers its posted transfers use (the
+/// user's buffers are the caller's promise, as for any request), so it
+/// must not be dropped while [`Activity::needs_progress`] holds.
+pub(super) trait Activity: Send {
+    /// Moves as far as it can now, without blocking; completes its
+    /// request when it ends.
+    fn advance(&mut self, progress: &mut Progress<'_>);
+
+    /// Whether it still needs rounds of progress: it is running, or it
+    /// keeps buffers for transfers still posted.
+    fn needs_progress(&self) -> bool;
+
+    /// The request it completes, if it has one (a failed blocking
+    /// collective has none: its caller got the error).
+    fn request(&self) -> Option<ReqId>;
+
+    /// The detailed error of its failed request, once; `None` if it has
+    /// none (or gave it already).
+    fn take_error(&mut self) -> Option<Error>;
+
+    /// Whether nothing is left to do or report: it may be dropped.
+    fn is_done(&self) -> bool;
+}
+
+/// The activities of one runtime, in the order they started.
+#[derive(Default)]
+pub(super) struct Activities {
+    list: Vec<Box<dyn Activity>>,
+}
+
+impl Activities {
+    /// Whether no activity needs progress: the runtime may then move a
+    /// blocking call's message without a progress round (the short path),
+    /// since no one else waits for one. A failed activity whose error
+    /// waits for its request to be taken needs none.
+    #[inline]
+    pub fn is_idle(&self) -> bool {
+        self.list.iter().all(|a| !a.needs_progress())
+    }
+
+    /// Adds `activity`, which the next round of progress advances (its
+    /// caller advances it at once when it must).
+    pub fn push(&mut self, activity: Box<dyn Activity>) {
+        self.list.push(activity);
+    }
+
+    /// Advances every activity that needs it, in the order they started,
+    /// and drops those that are done.
+    pub fn advance(&mut self, progress: &mut Progress<'_>) {
+        for activity in &mut self.list {
+            if activity.needs_progress() {
+                activity.advance(progress);
+            }
+        }
+        self.list.retain(|a| !a.is_done());
+    }
+
+    /// The detailed error of the activity whose request is `req`, once;
+    /// drops the activity if nothing else is left of it. Called when a
+    /// request is taken; costs a comparison when no activity is listed.
+    #[inline]
+    pub fn take_error(&mut self, req: ReqId) -> Option<Error> {
+        if self.list.is_empty() {
+            return None;
+        }
+        let index = self.list.iter().position(|a| a.request() == Some(req))?;
+        let error = self.list[index].take_error();
+        if self.list[index].is_done() {
+            self.list.remove(index);
+        }
+        error
+    }
+
+    /// How many activities are listed (running, failed with transfers in
+    /// flight, or holding an error for their request).
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+}
