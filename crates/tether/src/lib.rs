@@ -15,6 +15,7 @@ pub mod log;
 pub mod membarrier;
 pub mod op;
 pub mod progress;
+pub mod router;
 pub mod runtime;
 pub mod settings;
 pub mod transport;

@@ -40,7 +40,7 @@
 use crate::coll::{Received, Shortcut};
 use crate::error::Result;
 use crate::progress::Polling;
-use crate::transport::{Direct, Transports, Wanted};
+use crate::router::{Direct, Transports, Wanted};
 use crate::{Runtime, Status};
 use tether_proto::{Engine, Region};
 

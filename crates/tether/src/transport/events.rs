@@ -1,19 +1,19 @@
 //! What transports report: they never call the engine or the runtime.
 //!
 //! A transport records what happened in its own [`Events`] while it sends,
-//! flushes and reads; the router drains them after every call into the
-//! transport: completed transmissions go to [`Engine::transmit_done`],
-//! filled payloads to [`Engine::payload_done`], data-path frames to
-//! [`tether_proto::deliver`] (and their delivery back to the transport,
-//! whose link reads nothing more until then), lost peers to
-//! [`Engine::peer_lost`] and then, with aborts, to the runtime. Each list
+//! flushes and reads; the router (`crate::router`) drains them after every
+//! call into the transport: completed transmissions go to the engine's
+//! `transmit_done`, filled payloads to its `payload_done`, data-path
+//! frames to [`tether_proto::deliver`] (and their delivery back to the
+//! transport, whose link reads nothing more until then), lost peers to
+//! the engine's `peer_lost` and then, with aborts, to the runtime. Each list
 //! keeps the order things happened, and the router hands the filled
 //! payloads over before the next frame, so the engine sees a link's
 //! frames and payloads in the order they arrived.
 
 use std::collections::VecDeque;
 
-use tether_proto::{Engine, FrameHeader, ReqId, SinkToken};
+use tether_proto::{FrameHeader, ReqId, SinkToken};
 
 use crate::error::Error;
 
@@ -45,28 +45,5 @@ pub struct Events {
 impl Events {
     pub fn lost(&mut self, peer: u32, error: Error) {
         self.links.push(LinkEvent::Lost { peer, error });
-    }
-
-    /// Hands completed transmissions and filled payloads to `engine`.
-    #[inline]
-    pub fn settle(&mut self, engine: &mut Engine) {
-        for req in self.sent.drain(..) {
-            engine.transmit_done(req);
-        }
-        for (token, owned) in self.filled.drain(..) {
-            engine.payload_done(token, owned);
-        }
-    }
-
-    /// Hands lost peers to `engine`, then the link events to `out` for the
-    /// runtime.
-    #[inline]
-    pub fn hand_over_links(&mut self, engine: &mut Engine, out: &mut Vec<LinkEvent>) {
-        for event in self.links.drain(..) {
-            if let LinkEvent::Lost { peer, .. } = event {
-                engine.peer_lost(peer);
-            }
-            out.push(event);
-        }
     }
 }
