@@ -376,7 +376,8 @@ impl Transports {
     /// (`events.rs`): completed sends and filled payloads; then each
     /// data-path frame to [`deliver`] and its delivery back to the
     /// transport, which reads on and may report more; payloads that wait
-    /// in files to the file transport; then lost peers and aborts.
+    /// in files to the file transport; then lost peers ([`Transports::lose`])
+    /// and aborts.
     /// Returns whether frames or payloads moved.
     #[inline]
     fn hand_over(&mut self, engine: &mut Engine) -> bool {
@@ -402,22 +403,18 @@ impl Transports {
             }
             moved = true;
         }
-        // A peer lost over a socket or ring may have payloads waiting in
-        // files: their receives fail with the loss (`FileTransport::forget`).
-        if let Some(file) = self.file.as_mut() {
-            let shm_links = self.shm.as_ref().map_or(&[][..], |s| &s.events.links[..]);
-            for event in self.tcp.events.links.iter().chain(shm_links) {
-                if let LinkEvent::Lost { peer, .. } = event {
-                    file.forget(*peer);
-                }
-            }
-        }
-        hand_over_links(&mut self.tcp.events, engine, &mut self.events_out);
+        let mut links = std::mem::take(&mut self.tcp.events.links);
         if let Some(shm) = self.shm.as_mut() {
-            hand_over_links(&mut shm.events, engine, &mut self.events_out);
+            links.append(&mut shm.events.links);
         }
         if let Some(file) = self.file.as_mut() {
-            hand_over_links(&mut file.events, engine, &mut self.events_out);
+            links.append(&mut file.events.links);
+        }
+        for event in links {
+            match event {
+                LinkEvent::Lost { peer, error } => self.lose(peer, error, engine),
+                abort @ LinkEvent::Abort { .. } => self.events_out.push(abort),
+            }
         }
         moved
     }
@@ -597,8 +594,18 @@ impl Transports {
         }
     }
 
+    /// The router gives up on reaching `peer`.
     fn fail(&mut self, peer: u32, error: Error, engine: &mut Engine) {
         self.remove_route(peer);
+        self.lose(peer, error, engine);
+    }
+
+    /// `peer` is lost, whether a transport or the router found it: every
+    /// transport that keeps memory for its transfers lets go of it (a
+    /// payload waiting in a file, a split copy), so that none writes into
+    /// a receive that fails now; then the engine fails what needs the
+    /// peer, and the runtime hears why.
+    fn lose(&mut self, peer: u32, error: Error, engine: &mut Engine) {
         if let Some(file) = self.file.as_mut() {
             file.forget(peer);
         }
@@ -848,18 +855,6 @@ fn settle(events: &mut Events, engine: &mut Engine) {
     }
     for (token, owned) in events.filled.drain(..) {
         engine.payload_done(token, owned);
-    }
-}
-
-/// Hands `events`' lost peers to `engine`, then its link events to `out`
-/// for the runtime.
-#[inline]
-fn hand_over_links(events: &mut Events, engine: &mut Engine, out: &mut Vec<LinkEvent>) {
-    for event in events.links.drain(..) {
-        if let LinkEvent::Lost { peer, .. } = event {
-            engine.peer_lost(peer);
-        }
-        out.push(event);
     }
 }
 
