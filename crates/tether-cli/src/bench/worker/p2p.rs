@@ -100,26 +100,48 @@ pub fn latency(rt: &mut Runtime, size: u64, counts: Counts) -> Result<f64, Strin
     Ok(us / (2.0 * counts.iters as f64))
 }
 
-/// One side of a window: the sender posts `window` sends and waits for the
-/// ack, the receiver posts `window` receives into one buffer and acks.
+/// How a window's messages move.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// Non-blocking sends one way, answered by an ack (osu_bw).
+    OneWay,
+    /// Blocking sends one way (`tether_send`), the receiver looping on
+    /// blocking receives, answered by an ack.
+    OneWayBlocking,
+    /// Non-blocking sends both ways at once (osu_bibw).
+    BothWays,
+}
+
+/// One side of a one-way window: the sender sends `window` messages and
+/// waits for the ack, the receiver receives them into one buffer and acks;
+/// with `blocking`, each call completes before the next starts.
 fn one_way_window(
     rt: &mut Runtime,
     pair: &Pair,
     sbuf: &[u8],
     rbuf: &mut [u8],
     window: u32,
+    blocking: bool,
     reqs: &mut Vec<ReqId>,
 ) -> Result<(), String> {
     let mut ack = [0u8; 4];
     if pair.sender {
         for _ in 0..window {
-            reqs.push(isend(rt, sbuf, pair.peer, TAG_DATA)?);
+            if blocking {
+                send(rt, sbuf, pair.peer, TAG_DATA)?;
+            } else {
+                reqs.push(isend(rt, sbuf, pair.peer, TAG_DATA)?);
+            }
         }
         complete_all(rt, reqs)?;
         recv(rt, &mut ack, pair.peer, TAG_ACK)
     } else {
         for _ in 0..window {
-            reqs.push(irecv(rt, rbuf, pair.peer, TAG_DATA)?);
+            if blocking {
+                recv(rt, rbuf, pair.peer, TAG_DATA)?;
+            } else {
+                reqs.push(irecv(rt, rbuf, pair.peer, TAG_DATA)?);
+            }
         }
         complete_all(rt, reqs)?;
         send(rt, &ack, pair.peer, TAG_ACK)
@@ -134,8 +156,9 @@ fn windows(
     size: u64,
     counts: Counts,
     window: u32,
-    both_ways: bool,
+    flow: Flow,
 ) -> Result<f64, String> {
+    let both_ways = flow == Flow::BothWays;
     let mut sbuf = vec![0u8; size as usize];
     let mut rbuf = vec![0u8; size as usize];
     let mut reqs = Vec::with_capacity(2 * window as usize);
@@ -156,7 +179,8 @@ fn windows(
             }
             complete_all(rt, &mut reqs)?;
         } else {
-            one_way_window(rt, pair, &sbuf, &mut rbuf, window, &mut reqs)?;
+            let blocking = flow == Flow::OneWayBlocking;
+            one_way_window(rt, pair, &sbuf, &mut rbuf, window, blocking, &mut reqs)?;
         }
         if it == 0 && (both_ways || !pair.sender) {
             check(&rbuf, mark(0))?;
@@ -172,7 +196,7 @@ fn windows(
 /// A window of non-blocking sends answered by an ack (as osu_bw), in MB/s.
 pub fn bandwidth(rt: &mut Runtime, size: u64, counts: Counts, window: u32) -> Result<f64, String> {
     let pair = pair(rt)?;
-    let us = windows(rt, &pair, size, counts, window, false)?;
+    let us = windows(rt, &pair, size, counts, window, Flow::OneWay)?;
     Ok((size * u64::from(window) * counts.iters) as f64 / us)
 }
 
@@ -186,43 +210,14 @@ pub fn blocking_bandwidth(
     window: u32,
 ) -> Result<f64, String> {
     let pair = pair(rt)?;
-    let mut sbuf = vec![0u8; size as usize];
-    let mut rbuf = vec![0u8; size as usize];
-    let mut ack = [0u8; 4];
-    fill(&mut sbuf, mark(0));
-    let total = counts.warmup + counts.iters;
-    let mut start = Instant::now();
-    for it in 0..total {
-        if it == counts.warmup {
-            start = Instant::now();
-        }
-        if pair.sender {
-            stamp(&mut sbuf, it);
-            for _ in 0..window {
-                send(rt, &sbuf, pair.peer, TAG_DATA)?;
-            }
-            recv(rt, &mut ack, pair.peer, TAG_ACK)?;
-        } else {
-            for _ in 0..window {
-                recv(rt, &mut rbuf, pair.peer, TAG_DATA)?;
-            }
-            if it == 0 {
-                check(&rbuf, mark(0))?;
-            }
-            send(rt, &ack, pair.peer, TAG_ACK)?;
-        }
-    }
-    let us = elapsed_us(start);
-    if !pair.sender {
-        check(&rbuf, mark(total - 1))?;
-    }
+    let us = windows(rt, &pair, size, counts, window, Flow::OneWayBlocking)?;
     Ok((size * u64::from(window) * counts.iters) as f64 / us)
 }
 
 /// Windows in both directions at once (as osu_bibw), both summed, in MB/s.
 pub fn bibw(rt: &mut Runtime, size: u64, counts: Counts, window: u32) -> Result<f64, String> {
     let pair = pair(rt)?;
-    let us = windows(rt, &pair, size, counts, window, true)?;
+    let us = windows(rt, &pair, size, counts, window, Flow::BothWays)?;
     Ok((2 * size * u64::from(window) * counts.iters) as f64 / us)
 }
 
@@ -239,7 +234,7 @@ pub fn message_rate(
     let pairs = u64::from(rt.universe().size() / 2);
     let barrier = rt.ibarrier(COMM_UNIVERSE).map_err(|e| e.to_string())?;
     complete(rt, barrier)?;
-    let mine = windows(rt, &pair, size, counts, window, false)?;
+    let mine = windows(rt, &pair, size, counts, window, Flow::OneWay)?;
     let slowest = super::coll::max_over_all(rt, if pair.sender { mine } else { 0.0 })?;
     Ok((pairs * u64::from(window) * counts.iters) as f64 / (slowest / 1e6))
 }
