@@ -17,7 +17,7 @@ use crate::transport::events::LinkEvent;
 
 /// Where the next file of a peer stands with the router.
 #[derive(Debug, Default)]
-pub(super) enum Delivery {
+pub(super) enum Placement {
     /// Not reported.
     #[default]
     Unreported,
@@ -60,17 +60,17 @@ impl FileTransport {
         if chunks::is_first_part(frame) {
             whole.payload_len = frame.msg_size;
         }
-        match std::mem::take(&mut self.peer(from).delivery) {
-            Delivery::Unreported => {
-                self.peer(from).delivery = Delivery::Reported(whole);
+        match std::mem::take(&mut self.peer(from).placement) {
+            Placement::Unreported => {
+                self.peer(from).placement = Placement::Reported(whole);
                 self.events.frames.push_back((from, whole));
                 false
             }
-            reported @ Delivery::Reported(_) => {
-                self.peer(from).delivery = reported;
+            reported @ Placement::Reported(_) => {
+                self.peer(from).placement = reported;
                 false
             }
-            Delivery::Placed(placed, _) if placed != whole => {
+            Placement::Placed(placed, _) if placed != whole => {
                 let e = WireError::UnexpectedFrame {
                     got: frame.kind,
                     state: "in place of a refused file, but not the same frame",
@@ -78,10 +78,10 @@ impl FileTransport {
                 self.broke_protocol_in(from, path, e);
                 true
             }
-            Delivery::Placed(placed, sink) => match self.fill(arrival, sink) {
+            Placement::Placed(placed, sink) => match self.fill(arrival, sink) {
                 None => true,
                 Some(sink) => {
-                    self.peer(from).delivery = Delivery::Placed(placed, sink);
+                    self.peer(from).placement = Placement::Placed(placed, sink);
                     false
                 }
             },
@@ -92,10 +92,10 @@ impl FileTransport {
     /// next file goes, and reads on.
     pub(super) fn place_frame(&mut self, peer: u32, sink: PayloadSink) {
         let state = self.peer(peer);
-        let Delivery::Reported(header) = std::mem::take(&mut state.delivery) else {
+        let Placement::Reported(header) = std::mem::take(&mut state.placement) else {
             return;
         };
-        state.delivery = Delivery::Placed(header, sink);
+        state.placement = Placement::Placed(header, sink);
         while self.consume(peer) {}
     }
 
@@ -104,7 +104,7 @@ impl FileTransport {
     pub(super) fn refuse_frame(&mut self, peer: u32, e: WireError) {
         let seq = self.peer(peer).recv_seq;
         let path = self.layout.incoming_message(peer, seq);
-        self.peer(peer).delivery = Delivery::Unreported;
+        self.peer(peer).placement = Placement::Unreported;
         self.broke_protocol_in(peer, &path, e);
     }
 

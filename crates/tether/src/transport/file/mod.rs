@@ -54,7 +54,7 @@ use crate::transport::api::{Caps, Transport};
 use crate::transport::events::Events;
 use crate::transport::reactor::FILE_TOKENS;
 use crate::universe::Universe;
-use deliver::Delivery;
+use deliver::Placement;
 use format::{encode_prefix, Envelope};
 use heartbeat::{Heartbeat, Liveness, Verdict, HEARTBEAT_PERIOD};
 use io::{Checksum, Found};
@@ -110,7 +110,7 @@ struct Peer {
     /// The payload whose parts are arriving (`chunks.rs`), if any.
     incoming: Option<Incoming>,
     /// Where the next file stands with the router (`deliver.rs`).
-    delivery: Delivery,
+    placement: Placement,
     liveness: Liveness,
     bye_sent: bool,
     bye_received: bool,
@@ -246,7 +246,7 @@ impl FileTransport {
             recv_seq: 0,
             unplaced: VecDeque::new(),
             incoming: None,
-            delivery: Delivery::Unreported,
+            placement: Placement::Unreported,
             liveness: Liveness::new(Instant::now()),
             bye_sent: false,
             bye_received: false,
@@ -754,7 +754,7 @@ impl FileTransport {
             state.dead = true;
         }
         state.incoming = None;
-        state.delivery = Delivery::Unreported;
+        state.placement = Placement::Unreported;
         self.forget(peer);
         self.events.lost(peer, error);
     }

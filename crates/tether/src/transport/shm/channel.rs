@@ -1019,6 +1019,7 @@ impl Incoming {
                 ReadState::Prefix
             }
             (Source::Written, PayloadSink::Owned { .. }) => {
+                // Written data goes into a granted buffer, never an owned one.
                 self.state = ReadState::Prefix;
                 return Err(WireError::data_not_awaited());
             }
