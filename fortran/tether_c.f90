@@ -48,6 +48,20 @@ module tether_c
   integer, parameter :: TETHER_COMM_UNIVERSE = 1
   integer, parameter :: TETHER_COMM_NULL = 0
 
+  ! Fields (DESIGN 3.8). Fortran ignores case, so TETHER_FIELD_PUT and
+  ! TETHER_FIELD_GET would clash with tether_field_put and tether_field_get:
+  ! the modes are TETHER_FIELD_MODE_PUT and TETHER_FIELD_MODE_GET here.
+  integer, parameter :: TETHER_DIST_NULL = 0
+  integer, parameter :: TETHER_FIELD_NULL = 0
+  integer, parameter :: TETHER_DIST_BLOCK = 1
+  integer, parameter :: TETHER_DIST_CYCLIC = 2
+  integer, parameter :: TETHER_DIST_BLOCK_CYCLIC = 3
+  integer, parameter :: TETHER_DIST_NONE = 4
+  integer, parameter :: TETHER_ORDER_C = 0
+  integer, parameter :: TETHER_ORDER_FORTRAN = 1
+  integer, parameter :: TETHER_FIELD_MODE_PUT = 1
+  integer, parameter :: TETHER_FIELD_MODE_GET = 2
+
   ! Datatypes: C's, then Fortran's.
   integer, parameter :: TETHER_BYTE = 1
   integer, parameter :: TETHER_CHAR = 2
@@ -506,6 +520,68 @@ module tether_c
       integer(c_int), intent(in) :: scounts(*), sdispls(*), rcounts(*), rdispls(*)
       integer(c_int), value :: st, rt, comm
       integer(c_int), intent(out) :: req
+    end function
+    integer(c_int) function c_dist_create(ndims, shape, grid, kinds, blocks, order, dist) &
+        bind(C, name="tether_dist_create")
+      import :: c_int, c_int64_t, c_ptr
+      integer(c_int), value :: ndims, order
+      integer(c_int64_t), intent(in) :: shape(*)
+      integer(c_int), intent(in) :: grid(*), kinds(*)
+      type(c_ptr), value :: blocks
+      integer(c_int), intent(out) :: dist
+    end function
+    integer(c_int) function c_dist_create_boxes(ndims, shape, nboxes, starts, counts, order, dist) &
+        bind(C, name="tether_dist_create_boxes")
+      import :: c_int, c_int64_t
+      integer(c_int), value :: ndims, nboxes, order
+      integer(c_int64_t), intent(in) :: shape(*), starts(*), counts(*)
+      integer(c_int), intent(out) :: dist
+    end function
+    integer(c_int) function c_dist_local_shape(dist, shape) bind(C, name="tether_dist_local_shape")
+      import :: c_int, c_int64_t
+      integer(c_int), value :: dist
+      integer(c_int64_t), intent(out) :: shape(*)
+    end function
+    integer(c_int) function c_dist_free(dist) bind(C, name="tether_dist_free")
+      import :: c_int
+      integer(c_int), intent(inout) :: dist
+    end function
+    integer(c_int) function c_field_create(name, datatype, dist, peers, mode, field) &
+        bind(C, name="tether_field_create")
+      import :: c_int, c_char
+      character(kind=c_char), intent(in) :: name(*), peers(*)
+      integer(c_int), value :: datatype, dist, mode
+      integer(c_int), intent(out) :: field
+    end function
+    integer(c_int) function c_field_put(field, step, local) bind(C, name="tether_field_put")
+      import :: c_int, c_int64_t, c_ptr
+      integer(c_int), value :: field
+      integer(c_int64_t), value :: step
+      type(c_ptr), value :: local
+    end function
+    integer(c_int) function c_field_iput(field, step, local, req) bind(C, name="tether_field_iput")
+      import :: c_int, c_int64_t, c_ptr
+      integer(c_int), value :: field
+      integer(c_int64_t), value :: step
+      type(c_ptr), value :: local
+      integer(c_int), intent(out) :: req
+    end function
+    integer(c_int) function c_field_get(field, step, local) bind(C, name="tether_field_get")
+      import :: c_int, c_int64_t, c_ptr
+      integer(c_int), value :: field
+      integer(c_int64_t), value :: step
+      type(c_ptr), value :: local
+    end function
+    integer(c_int) function c_field_iget(field, step, local, req) bind(C, name="tether_field_iget")
+      import :: c_int, c_int64_t, c_ptr
+      integer(c_int), value :: field
+      integer(c_int64_t), value :: step
+      type(c_ptr), value :: local
+      integer(c_int), intent(out) :: req
+    end function
+    integer(c_int) function c_field_free(field) bind(C, name="tether_field_free")
+      import :: c_int
+      integer(c_int), intent(inout) :: field
     end function
   end interface
 end module tether_c

@@ -48,6 +48,56 @@
  *     usable. Make the call after the callback returns. */
 
 
+/*
+ Blocks of ceil(n/P) elements, one per process (MPI darray's BLOCK).
+ */
+#define TETHER_DIST_BLOCK 1
+
+/*
+ Elements dealt one at a time, round robin.
+ */
+#define TETHER_DIST_CYCLIC 2
+
+/*
+ Blocks of `blocks[d]` elements dealt round robin.
+ */
+#define TETHER_DIST_BLOCK_CYCLIC 3
+
+/*
+ Not distributed (the grid has 1 process in this dimension).
+ */
+#define TETHER_DIST_NONE 4
+
+/*
+ Last dimension fastest in storage and in rank -> grid coordinates.
+ */
+#define TETHER_ORDER_C 0
+
+/*
+ First dimension fastest in storage and in rank -> grid coordinates.
+ */
+#define TETHER_ORDER_FORTRAN 1
+
+/*
+ This program produces the field (`peers`: the consumer programs).
+ */
+#define TETHER_FIELD_PUT 1
+
+/*
+ This program consumes the field (`peers`: the producer program).
+ */
+#define TETHER_FIELD_GET 2
+
+/*
+ `TETHER_FIELD_PUT` under the name Fortran can use (it ignores case).
+ */
+#define TETHER_FIELD_MODE_PUT TETHER_FIELD_PUT
+
+/*
+ `TETHER_FIELD_GET` under the name Fortran can use (it ignores case).
+ */
+#define TETHER_FIELD_MODE_GET TETHER_FIELD_GET
+
 #define TETHER_SUCCESS 0
 
 #define TETHER_ERR_ARG 1
@@ -126,6 +176,10 @@ typedef int tether_datatype;
 
 typedef int tether_op;
 
+typedef int tether_dist;
+
+typedef int tether_field;
+
 /*
  How a point-to-point operation completed: the source rank in the
  communicator, the tag, the error class (`TETHER_SUCCESS` or e.g.
@@ -137,6 +191,16 @@ typedef struct {
   int error;
   int64_t bytes;
 } tether_status;
+
+/*
+ No distribution: what `tether_dist_free` leaves in the handle.
+ */
+#define TETHER_DIST_NULL 0
+
+/*
+ No field: what `tether_field_free` leaves in the handle.
+ */
+#define TETHER_FIELD_NULL 0
 
 #define TETHER_REQUEST_NULL 0
 
@@ -556,6 +620,95 @@ int tether_error_string(int code, char *buf, int len);
  made every call fail with `TETHER_ERR_INTERNAL`.
  */
 int tether_last_error(char *buf, int len);
+
+/*
+ A regular distribution of a `global_shape` array over a `proc_grid`
+ of this program's joined processes: `kinds[d]` is one of
+ `TETHER_DIST_*`, `blocks[d]` is read for `TETHER_DIST_BLOCK_CYCLIC`
+ only (NULL when there is none). `TETHER_ERR_ARG` names what is wrong.
+ */
+int tether_dist_create(int ndims,
+                       const int64_t *global_shape,
+                       const int *proc_grid,
+                       const int *kinds,
+                       const int64_t *blocks,
+                       int order_,
+                       tether_dist *dist);
+
+/*
+ This process's part as `nboxes` boxes: `starts`/`counts` are
+ `nboxes x ndims` (box b, dimension d at `b*ndims + d`), 0-based global
+ indices; the local buffer holds the boxes one after another, each
+ dense in `order`. Local: not collective.
+ */
+int tether_dist_create_boxes(int ndims,
+                             const int64_t *global_shape,
+                             int nboxes,
+                             const int64_t *starts,
+                             const int64_t *counts,
+                             int order_,
+                             tether_dist *dist);
+
+/*
+ This process's local extents (`ndims` values): a regular
+ distribution's local shape, a single box's counts, zeros for no box;
+ for several boxes only their product (the element count) is defined.
+ */
+int tether_dist_local_shape(tether_dist dist, int64_t *shape);
+
+/*
+ Frees a distribution (fields made with it keep their own copy) and
+ sets `*dist` to `TETHER_DIST_NULL`.
+ */
+int tether_dist_free(tether_dist *dist);
+
+/*
+ Creates field `name` of `datatype` elements laid out by `dist`:
+ `mode` `TETHER_FIELD_PUT` puts it to the comma-separated consumer
+ programs in `peers`, `TETHER_FIELD_GET` gets it from the producer
+ program named there. Collective over this program's joined processes.
+ A disagreement with the other side already known is
+ `TETHER_ERR_FIELD_MISMATCH` here; otherwise the first step reports it.
+ */
+int tether_field_create(const char *name,
+                        tether_datatype datatype,
+                        tether_dist dist,
+                        const char *peers,
+                        int mode,
+                        tether_field *field);
+
+/*
+ Puts step `step` from `local` (this process's part; NULL when empty):
+ returns once the step is queued, blocking while `FIELD_QUEUE` steps
+ wait for the slowest consumer program.
+ */
+int tether_field_put(tether_field field, int64_t step, const void *local);
+
+/*
+ Starts putting step `step`; `local` belongs to the library until
+ `*req` completes.
+ */
+int tether_field_iput(tether_field field, int64_t step, const void *local, tether_request *req);
+
+/*
+ Gets step `step` (the producer's next) into `local`.
+ */
+int tether_field_get(tether_field field, int64_t step, void *local);
+
+/*
+ Starts getting step `step` into `local`, which belongs to the library
+ until `*req` completes.
+ */
+int tether_field_iget(tether_field field, int64_t step, void *local, tether_request *req);
+
+/*
+ Frees a field and sets `*field` to `TETHER_FIELD_NULL`. A producer
+ returns once every queued step was taken by every consumer still in
+ the field (or fails with the error that ended it); a consumer leaves
+ at once, and the producer stops sending it steps. On an error the
+ field is gone all the same, but `*field` is left as it was.
+ */
+int tether_field_free(tether_field *field);
 
 /*
  Sets hint `key` to `value`. Before `tether_init` the hint is checked at

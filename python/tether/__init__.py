@@ -111,6 +111,7 @@ from ._native import (
     universe_size,
 )
 from .comm import Comm
+from .fields import DIST_BLOCK, DIST_BLOCK_CYCLIC, DIST_CYCLIC, DIST_NONE, Dist, Field
 from .errors import *  # noqa: F401,F403  (TetherError and one class per error code)
 
 UNIVERSE = Comm(_native.COMM_UNIVERSE)

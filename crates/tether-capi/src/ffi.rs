@@ -19,6 +19,8 @@ pub(crate) struct State {
     pub requests: Handles,
     /// Hints set before `tether_init`, applied by it.
     pub early_hints: Vec<(String, String)>,
+    /// Distributions made by this process.
+    pub dists: crate::fields::Dists,
 }
 
 impl State {
@@ -29,6 +31,7 @@ impl State {
                 by_slot: Vec::new(),
             },
             early_hints: Vec::new(),
+            dists: crate::fields::Dists::new(),
         }
     }
 }

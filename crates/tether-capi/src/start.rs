@@ -55,6 +55,7 @@ pub extern "C" fn tether_finalize() -> c_int {
             )
         })?;
         st.requests.clear();
+        st.dists.clear();
         runtime.finalize()
     })
 }

@@ -12,6 +12,7 @@ mod coll;
 mod comm;
 mod error;
 mod fastcall;
+mod fields;
 mod orphans;
 mod request;
 mod status;
@@ -74,6 +75,14 @@ const CONSTANTS: &[(&str, i32)] = &[
     ("DOUBLE_INT", TETHER_DOUBLE_INT),
     ("TWO_INT", TETHER_2INT),
     ("COMM_NULL", TETHER_COMM_NULL),
+    ("DIST_BLOCK", TETHER_DIST_BLOCK),
+    ("DIST_CYCLIC", TETHER_DIST_CYCLIC),
+    ("DIST_BLOCK_CYCLIC", TETHER_DIST_BLOCK_CYCLIC),
+    ("DIST_NONE", TETHER_DIST_NONE),
+    ("ORDER_C", TETHER_ORDER_C),
+    ("ORDER_FORTRAN", TETHER_ORDER_FORTRAN),
+    ("FIELD_PUT", TETHER_FIELD_PUT),
+    ("FIELD_GET", TETHER_FIELD_GET),
     ("SUM", TETHER_SUM),
     ("PROD", TETHER_PROD),
     ("MIN", TETHER_MIN),
@@ -116,6 +125,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(universe::error_string, m)?)?;
     m.add_function(wrap_pyfunction!(universe::progress, m)?)?;
     m.add_function(wrap_pyfunction!(universe::type_size, m)?)?;
+    m.add_function(wrap_pyfunction!(fields::dist_create, m)?)?;
+    m.add_function(wrap_pyfunction!(fields::dist_create_boxes, m)?)?;
+    m.add_function(wrap_pyfunction!(fields::dist_local_shape, m)?)?;
+    m.add_function(wrap_pyfunction!(fields::dist_free, m)?)?;
+    m.add_function(wrap_pyfunction!(fields::field_create, m)?)?;
+    m.add_function(wrap_pyfunction!(fields::field_step, m)?)?;
+    m.add_function(wrap_pyfunction!(fields::field_istep, m)?)?;
+    m.add_function(wrap_pyfunction!(fields::field_free, m)?)?;
     for (name, value) in CONSTANTS {
         m.add(*name, *value)?;
     }

@@ -51,6 +51,80 @@ datatypes! {
     TWO_DOUBLE_PRECISION = 28, 16;
 }
 
+/// What a datatype's bytes mean, apart from their size: fields compare
+/// types across programs and languages by family and size, not by name,
+/// so DOUBLE equals DOUBLE_PRECISION and INT32 equals INTEGER, while
+/// DOUBLE does not equal INT64 (DESIGN 3.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Family {
+    /// Raw bytes and characters.
+    Byte = 1,
+    SignedInteger = 2,
+    UnsignedInteger = 3,
+    Real = 4,
+    Complex = 5,
+    Logical = 6,
+    /// A real and an integer (MINLOC/MAXLOC pairs).
+    RealInteger = 7,
+    IntegerPair = 8,
+    RealPair = 9,
+}
+
+impl Family {
+    /// The family with wire code `code`, if any.
+    pub fn from_code(code: u8) -> Option<Family> {
+        use Family::*;
+        [
+            Byte,
+            SignedInteger,
+            UnsignedInteger,
+            Real,
+            Complex,
+            Logical,
+            RealInteger,
+            IntegerPair,
+            RealPair,
+        ]
+        .into_iter()
+        .find(|f| *f as u8 == code)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Byte => "byte",
+            Family::SignedInteger => "signed integer",
+            Family::UnsignedInteger => "unsigned integer",
+            Family::Real => "real",
+            Family::Complex => "complex",
+            Family::Logical => "logical",
+            Family::RealInteger => "real-integer pair",
+            Family::IntegerPair => "integer pair",
+            Family::RealPair => "real pair",
+        }
+    }
+}
+
+impl Datatype {
+    /// Its [`Family`].
+    pub fn family(&self) -> Family {
+        match self.name {
+            "BYTE" | "CHAR" => Family::Byte,
+            "INT8" | "INT16" | "INT32" | "INT64" | "INT" | "LONG" | "LONG_LONG" | "INTEGER" => {
+                Family::SignedInteger
+            }
+            "UINT8" | "UINT16" | "UINT32" | "UINT64" => Family::UnsignedInteger,
+            "FLOAT" | "DOUBLE" | "REAL" | "DOUBLE_PRECISION" => Family::Real,
+            "FLOAT_COMPLEX" | "DOUBLE_COMPLEX" | "COMPLEX" => Family::Complex,
+            "LOGICAL" => Family::Logical,
+            "FLOAT_INT" | "DOUBLE_INT" => Family::RealInteger,
+            "TWO_INT" | "TWO_INTEGER" => Family::IntegerPair,
+            "TWO_REAL" | "TWO_DOUBLE_PRECISION" => Family::RealPair,
+            other => unreachable!("datatype {other} has no family"),
+        }
+    }
+}
+
 /// Looks up a datatype handle: handle `h` is `DATATYPES[h - 1]`.
 #[inline]
 pub fn lookup(handle: i32) -> Result<Datatype> {
@@ -113,6 +187,13 @@ mod tests {
         );
         assert_eq!(lookup(18).unwrap().size, 8);
         assert_eq!(lookup(99).unwrap_err().class, ErrorClass::Type);
+        for t in DATATYPES {
+            assert_eq!(Family::from_code(t.family() as u8), Some(t.family()));
+        }
+        let family = |h| lookup(h).unwrap().family();
+        assert_eq!(family(15), family(23), "DOUBLE is DOUBLE_PRECISION");
+        assert_eq!(family(5), family(21), "INT32 is INTEGER");
+        assert_ne!(family(15), family(6), "DOUBLE is not INT64");
         assert_eq!(
             byte_len(-1, lookup(1).unwrap()).unwrap_err().class,
             ErrorClass::Count

@@ -9,6 +9,7 @@ pub mod coll;
 pub mod comm;
 pub mod datatype;
 pub mod error;
+pub mod field;
 pub mod host;
 pub mod identity;
 pub mod log;

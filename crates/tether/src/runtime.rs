@@ -20,6 +20,8 @@ mod collective_activity;
 mod collectives;
 mod communicators;
 mod direct;
+mod field_activity;
+mod fields;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::identity::{self, Identity};
@@ -81,6 +83,8 @@ pub struct Runtime {
     activities: Activities,
     /// Scratch buffers of finished collectives, for the next ones.
     scratch: crate::coll::ScratchPool,
+    /// The handle of the last field created.
+    next_field: i32,
 }
 
 impl Runtime {
@@ -141,6 +145,7 @@ impl Runtime {
             kernel_peers: vec![false; size as usize],
             activities: Activities::default(),
             scratch: Default::default(),
+            next_field: 0,
         };
         runtime.choose_polling();
         if runtime.settings.connect() == "eager" {
@@ -619,6 +624,7 @@ impl Runtime {
     /// connected peer and waits (up to `TETHER_FINALIZE_TIMEOUT`) for theirs,
     /// so no data in flight is lost by closing early.
     pub fn finalize(mut self) -> Result<()> {
+        self.free_fields();
         let deadline = Instant::now() + Duration::from_secs(self.settings.finalize_timeout());
         while self.transport.has_output() && Instant::now() < deadline {
             self.progress_once(Some(Duration::from_millis(10)));

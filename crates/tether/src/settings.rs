@@ -325,6 +325,16 @@ settings! {
         hint: true,
         meaning: "longest time a wait polls before it sleeps in the kernel, in microseconds (adapts down when polling does not pay, e.g. more processes than cores)",
     };
+    field_queue: Number = Setting {
+        key: "FIELD_QUEUE",
+        default: "2",
+        kind: Kind::Number {
+            min: 1,
+            max: 1_000_000,
+        },
+        hint: true,
+        meaning: "steps a field's producer may run ahead of its slowest consumer program before put blocks; read at tether_field_create",
+    };
     connect_timeout: Number = Setting {
         key: "CONNECT_TIMEOUT",
         default: "30",

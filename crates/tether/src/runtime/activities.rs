@@ -54,16 +54,17 @@ pub(super) trait Activity: Send {
     /// keeps buffers for transfers still posted.
     fn needs_progress(&self) -> bool;
 
-    /// The request it completes, if it has one (a failed blocking
-    /// collective has none: its caller got the error).
-    fn request(&self) -> Option<ReqId>;
-
-    /// The detailed error of its failed request, once; `None` if it has
-    /// none (or gave it already).
-    fn take_error(&mut self) -> Option<Error>;
+    /// The detailed error of its failed request `req`, once; `None` if
+    /// `req` is not one of its requests, did not fail, or its error was
+    /// given already.
+    fn take_error(&mut self, req: ReqId) -> Option<Error>;
 
     /// Whether nothing is left to do or report: it may be dropped.
     fn is_done(&self) -> bool;
+
+    /// Itself, for [`Activities::find`]: an activity that lives as long as
+    /// a user's handle (a field) is found again by its kind.
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
 }
 
 /// The activities of one runtime, in the order they started.
@@ -99,20 +100,34 @@ impl Activities {
         self.list.retain(|a| !a.is_done());
     }
 
-    /// The detailed error of the activity whose request is `req`, once;
-    /// drops the activity if nothing else is left of it. Called when a
-    /// request is taken; costs a comparison when no activity is listed.
+    /// The detailed error of the activity that failed request `req`,
+    /// once; drops the activity if nothing else is left of it. Called when
+    /// a request is taken; costs a comparison when no activity is listed.
     #[inline]
     pub fn take_error(&mut self, req: ReqId) -> Option<Error> {
         if self.list.is_empty() {
             return None;
         }
-        let index = self.list.iter().position(|a| a.request() == Some(req))?;
-        let error = self.list[index].take_error();
+        let (index, error) = self
+            .list
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, a)| a.take_error(req).map(|e| (i, e)))?;
         if self.list[index].is_done() {
             self.list.remove(index);
         }
-        error
+        Some(error)
+    }
+
+    /// The first activity of kind `T` that `select` accepts.
+    pub fn find<T: Activity + 'static>(
+        &mut self,
+        mut select: impl FnMut(&T) -> bool,
+    ) -> Option<&mut T> {
+        self.list
+            .iter_mut()
+            .filter_map(|a| a.as_any_mut().downcast_mut::<T>())
+            .find(|a| select(a))
     }
 
     /// How many activities are listed (running, failed with transfers in

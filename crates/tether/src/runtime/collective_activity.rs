@@ -148,11 +148,10 @@ impl Activity for Collective {
         }
     }
 
-    fn request(&self) -> Option<ReqId> {
-        self.request
-    }
-
-    fn take_error(&mut self) -> Option<Error> {
+    fn take_error(&mut self, req: ReqId) -> Option<Error> {
+        if self.request != Some(req) {
+            return None;
+        }
         match &mut self.phase {
             Phase::Failed { error, .. } => error.take(),
             _ => None,
@@ -167,6 +166,10 @@ impl Activity for Collective {
             } => error.is_none() && transfers.is_empty(),
             Phase::Finished => true,
         }
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
     }
 }
 

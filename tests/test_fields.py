@@ -1,0 +1,121 @@
+"""Fields between real programs (DESIGN 3.8), through `tether run`: every
+element of every step is checked inside the programs (tests/c/field_suite.c
+computes the expected value of each local element from its global index
+and the step), over TCP, shared memory, files, the hybrid transport and
+two pretend hosts; every distribution kind, boxes, both storage orders,
+1-D to 3-D, process counts 1, 2, 3 and 5 on either side, zero-size local
+parts, element sizes 1 to 16 bytes; a producer running ahead, two
+consumer programs, mismatches of type, shape and distribution, steps out
+of order, and a consumer killed mid-run."""
+
+import pytest
+
+from conftest import clean_env, tether_run
+
+SETUPS = {
+    "tcp": {"TETHER_TRANSPORTS": "tcp"},
+    "shm": {"TETHER_TRANSPORTS": "shm"},
+    "file": {"TETHER_TRANSPORTS": "file"},
+    "hybrid": {"TETHER_TRANSPORTS": "hybrid", "TETHER_HYBRID_THRESHOLD": "4096"},
+    "mixed": {"TETHER_TRANSPORTS": "shm,tcp"},
+}
+
+# (name, producer processes, consumer processes, arguments)
+CASES = [
+    # The issue's example: a 2x2 block grid to 3 ranks, block-cyclic rows,
+    # the consumer in Fortran order.
+    ("2d-block-to-block-cyclic", 4, 3,
+     ["shape=12x9", "elem=8", "prod=R:2x2:B,B:C", "cons=R:3x1:BC2,N:F"]),
+    ("1d-cyclic-5-to-3", 5, 3, ["shape=23", "elem=1", "prod=R:5:C:C", "cons=R:3:BC4:C"]),
+    ("3d-fortran-to-c", 2, 2,
+     ["shape=5x4x3", "elem=16", "prod=R:1x2x1:N,B,N:F", "cons=R:2x1x1:C,N,N:C"]),
+    ("boxes-rows-to-overlapping", 3, 2, ["shape=10x7", "elem=4", "prod=X:rows:C", "cons=X:overlap:F"]),
+    ("zero-size-parts", 5, 2, ["shape=3", "elem=2", "prod=R:5:B:C", "cons=R:2:BC2:C"]),
+    ("one-element", 1, 3, ["shape=1", "elem=8", "prod=R:1:B:C", "cons=R:3:C:C"]),
+    ("block-cyclic-both", 3, 5,
+     ["shape=17x11", "elem=8", "prod=R:3x1:BC2,N:C", "cons=R:1x5:N,BC3:F"]),
+    ("regular-to-boxes", 2, 3, ["shape=9x6", "elem=4", "prod=R:2x1:C,N:F", "cons=X:rows:C"]),
+]
+
+
+def field_run(p, q, prog, args, env, consumers=("cons",), timeout=120, check=True):
+    cmd = ["--name", "prod", "-n", str(p), prog, *args]
+    for c in consumers:
+        cmd += [":", "--name", c, "-n", str(q), prog, *args]
+    return tether_run(cmd, timeout=timeout, env=env, check=check)
+
+
+@pytest.fixture
+def suite(program):
+    return program("field_suite")
+
+
+def setup_env(setup, tmp_path, **extra):
+    env = clean_env(**SETUPS[setup], **extra)
+    env["TETHER_FILE_DIR"] = str(tmp_path)
+    return env
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_every_element_of_every_step_arrives(built, suite, case, tmp_path):
+    _, p, q, args = case
+    proc = field_run(p, q, suite, [*args, "steps=20"], setup_env("tcp", tmp_path))
+    assert proc.stdout.count("ok field 20") == p + q, proc.stdout
+
+
+@pytest.mark.parametrize("setup", ["shm", "file", "hybrid", "mixed"])
+def test_every_transport_carries_fields(built, suite, setup, tmp_path):
+    args = ["shape=64x48", "elem=8", "prod=R:2x2:B,B:C", "cons=R:3x1:BC5,N:F", "steps=6"]
+    proc = field_run(4, 3, suite, args, setup_env(setup, tmp_path))
+    assert proc.stdout.count("ok field 6") == 7, proc.stdout
+
+
+def test_large_steps_go_by_rendezvous_into_place(built, suite, tmp_path):
+    # 512x512 doubles: every message is far above the eager limit.
+    args = ["shape=512x512", "elem=8", "prod=R:2x1:B,N:C", "cons=R:3x1:B,N:C", "steps=4"]
+    proc = field_run(2, 3, suite, args, setup_env("shm", tmp_path))
+    assert proc.stdout.count("ok field 4") == 5, proc.stdout
+
+
+def test_a_producer_running_ahead_blocks_at_the_queue_and_loses_nothing(built, suite, tmp_path):
+    args = ["shape=40x30", "elem=8", "prod=R:2x1:B,N:C", "cons=R:1x3:N,C:C", "steps=20",
+            "slow=cons", "nonblocking=1"]
+    proc = field_run(2, 3, suite, args, setup_env("tcp", tmp_path, TETHER_FIELD_QUEUE=1))
+    assert proc.stdout.count("ok field 20") == 5, proc.stdout
+
+
+def test_two_consumer_programs_each_get_every_step(built, suite, tmp_path):
+    args = ["shape=30x20", "elem=4", "prod=R:3x1:B,N:C", "cons=R:2x1:C,N:C",
+            "cons2=R:1x2:N,BC3:F", "steps=20", "slow=cons2"]
+    proc = field_run(3, 2, suite, args, setup_env("tcp", tmp_path), consumers=("cons", "cons2"))
+    assert proc.stdout.count("ok field 20") == 7, proc.stdout
+
+
+@pytest.mark.parametrize("what,extra", [
+    ("type", ["constype=INT64"]),
+    ("shape", ["consshape=12x8"]),
+    ("distribution", ["prod=X:half:C"]),
+])
+def test_a_mismatch_is_reported_on_both_sides(built, suite, what, extra, tmp_path):
+    args = ["shape=12x9", "elem=8", "prod=R:2x1:B,N:C", "cons=R:3x1:B,N:C", "steps=3",
+            "expect=mismatch", *extra]
+    proc = field_run(2, 3, suite, args, setup_env("tcp", tmp_path))
+    assert proc.stdout.count("ok mismatch") == 5, proc.stdout
+    assert "TETHER_ERR_FIELD_MISMATCH" in proc.stdout or "disagrees" in proc.stdout
+    assert '"values"' in proc.stdout, "the message names the field"
+
+
+def test_steps_out_of_order_are_refused_and_nothing_is_lost(built, suite, tmp_path):
+    args = ["shape=8x8", "elem=8", "prod=R:2x1:B,N:C", "cons=R:2x1:C,N:C", "steps=5",
+            "wrongstep=1"]
+    proc = field_run(2, 2, suite, args, setup_env("tcp", tmp_path))
+    assert proc.stdout.count("ok field 5") == 4, proc.stdout
+    assert "step 0 after step 0: steps must increase" in proc.stdout
+    assert "get of step 3, but the producer's next step is 0" in proc.stdout
+
+
+def test_a_consumer_killed_mid_run_fails_the_producer_with_peer_lost(built, suite, tmp_path):
+    args = ["shape=20x20", "elem=8", "prod=R:2x1:B,N:C", "cons=R:2x1:B,N:C", "steps=50",
+            "die=cons:1:5"]
+    proc = field_run(2, 2, suite, args, setup_env("tcp", tmp_path, TETHER_FIELD_QUEUE=1), timeout=90)
+    assert proc.stdout.count("ok lost") >= 2, proc.stdout
