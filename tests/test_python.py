@@ -91,3 +91,57 @@ def test_python_benchmark_quick_run_completes(python_package):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "| 8 B |" in proc.stdout and "| 16 MiB |" in proc.stdout, proc.stdout
+
+
+FIELD_SUITE = ROOT / "tests" / "python" / "field_suite.py"
+FIELD_ARGS = ["shape=12x10", "elem=8", "steps=8", "prod=R:2x1:B,N:C", "cons=R:1x3:N,BC2:F"]
+
+
+@pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
+def test_python_fields_between_c_and_fortran_ordered_arrays(python_package, nonblocking):
+    # A Python producer with C-ordered arrays, a Python consumer with
+    # Fortran-ordered ones, every element of every step checked.
+    args = [*FIELD_ARGS, *(["nonblocking=1"] if nonblocking else [])]
+    cmd = [sys.executable, str(FIELD_SUITE), *args]
+    proc = tether_run(["--name", "prod", "-n", "2", *cmd, ":", "--name", "cons", "-n", "3", *cmd])
+    assert proc.stdout.count("ok field 8") == 5, proc.stdout
+
+
+def test_python_consumer_of_a_c_producer(python_package, program):
+    producer = program("field_suite")
+    cmd = [sys.executable, str(FIELD_SUITE), *FIELD_ARGS]
+    proc = tether_run(["--name", "prod", "-n", "2", producer, *FIELD_ARGS, ":", "--name", "cons", "-n", "3", *cmd])
+    assert proc.stdout.count("ok field 8") == 5, proc.stdout
+
+
+def test_python_field_arguments_are_checked(python_package, tmp_path):
+    script = tmp_path / "checks.py"
+    script.write_text(
+        "import numpy as np, tether\n"
+        "tether.init()\n"
+        "dist = tether.Dist((6, 4), (1, 1), (tether.DIST_BLOCK, tether.DIST_NONE), order='F')\n"
+        "assert dist.local_shape == (6, 4), dist.local_shape\n"
+        "me = tether.programs()[tether._native.program_id()].name\n"
+        "with tether.Field('t', np.float64, dist, peers='b' if me == 'a' else 'a',\n"
+        "                  mode='put' if me == 'a' else 'get') as f:\n"
+        "    for bad, kind in [(np.zeros((6, 4), np.float32), TypeError), (np.zeros((6, 3)), ValueError),\n"
+        "                      (np.zeros((6, 4), order='C'), ValueError)]:\n"
+        "        try:\n"
+        "            (f.put if f.mode == 'put' else f.get)(0, bad)\n"
+        "        except kind as e:\n"
+        "            print('refused:', e)\n"
+        "        else:\n"
+        "            raise SystemExit(f'{bad.dtype} {bad.shape} accepted')\n"
+        "    a = np.asfortranarray(np.arange(24.0).reshape(6, 4))\n"
+        "    if f.mode == 'put':\n"
+        "        f.put(0, a)\n"
+        "    else:\n"
+        "        b = np.zeros((6, 4), order='F')\n"
+        "        f.get(0, b)\n"
+        "        assert (a == b).all()\n"
+        "print('ok checks')\n"
+    )
+    cmd = [sys.executable, str(script)]
+    proc = tether_run(["--name", "a", "-n", "1", *cmd, ":", "--name", "b", "-n", "1", *cmd])
+    assert proc.stdout.count("ok checks") == 2, proc.stdout
+    assert "must be contiguous in F order" in proc.stdout

@@ -93,6 +93,22 @@ __all__ = [
     "BXOR",
     "MINLOC",
     "MAXLOC",
+    "DIST_BLOCK",
+    "DIST_CYCLIC",
+    "DIST_BLOCK_CYCLIC",
+    "DIST_NONE",
+    "ORDER_C",
+    "ORDER_FORTRAN",
+    "FIELD_PUT",
+    "FIELD_GET",
+    "dist_create",
+    "dist_create_boxes",
+    "dist_local_shape",
+    "dist_free",
+    "field_create",
+    "field_step",
+    "field_istep",
+    "field_free",
 ]
 
 SUCCESS: int
