@@ -52,7 +52,8 @@ def test_module_and_example_compile_without_warnings(tmp_path):
     """The build does not stop on a warning (another gfortran may warn about
     more); this test does, for the module and the heat example."""
     sources = [ROOT / "fortran" / f"{name}.f90" for name in
-               ("tether_c", "tether_support", "tether_setup", "tether_p2p", "tether_collectives", "tether")]
+               ("tether_c", "tether_support", "tether_setup", "tether_p2p", "tether_collectives",
+                "tether_fields", "tether")]
     subprocess.run(["gfortran", "-std=f2018", "-Wall", "-Wextra", "-Werror", "-J", str(tmp_path), "-c", *sources],
                    cwd=tmp_path, check=True)
     heat = ROOT / "examples" / "heat3d"
@@ -132,3 +133,12 @@ def test_fortran_and_c_exchange_both_ways(fortran, program):
     lines = set(proc.stdout.splitlines())
     assert {"[ccode:0] C checked the Fortran array of fcode:0", "[ccode:1] C checked the Fortran array of fcode:1",
             "[fcode:0] fortran got 6516.0 from C", "[fcode:1] fortran got 30516.0 from C"} <= lines, proc.stdout
+
+
+def test_fortran_fields_put_and_get_every_element(fortran):
+    # A Fortran-order 2x2 BLOCK producer to a C-order BLOCK_CYCLIC consumer:
+    # the data arrive transposed by logical index; DOUBLE_PRECISION meets
+    # DOUBLE; blocking and non-blocking steps; a wrong step refused.
+    suite = fortran("field_suite")
+    proc = tether_run(["--name", "prod", "-n", "4", suite, ":", "--name", "cons", "-n", "3", suite])
+    assert proc.stdout.count("ok fortran fields") == 7, proc.stdout
