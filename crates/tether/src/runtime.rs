@@ -21,6 +21,7 @@ mod collectives;
 mod communicators;
 mod direct;
 mod field_activity;
+mod field_buffers;
 mod fields;
 
 use crate::error::{err, Error, ErrorClass, Result};

@@ -16,6 +16,7 @@ use tether_proto::{Completion, CompletionError, Engine, Region, ReqId};
 use tether_redist::{Dist, PeerPlan, Plan, Side};
 
 use super::activities::{Activity, Progress};
+use super::field_buffers::Spares;
 use crate::datatype::Datatype;
 use crate::error::{err, Error, ErrorClass};
 use crate::field::wire::{self, Hello, Kind, CONTROL_CONTEXT, DATA_CONTEXT, END, LEFT};
@@ -127,6 +128,8 @@ pub(super) struct Field {
     queue_limit: usize,
     /// Sends whose buffers the field owns and that no step waits for.
     owned_sends: Vec<(ReqId, u32, Vec<u8>)>,
+    /// Buffers of finished transfers, for the next steps.
+    spares: Spares,
     ops: VecDeque<StepOp>,
     /// Errors of completed step requests, until their requests are taken.
     errors: Vec<(ReqId, Error)>,
@@ -168,6 +171,7 @@ impl Field {
             peers: parts.peers,
             queue_limit: parts.queue_limit,
             owned_sends: Vec::new(),
+            spares: Spares::default(),
             ops: VecDeque::new(),
             errors: Vec::new(),
             failure: None,
@@ -324,18 +328,20 @@ impl Field {
 
     fn collect_owned_sends(&mut self, progress: &mut Progress<'_>) {
         let mut failed = None;
-        self.owned_sends.retain(|(request, peer, _)| {
-            match progress.engine.take_completion(*request) {
-                None => true,
-                Some(Completion {
-                    error: Some(why), ..
-                }) => {
-                    failed.get_or_insert((*peer, why));
-                    false
+        let mut index = 0;
+        while index < self.owned_sends.len() {
+            let (request, peer, _) = self.owned_sends[index];
+            match progress.engine.take_completion(request) {
+                None => index += 1,
+                Some(done) => {
+                    if let Some(why) = done.error {
+                        failed.get_or_insert((peer, why));
+                    }
+                    let (_, _, buffer) = self.owned_sends.swap_remove(index);
+                    self.spares.give(buffer);
                 }
-                Some(_) => false,
             }
-        });
+        }
         if let Some((peer, why)) = failed {
             let error = self.transfer_error(progress, peer, why);
             self.fail(error);
@@ -628,7 +634,7 @@ impl Field {
                 if left.contains(&rank) {
                     continue;
                 }
-                let (region, buffer) = outgoing(part, local, size, op.copy);
+                let (region, buffer) = outgoing(part, local, size, op.copy, &mut self.spares);
                 let request = progress.engine.isend(rank, DATA_CONTEXT, data_tag, region);
                 transfers.push(Transfer {
                     request,
@@ -667,22 +673,31 @@ impl Field {
     /// Posts the receives of the front step, once the producer announced
     /// it; a step that is not the producer's next fails with `Arg`.
     fn start_get(&mut self, progress: &mut Progress<'_>) -> bool {
-        let producer = &mut self.peers[0];
+        let Field {
+            peers,
+            ops,
+            spares,
+            name,
+            key,
+            element,
+            ..
+        } = self;
+        let producer = &mut peers[0];
         let announced = match producer.announcement {
             Some(Announcement::Arrived(step)) => step,
             _ => return false,
         };
-        let op = self.ops.front_mut().expect("called with a front step");
+        let op = ops.front_mut().expect("called with a front step");
         if announced != op.step {
             let message = if announced == END {
                 format!(
                     "field {:?}: get of step {}, but program {:?} freed the field: no more steps will come",
-                    self.name, op.step, producer.name
+                    name, op.step, producer.name
                 )
             } else {
                 format!(
                     "field {:?}: get of step {}, but the producer's next step is {announced}",
-                    self.name, op.step
+                    name, op.step
                 )
             };
             let class = if announced == END {
@@ -690,15 +705,15 @@ impl Field {
             } else {
                 ErrorClass::Arg
             };
-            let op = self.ops.pop_front().expect("front exists");
+            let op = ops.pop_front().expect("front exists");
             self.complete(progress.engine, op.request, Some(err(class, message)));
             return false;
         }
-        let tag = wire::control_tag(self.key, Kind::Step);
+        let tag = wire::control_tag(*key, Kind::Step);
         producer.announcement = Some(post_word(progress.engine, producer.first, tag));
         let plan = producer.plan.as_ref().expect("ready fields have plans");
-        let size = self.element.size;
-        let data_tag = wire::data_tag(self.key);
+        let size = element.size;
+        let data_tag = wire::data_tag(*key);
         let mut transfers = Vec::new();
         for (index, part) in plan.peers().iter().enumerate() {
             let rank = producer.first + part.peer() as u32;
@@ -714,7 +729,7 @@ impl Field {
                     None,
                 ),
                 None => {
-                    let mut buffer = vec![0u8; bytes];
+                    let mut buffer = spares.take(bytes);
                     let region = Region {
                         ptr: buffer.as_mut_ptr(),
                         len: bytes,
@@ -743,14 +758,16 @@ impl Field {
     /// copied put, at once); returns whether it did.
     fn finish_front(&mut self, progress: &mut Progress<'_>) -> bool {
         let size = self.element.size;
-        let Field { ops, peers, .. } = self;
+        let Field {
+            ops, peers, spares, ..
+        } = self;
         let StepOp { local, stage, .. } = ops.front_mut().expect("called with a front step");
         let Stage::Moving { transfers, failure } = stage else {
             return false;
         };
         let plan = peers[0].plan.as_ref();
         let mut failed = None;
-        transfers.retain(|t| {
+        transfers.retain_mut(|t| {
             let Some(done) = progress.engine.take_completion(t.request) else {
                 return true;
             };
@@ -765,6 +782,9 @@ impl Field {
                     plan.peers()[index].unpack(buffer, size, local);
                 }
                 _ => {}
+            }
+            if let Some(buffer) = t.buffer.take() {
+                spares.give(buffer);
             }
             false
         });
@@ -879,7 +899,13 @@ impl Field {
 
 /// The region a producer sends `part` from, and the buffer it owns when
 /// the part is packed or copied.
-fn outgoing(part: &PeerPlan, local: &[u8], size: usize, copy: bool) -> (Region, Option<Vec<u8>>) {
+fn outgoing(
+    part: &PeerPlan,
+    local: &[u8],
+    size: usize,
+    copy: bool,
+    spares: &mut Spares,
+) -> (Region, Option<Vec<u8>>) {
     let bytes = part.elements() as usize * size;
     match part.contiguous() {
         Some((first, _)) if !copy => {
@@ -890,7 +916,7 @@ fn outgoing(part: &PeerPlan, local: &[u8], size: usize, copy: bool) -> (Region, 
             )
         }
         _ => {
-            let mut buffer = vec![0u8; bytes];
+            let mut buffer = spares.take(bytes);
             part.pack(local, size, &mut buffer);
             (Region::from_const(buffer.as_ptr(), bytes), Some(buffer))
         }

@@ -1,0 +1,69 @@
+//! The buffers a field packs steps into and receives strided parts in,
+//! kept from one step to the next: every step of a field has the same
+//! sizes, so after the first step no buffer is allocated, zeroed or
+//! faulted in again (a fresh 8 MiB buffer costs about as much in page
+//! faults as packing it).
+
+/// Buffers below this size are not kept: control words and small parts
+/// cost less to allocate than to look up.
+const SMALLEST_KEPT: usize = 4096;
+
+/// Spare buffers, at most [`Spares::LIMIT`] of them.
+#[derive(Default)]
+pub(super) struct Spares {
+    buffers: Vec<Vec<u8>>,
+}
+
+impl Spares {
+    /// Enough for every part of a few steps in flight.
+    const LIMIT: usize = 64;
+
+    /// A buffer of exactly `len` initialized bytes (their values are
+    /// whatever the last user left: callers overwrite all of them).
+    pub fn take(&mut self, len: usize) -> Vec<u8> {
+        if len < SMALLEST_KEPT {
+            return vec![0; len];
+        }
+        let fitting = self.buffers.iter().position(|b| b.capacity() >= len);
+        let mut buffer = match fitting {
+            Some(index) => self.buffers.swap_remove(index),
+            None => self.buffers.pop().unwrap_or_default(),
+        };
+        if buffer.len() >= len {
+            buffer.truncate(len);
+        } else {
+            buffer.resize(len, 0);
+        }
+        buffer
+    }
+
+    /// Keeps `buffer` for a later step.
+    pub fn give(&mut self, buffer: Vec<u8>) {
+        if buffer.capacity() >= SMALLEST_KEPT && self.buffers.len() < Self::LIMIT {
+            self.buffers.push(buffer);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_come_back_at_the_size_asked() {
+        let mut spares = Spares::default();
+        let a = spares.take(10_000);
+        let ptr = a.as_ptr();
+        spares.give(a);
+        let b = spares.take(8_000);
+        assert_eq!((b.len(), b.as_ptr()), (8_000, ptr), "the spare is reused");
+        spares.give(b);
+        let c = spares.take(12_000);
+        assert_eq!(c.len(), 12_000);
+        assert_eq!(
+            spares.take(16).len(),
+            16,
+            "small buffers are plain allocations"
+        );
+    }
+}
