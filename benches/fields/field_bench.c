@@ -124,13 +124,9 @@ int main(int argc, char **argv) {
             t0 = now();
         }
         size_t off = 0;
+        /* Universe ranks follow program names: cons's come before prod's. */
+        int first = producer ? 0 : Q;
         for (int r = 0; r < peers; r++) {
-            int peer;
-            CHECK(tether_comm_universe_rank(TETHER_COMM_UNIVERSE, 0, &peer));
-            int first;
-            (void)peer;
-            /* Universe ranks are ordered by program name: cons before prod. */
-            first = producer ? 0 : Q;
             if (producer)
                 CHECK(tether_isend(buf + off, (int64_t)count[r], TETHER_DOUBLE, first + r, s, TETHER_COMM_UNIVERSE, &reqs[r]));
             else
