@@ -2,6 +2,7 @@
 tests/python/p2p_suite.py, Python with C, process failure, and the type
 stubs against the module."""
 
+import shutil
 import subprocess
 import sys
 
@@ -145,3 +146,19 @@ def test_python_field_arguments_are_checked(python_package, tmp_path):
     proc = tether_run(["--name", "a", "-n", "1", *cmd, ":", "--name", "b", "-n", "1", *cmd])
     assert proc.stdout.count("ok checks") == 2, proc.stdout
     assert "must be contiguous in F order" in proc.stdout
+
+
+@pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is missing (make deps)")
+def test_fields_example(python_package):
+    # examples/fields: a Fortran simulation on 4 ranks, a Python analysis
+    # on 3 and a C picture writer on 2 (boxes, one of them a zoom).
+    proc = subprocess.run(
+        ["bash", str(ROOT / "examples" / "fields_demo.sh"), "12"],
+        capture_output=True, text=True, timeout=180, env=clean_env(PYTHON=sys.executable),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "stats: got 12 steps" in proc.stdout
+    assert "viz: rank 0 wrote 3 pictures of 96x64" in proc.stdout
+    assert "viz: rank 1 wrote 3 pictures of 32x32" in proc.stdout
+    picture = ROOT / "build" / "examples" / "fields" / "viz-0-10.pgm"
+    assert picture.read_bytes().startswith(b"P5\n64 96\n255\n")
