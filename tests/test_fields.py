@@ -84,6 +84,12 @@ def test_a_producer_running_ahead_blocks_at_the_queue_and_loses_nothing(built, s
     assert proc.stdout.count("ok field 20") == 5, proc.stdout
 
 
+def test_fields_created_in_different_orders_on_the_two_sides(built, suite, tmp_path):
+    args = ["shape=16x12", "elem=8", "prod=R:2x2:B,C:C", "cons=R:3x1:BC3,N:C", "steps=10", "twofields=1"]
+    proc = field_run(4, 3, suite, args, setup_env("tcp", tmp_path))
+    assert proc.stdout.count("ok field 10") == 7, proc.stdout
+
+
 def test_two_consumer_programs_each_get_every_step(built, suite, tmp_path):
     args = ["shape=30x20", "elem=4", "prod=R:3x1:B,N:C", "cons=R:2x1:C,N:C",
             "cons2=R:1x2:N,BC3:F", "steps=20", "slow=cons2"]

@@ -13,6 +13,8 @@
  *   expect=mismatch   every process must see TETHER_ERR_FIELD_MISMATCH
  *   die=<prog>:<rank>:<step>  that process exits without a word at that step;
  *                     the others must see TETHER_ERR_PEER_LOST
+ *   twofields=1       a second field "mirror" of the same values, created in
+ *                     the other order on the consumers, got before "values"
  *   wrongstep=1       the producer repeats step 0 and the consumer first asks
  *                     for step 3: both must get TETHER_ERR_ARG, then go on
  * SPEC is R:<grid>:<kinds>:<order>, e.g. R:2x2:B,BC3:C (kinds B, C, N, BC<k>;
@@ -303,7 +305,13 @@ int main(int argc, char **argv) {
         strcpy(peers, "prod");
     }
     tether_field field;
-    int rc = tether_field_create("values", type, dist, peers, producer ? TETHER_FIELD_PUT : TETHER_FIELD_GET, &field);
+    int twofields = arg(argc, argv, "twofields") != NULL;
+    int mode = producer ? TETHER_FIELD_PUT : TETHER_FIELD_GET;
+    tether_field mirror = TETHER_FIELD_NULL;
+    /* Programs need not create their fields in the same order. */
+    if (twofields && !producer) CHECK(tether_field_create("mirror", type, dist, peers, mode, &mirror));
+    int rc = tether_field_create("values", type, dist, peers, mode, &field);
+    if (twofields && producer) CHECK(tether_field_create("mirror", type, dist, peers, mode, &mirror));
     CHECK(tether_dist_free(&dist));
     EXPECT(dist == TETHER_DIST_NULL, "a freed dist is TETHER_DIST_NULL");
     if (rc != TETHER_SUCCESS && expect_mismatch) expect_code(rc, TETHER_ERR_FIELD_MISMATCH, "mismatch");
@@ -329,9 +337,15 @@ int main(int argc, char **argv) {
         if (producer) {
             for (int64_t e = 0; e < n; e++)
                 for (int k = 0; k < elem; k++) buf[slot][e * elem + k] = value_byte(step, global[e], k);
+            if (twofields) CHECK(tether_field_put(mirror, step, n ? buf[slot] : NULL));
             rc = nonblocking ? tether_field_iput(field, step, n ? buf[slot] : NULL, &req[slot])
                              : tether_field_put(field, step, n ? buf[slot] : NULL);
         } else {
+            if (twofields) {
+                memset(buf[slot], 0xA5, bytes);
+                CHECK(tether_field_get(mirror, step, n ? buf[slot] : NULL));
+                finish(&r, NULL, buf[slot], i);
+            }
             memset(buf[slot], 0xA5, bytes);
             rc = nonblocking ? tether_field_iget(field, step, n ? buf[slot] : NULL, &req[slot])
                              : tether_field_get(field, step, n ? buf[slot] : NULL);
@@ -362,6 +376,7 @@ int main(int argc, char **argv) {
     } else {
         CHECK(tether_field_free(&field));
         EXPECT(field == TETHER_FIELD_NULL, "a freed field is TETHER_FIELD_NULL");
+        if (twofields) CHECK(tether_field_free(&mirror));
     }
     printf("ok field %d %lld\n", steps, (long long)checked);
     free(buf[0]);
