@@ -150,3 +150,11 @@ def test_collective_benchmark_runs_on_two_programs(built, tmp_path):
     lines = [l.split("] ", 1)[1].split() for l in proc.stdout.splitlines() if "] " in l]
     ops = {(op, int(size)) for op, size, us in lines if float(us) > 0}
     assert ("barrier", 0) in ops and ("allreduce", 600000) in ops and ("bcast", 65536) in ops, proc.stdout
+
+
+def test_field_benchmark_quick_run_reports_both_transports(built):
+    proc = subprocess.run([sys.executable, str(ROOT / "benches" / "compare_fields.py"), "--quick", "--no-make"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [l for l in proc.stdout.splitlines() if l.startswith("| shm |") or l.startswith("| tcp |")]
+    assert len(rows) == 2, proc.stdout
