@@ -20,8 +20,6 @@ mod collective_activity;
 mod collectives;
 mod communicators;
 mod direct;
-mod field_activity;
-mod field_buffers;
 mod fields;
 
 use crate::error::{err, Error, ErrorClass, Result};

@@ -7,12 +7,12 @@ use std::time::Duration;
 use tether_proto::{Region, ReqId};
 use tether_redist::{Dist, Layout};
 
-use super::field_activity::{Field, FieldParts, PeerProgram};
-use super::Runtime;
+use super::{Field, FieldParts, PeerProgram};
 use crate::datatype::Datatype;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::field::wire::{self, Kind, CONTROL_CONTEXT, END};
 use crate::field::{LocalDist, Mode};
+use crate::runtime::Runtime;
 
 impl Runtime {
     /// Creates field `name` of `datatype` elements distributed by `local`
@@ -376,7 +376,7 @@ impl Runtime {
     }
 
     /// Frees every field still live (at finalize).
-    pub(super) fn free_fields(&mut self) {
+    pub(in crate::runtime) fn free_fields(&mut self) {
         let mut live = Vec::new();
         while let Some(field) = self
             .activities
