@@ -63,6 +63,16 @@ def test_every_element_of_every_step_arrives(built, suite, case, tmp_path):
     assert proc.stdout.count("ok field 20") == p + q, proc.stdout
 
 
+@pytest.mark.parametrize("p", [1, 2, 3, 5])
+@pytest.mark.parametrize("q", [1, 2, 3, 5])
+def test_every_pair_of_process_counts(built, suite, p, q, tmp_path):
+    args = ["shape=29x4", "elem=4", f"prod=R:{p}x1:BC3,N:C", f"cons=R:1x{q}:N,C:F", "steps=4"]
+    if q > 4:
+        args[-2] = f"cons=R:{q}x1:C,N:F"
+    proc = field_run(p, q, suite, args, setup_env("shm", tmp_path))
+    assert proc.stdout.count("ok field 4") == p + q, proc.stdout
+
+
 @pytest.mark.parametrize("setup", ["shm", "file", "hybrid", "mixed"])
 def test_every_transport_carries_fields(built, suite, setup, tmp_path):
     args = ["shape=64x48", "elem=8", "prod=R:2x2:B,B:C", "cons=R:3x1:BC5,N:F", "steps=6"]
