@@ -401,6 +401,18 @@ pub(crate) fn storage_dims(order: Order, ndims: usize) -> impl DoubleEndedIterat
     (0..ndims).map(move |i| if forward { i } else { ndims - 1 - i })
 }
 
+/// Element strides of a dense array of `extents` stored in `order`.
+pub(crate) fn strides(order: Order, extents: &[i64]) -> Vec<i64> {
+    let mut strides = vec![0; extents.len()];
+    let mut step = 1i64;
+    for d in storage_dims(order, extents.len()) {
+        strides[d] = step;
+        // Products of local extents fit: validation bounds the global product.
+        step = step.saturating_mul(extents[d].max(1));
+    }
+    strides
+}
+
 fn check_shape(shape: &[i64]) -> Result<(), DistError> {
     if shape.is_empty() {
         return Err(DistError::NoDims);

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use tether_redist::{Dist, Kind, Layout, Order};
+use tether_redist::{plan, Dist, Kind, Layout, Order, Side};
 
 /// One holder of a global index: rank, piece (box number; 0 for a grid)
 /// and element offset in the rank's local buffer.
@@ -158,4 +158,121 @@ pub fn value(g: usize, k: usize) -> u8 {
     } else {
         byte
     }
+}
+
+/// Runs every producer's pack and every consumer's unpack and compares
+/// with the oracle: message contents, peers, element counts, in-place
+/// ranges, the consumers' final buffers and their untouched bytes.
+pub fn verify(producer: &Dist, consumer: &Dist, es: usize) -> Result<(), String> {
+    let prod = holders(producer);
+    let cons = holders(consumer);
+    let expected = messages(&prod, &cons);
+    let plen = local_lens(producer);
+    let clen = local_lens(consumer);
+
+    let mut locals: Vec<Vec<u8>> = plen.iter().map(|&n| vec![0u8; n * es]).collect();
+    for (g, hs) in prod.iter().enumerate() {
+        for h in hs {
+            for k in 0..es {
+                locals[h.rank][h.offset * es + k] = value(g, k);
+            }
+        }
+    }
+
+    let mut sent: BTreeMap<(usize, usize), Vec<u8>> = BTreeMap::new();
+    for (p, local) in locals.iter().enumerate() {
+        let plan = plan(producer, consumer, Side::Producer, p);
+        let mut last = None;
+        for peer in plan.peers() {
+            let q = peer.peer();
+            if last.is_some_and(|l| l >= q) {
+                return Err(format!("producer {p}: peers not sorted"));
+            }
+            last = Some(q);
+            let want = expected.get(&(p, q)).ok_or_else(|| {
+                format!("producer {p} plans a message to {q} the oracle does not have")
+            })?;
+            if peer.elements() as usize != want.len() {
+                return Err(format!(
+                    "producer {p} -> {q}: {} elements, oracle {}",
+                    peer.elements(),
+                    want.len()
+                ));
+            }
+            let mut out = vec![0u8; want.len() * es];
+            peer.pack(local, es, &mut out);
+            let bytes: Vec<u8> = want
+                .iter()
+                .flat_map(|&g| (0..es).map(move |k| value(g, k)))
+                .collect();
+            if out != bytes {
+                return Err(format!(
+                    "producer {p} -> {q}: message differs from the oracle's"
+                ));
+            }
+            if let Some((first, count)) = peer.contiguous() {
+                let (first, count) = (first as usize, count as usize);
+                if count != want.len() || local[first * es..(first + count) * es] != out[..] {
+                    return Err(format!("producer {p} -> {q}: contiguous() is wrong"));
+                }
+            }
+            sent.insert((p, q), out);
+        }
+    }
+    let planned: Vec<_> = sent.keys().copied().collect();
+    let oracle: Vec<_> = expected.keys().copied().collect();
+    if planned != oracle {
+        return Err(format!("producer pairs {planned:?}, oracle {oracle:?}"));
+    }
+
+    for (q, &len) in clen.iter().enumerate() {
+        let plan = plan(producer, consumer, Side::Consumer, q);
+        let mut local = vec![0u8; len * es];
+        let mut peers = Vec::new();
+        for peer in plan.peers() {
+            let p = peer.peer();
+            peers.push(p);
+            let message = sent.get(&(p, q)).ok_or_else(|| {
+                format!("consumer {q} expects a message from {p} that is not sent")
+            })?;
+            if peer.elements() as usize * es != message.len() {
+                return Err(format!("consumer {q} <- {p}: element counts disagree"));
+            }
+            peer.unpack(message, es, &mut local);
+            if let Some((first, count)) = peer.contiguous() {
+                let (first, count) = (first as usize, count as usize);
+                let mut fresh = vec![0u8; len * es];
+                peer.unpack(message, es, &mut fresh);
+                let mut direct = vec![0u8; len * es];
+                direct[first * es..(first + count) * es].copy_from_slice(message);
+                if fresh != direct {
+                    return Err(format!("consumer {q} <- {p}: contiguous() is wrong"));
+                }
+            }
+        }
+        let from_oracle: Vec<usize> = expected.keys().filter(|k| k.1 == q).map(|k| k.0).collect();
+        if peers != from_oracle {
+            return Err(format!(
+                "consumer {q}: peers {peers:?}, oracle {from_oracle:?}"
+            ));
+        }
+        let mut want = vec![0u8; len * es];
+        for (g, hs) in cons.iter().enumerate() {
+            if prod[g].is_empty() {
+                continue;
+            }
+            for h in hs.iter().filter(|h| h.rank == q) {
+                for k in 0..es {
+                    want[h.offset * es + k] = value(g, k);
+                }
+            }
+        }
+        if local != want {
+            let at = local.iter().zip(&want).position(|(a, b)| a != b).unwrap() / es;
+            return Err(format!(
+                "consumer {q}: local element {at} differs from the oracle's"
+            ));
+        }
+    }
+    Ok(())
 }
