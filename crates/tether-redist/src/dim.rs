@@ -8,10 +8,9 @@
 //! which is why a stored entry is an arithmetic progression of runs
 //! ([`Group`]) rather than a single run.
 //!
-//! Arithmetic is done in `i128`: `P*B` and the period can exceed `i64` even
-//! though every index and local offset fits in it.
-
-use std::collections::BTreeMap;
+//! Indices and local offsets fit an `i64` (validation bounds the shape), so
+//! the walks use `i64`; only products that can pass the axis, `P*B` and the
+//! joint period, are formed in `i128` or checked.
 
 use crate::dist::Kind;
 
@@ -19,9 +18,12 @@ use crate::dist::Kind;
 /// `b` over `p` coordinates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Pattern {
-    n: i128,
-    p: i128,
-    b: i128,
+    n: i64,
+    p: i64,
+    b: i64,
+    /// The period `p*b`, when it fits an `i64`; when it does not, it is
+    /// longer than the axis and coordinate 0 alone owns anything.
+    a: Option<i64>,
 }
 
 impl Pattern {
@@ -38,31 +40,44 @@ impl Pattern {
         // keeps the walks below at one block instead of n/b of them.
         let b = if p == 1 || b >= n { n.max(1) } else { b };
         Pattern {
-            n: i128::from(n),
-            p: i128::from(p),
-            b: i128::from(b),
+            n,
+            p,
+            b,
+            a: p.checked_mul(b),
         }
     }
 
     fn period(&self) -> i128 {
-        self.p * self.b
+        i128::from(self.p) * i128::from(self.b)
     }
 
-    /// How many indices below `x` coordinate `c` owns, which is also the
-    /// local index of its first index at or above `x`.
-    fn owned_before(&self, c: i128, x: i128) -> i128 {
-        let a = self.period();
-        (x / a) * self.b + (x % a - c * self.b).clamp(0, self.b)
+    /// How many indices below `x` (in `0..=n`) coordinate `c` owns, which
+    /// is also the local index of its first index at or above `x`.
+    fn owned_before(&self, c: i64, x: i64) -> i64 {
+        match self.a {
+            // `c*b < a` and `x % a < a`, so nothing here overflows.
+            Some(a) => (x / a) * self.b + (x % a - c * self.b).clamp(0, self.b),
+            None => (i128::from(x) - i128::from(c) * i128::from(self.b))
+                .clamp(0, i128::from(self.b)) as i64,
+        }
+    }
+
+    /// `(first local index, count)` of what coordinate `c` owns in
+    /// `[lo, hi)`: one run, since its blocks are consecutive locally.
+    pub(crate) fn owned_range(&self, c: i64, lo: i64, hi: i64) -> Option<(i64, i64)> {
+        let first = self.owned_before(c, lo);
+        let len = self.owned_before(c, hi) - first;
+        (len > 0).then_some((first, len))
     }
 
     /// Local extent of coordinate `c`.
     pub(crate) fn extent(&self, c: i64) -> i64 {
-        self.owned_before(i128::from(c), self.n) as i64
+        self.owned_before(c, self.n)
     }
 
     /// The coordinate owning global index `g`.
     pub(crate) fn owner(&self, g: i64) -> i64 {
-        ((i128::from(g) / self.b) % self.p) as i64
+        (g / self.b) % self.p
     }
 }
 
@@ -88,11 +103,11 @@ impl Group {
     }
 }
 
-/// Appends `g` to a list in increasing order, merging it into the last
-/// entry where the two describe one run or one progression: this is what
-/// turns identical distributions into one run and NONE dimensions into
-/// whole rows.
-fn push(list: &mut Vec<Group>, g: Group) {
+/// Appends `g` to the list `list[from..]`, kept in increasing order,
+/// merging it into the last entry where the two describe one run or one
+/// progression: this is what turns identical distributions into one run
+/// and NONE dimensions into whole rows.
+fn push(list: &mut Vec<Group>, from: usize, g: Group) {
     if g.len == 0 || g.count == 0 {
         return;
     }
@@ -101,7 +116,8 @@ fn push(list: &mut Vec<Group>, g: Group) {
     } else {
         g
     };
-    if let Some(last) = list.last_mut() {
+    if list.len() > from {
+        let last = list.last_mut().expect("non-empty");
         if g.count == 1 && last.count == 1 && last.start + last.len == g.start {
             last.len += g.len;
             last.stride = last.len;
@@ -133,89 +149,61 @@ fn push(list: &mut Vec<Group>, g: Group) {
     list.push(g);
 }
 
+/// A slice of [`RunStore::groups`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Span {
+    fn slice(self, groups: &[Group]) -> &[Group] {
+        &groups[self.start as usize..(self.start + self.len) as usize]
+    }
+}
+
 /// The runs of my local indices that one remote coordinate meets along one
 /// dimension, in increasing global order: `period` repeated `repeats` times,
-/// shifted by `shift` local indices each time, then `tail`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// shifted by `shift` local indices each time, then `tail`. The groups live
+/// in a [`RunStore`], so a plan with thousands of these allocates once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Runs {
-    period: Vec<Group>,
+    period: Span,
     repeats: i64,
     shift: i64,
-    tail: Vec<Group>,
+    tail: Span,
+    elements: u64,
 }
 
 impl Runs {
-    fn new(period: Vec<Group>, repeats: i64, shift: i64, tail: Vec<Group>) -> Runs {
-        if repeats == 0 || period.is_empty() {
-            return Runs::flat(tail);
-        }
-        // One period, or a period that is a single run, needs no repeat:
-        // the first is just a list, the second one progression.
-        let flatten = match period.as_slice() {
-            _ if repeats == 1 => Some(period.clone()),
-            [g] if g.count == 1 => Some(vec![Group {
-                start: g.start,
-                len: g.len,
-                count: repeats,
-                stride: shift,
-            }]),
-            _ => None,
-        };
-        match flatten {
-            Some(head) => {
-                let mut list = Vec::with_capacity(head.len() + tail.len());
-                for g in head.into_iter().chain(tail) {
-                    push(&mut list, g);
-                }
-                Runs::flat(list)
-            }
-            None => Runs {
-                period,
-                repeats,
-                shift,
-                tail,
-            },
-        }
-    }
-
-    fn flat(tail: Vec<Group>) -> Runs {
-        Runs {
-            period: Vec::new(),
-            repeats: 0,
-            shift: 0,
-            tail,
-        }
-    }
-
-    /// One run of `len` indices from `start`.
-    pub(crate) fn single(start: i64, len: i64) -> Runs {
-        Runs::flat(vec![Group::run(start, len)])
-    }
-
     /// Entries stored (what the plan's memory grows with).
     pub(crate) fn stored(&self) -> usize {
-        self.period.len() + self.tail.len()
+        (self.period.len + self.tail.len) as usize
     }
 
     /// Indices covered.
     pub(crate) fn elements(&self) -> u64 {
-        let sum = |list: &[Group]| -> u64 { list.iter().map(|g| (g.len * g.count) as u64).sum() };
-        sum(&self.period) * self.repeats as u64 + sum(&self.tail)
+        self.elements
     }
 
     /// `(start, len)` when the indices form one contiguous range. Merging in
-    /// [`push`] makes this exact: two entries never touch.
-    pub(crate) fn contiguous(&self) -> Option<(i64, i64)> {
-        match (self.period.as_slice(), self.tail.as_slice()) {
-            ([], [g]) if g.count == 1 => Some((g.start, g.len)),
-            _ => None,
+    /// [`push`] makes this exact: two entries of one list never touch, and
+    /// a repeated period always has a gap.
+    pub(crate) fn contiguous(&self, groups: &[Group]) -> Option<(i64, i64)> {
+        if self.period.len != 0 || self.tail.len != 1 {
+            return None;
         }
+        let g = groups[self.tail.start as usize];
+        (g.count == 1).then_some((g.start, g.len))
     }
 
     /// The runs one by one, computed as they are needed.
-    pub(crate) fn iter(&self) -> RunIter<'_> {
+    pub(crate) fn iter<'a>(&self, groups: &'a [Group]) -> RunIter<'a> {
         RunIter {
-            runs: self,
+            period: self.period.slice(groups),
+            tail: self.tail.slice(groups),
+            repeats: self.repeats,
+            shift: self.shift,
             rep: 0,
             group: 0,
             k: 0,
@@ -226,7 +214,10 @@ impl Runs {
 
 /// Iterator over the `(start, len)` runs of a [`Runs`].
 pub(crate) struct RunIter<'a> {
-    runs: &'a Runs,
+    period: &'a [Group],
+    tail: &'a [Group],
+    repeats: i64,
+    shift: i64,
     rep: i64,
     group: usize,
     k: i64,
@@ -239,16 +230,16 @@ impl Iterator for RunIter<'_> {
     fn next(&mut self) -> Option<(i64, i64)> {
         loop {
             let (list, base) = if self.in_tail {
-                (&self.runs.tail, 0)
+                (self.tail, 0)
             } else {
-                (&self.runs.period, self.rep * self.runs.shift)
+                (self.period, self.rep * self.shift)
             };
             let Some(g) = list.get(self.group) else {
                 if self.in_tail {
                     return None;
                 }
                 self.rep += 1;
-                self.in_tail = self.rep == self.runs.repeats;
+                self.in_tail = self.rep == self.repeats;
                 self.group = 0;
                 continue;
             };
@@ -264,15 +255,206 @@ impl Iterator for RunIter<'_> {
     }
 }
 
-/// Lists of groups per remote coordinate, filled in increasing global order.
-#[derive(Default)]
-struct Collector {
-    lists: BTreeMap<i64, Vec<Group>>,
+/// Owns the groups of every [`Runs`] of a plan, the scratch lists the walks
+/// fill, and the count of loop iterations spent.
+#[derive(Debug, Default)]
+pub(crate) struct RunStore {
+    pub(crate) groups: Vec<Group>,
+    pub(crate) work: u64,
+    period: Vec<(i64, Group)>,
+    tail: Vec<(i64, Group)>,
+    sorted: Vec<(i64, Group)>,
+    counts: Vec<usize>,
 }
 
-impl Collector {
-    fn push(&mut self, remote: i128, g: Group) {
-        push(self.lists.entry(remote as i64).or_default(), g);
+impl RunStore {
+    /// One run of `len` indices from `start`.
+    pub(crate) fn single(&mut self, start: i64, len: i64) -> Runs {
+        let at = self.groups.len();
+        self.groups.push(Group::run(start, len));
+        Runs {
+            period: Span::default(),
+            repeats: 0,
+            shift: 0,
+            tail: Span {
+                start: at as u32,
+                len: 1,
+            },
+            elements: len as u64,
+        }
+    }
+
+    /// Regular against regular: per remote coordinate met (ascending), the
+    /// runs of my coordinate `c`'s local indices, as one period plus
+    /// repeats plus tail.
+    pub(crate) fn regular_pair(
+        &mut self,
+        mine: &Pattern,
+        c: i64,
+        remote: &Pattern,
+        out: &mut Vec<(i64, Runs)>,
+    ) {
+        let n = mine.n;
+        if n == 0 || mine.extent(c) == 0 {
+            return;
+        }
+        let (a, a2) = (mine.period(), remote.period());
+        let mut period = std::mem::take(&mut self.period);
+        let mut tail = std::mem::take(&mut self.tail);
+        period.clear();
+        tail.clear();
+        let lcm = (a / gcd(a, a2)).checked_mul(a2);
+        let (repeats, shift) = match lcm.filter(|&l| l < i128::from(n)) {
+            Some(l) => {
+                // Below n, so an i64.
+                let l = l as i64;
+                let repeats = n / l;
+                sweep(mine, c, remote, 0, l, &mut period, &mut self.work);
+                sweep(mine, c, remote, repeats * l, n, &mut tail, &mut self.work);
+                (repeats, l / mine.p)
+            }
+            None => {
+                sweep(mine, c, remote, 0, n, &mut tail, &mut self.work);
+                (0, 0)
+            }
+        };
+        self.by_coordinate(&mut period, remote.p);
+        self.by_coordinate(&mut tail, remote.p);
+        let (mut p, mut t) = (&period[..], &tail[..]);
+        while let Some(e) = match (p.first(), t.first()) {
+            (Some(x), Some(y)) => Some(x.0.min(y.0)),
+            (Some(x), None) => Some(x.0),
+            (None, Some(y)) => Some(y.0),
+            (None, None) => None,
+        } {
+            let np = p.iter().take_while(|x| x.0 == e).count();
+            let nt = t.iter().take_while(|x| x.0 == e).count();
+            let runs = self.periodic(&p[..np], repeats, shift, &t[..nt]);
+            if runs.elements > 0 {
+                out.push((e, runs));
+            }
+            (p, t) = (&p[np..], &t[nt..]);
+        }
+        self.period = period;
+        self.tail = tail;
+    }
+
+    /// Orders `items` by remote coordinate, each coordinate's entries kept
+    /// in the order they came (global order, which is also local order).
+    fn by_coordinate(&mut self, items: &mut Vec<(i64, Group)>, coordinates: i64) {
+        if coordinates as usize > 4 * items.len() {
+            // Few entries for many coordinates: sorting by (coordinate,
+            // local start) is cheaper than counting, and keeps the order.
+            items.sort_unstable_by_key(|&(e, g)| (e, g.start));
+            return;
+        }
+        let counts = &mut self.counts;
+        counts.clear();
+        counts.resize(coordinates as usize + 1, 0);
+        for &(e, _) in items.iter() {
+            counts[e as usize + 1] += 1;
+        }
+        for i in 1..counts.len() {
+            counts[i] += counts[i - 1];
+        }
+        let sorted = &mut self.sorted;
+        sorted.clear();
+        sorted.resize(items.len(), (0, Group::run(0, 0)));
+        for &item in items.iter() {
+            sorted[counts[item.0 as usize]] = item;
+            counts[item.0 as usize] += 1;
+        }
+        std::mem::swap(items, sorted);
+    }
+
+    /// Stores one coordinate's period and tail, without the repeat where it
+    /// is not needed: one period is just a list, and a period that is one
+    /// run is one progression.
+    fn periodic(
+        &mut self,
+        period: &[(i64, Group)],
+        repeats: i64,
+        shift: i64,
+        tail: &[(i64, Group)],
+    ) -> Runs {
+        let at = self.groups.len();
+        let mut elements = 0u64;
+        for &(_, g) in period {
+            push(&mut self.groups, at, g);
+        }
+        let in_period = self.groups.len() - at;
+        for g in &self.groups[at..] {
+            elements += (g.len * g.count) as u64;
+        }
+        elements *= repeats as u64;
+        let mut runs = Runs {
+            period: Span {
+                start: at as u32,
+                len: in_period as u32,
+            },
+            repeats,
+            shift,
+            tail: Span::default(),
+            elements,
+        };
+        let flat_from = match &self.groups[at..] {
+            [] => Some(at),
+            _ if repeats == 1 => Some(at),
+            [g] if g.count == 1 => {
+                let g = *g;
+                self.groups.truncate(at);
+                push(
+                    &mut self.groups,
+                    at,
+                    Group {
+                        start: g.start,
+                        len: g.len,
+                        count: repeats,
+                        stride: shift,
+                    },
+                );
+                Some(at)
+            }
+            _ => None,
+        };
+        let from = flat_from.unwrap_or(self.groups.len());
+        for &(_, g) in tail {
+            runs.elements += (g.len * g.count) as u64;
+            push(&mut self.groups, from, g);
+        }
+        if flat_from.is_some() {
+            runs.period = Span::default();
+            runs.repeats = 0;
+            runs.shift = 0;
+        }
+        runs.tail = Span {
+            start: from as u32,
+            len: (self.groups.len() - from) as u32,
+        };
+        runs
+    }
+
+    /// My interval `[lo, hi)` (local index 0 at `origin`) against a regular
+    /// remote pattern: per remote coordinate met (ascending), the local runs.
+    pub(crate) fn interval_vs_regular(
+        &mut self,
+        lo: i64,
+        hi: i64,
+        origin: i64,
+        remote: &Pattern,
+        out: &mut Vec<(i64, Runs)>,
+    ) {
+        let mut tail = std::mem::take(&mut self.tail);
+        tail.clear();
+        split(lo, hi, lo - origin, remote, &mut tail, &mut self.work);
+        self.by_coordinate(&mut tail, remote.p);
+        for list in tail.chunk_by(|x, y| x.0 == y.0) {
+            let runs = self.periodic(&[], 0, 0, list);
+            if runs.elements > 0 {
+                out.push((list[0].0, runs));
+            }
+        }
+        self.tail = tail;
     }
 }
 
@@ -280,161 +462,102 @@ impl Collector {
 /// blocks of `remote`. A stretch longer than a whole remote period gives
 /// one progression per remote coordinate instead of one run per block, so
 /// the cost is O(min(blocks met, remote coordinates)).
-fn split(gs: i128, ge: i128, ls: i128, remote: &Pattern, out: &mut Collector, work: &mut u64) {
+fn split(gs: i64, ge: i64, ls: i64, remote: &Pattern, out: &mut Vec<(i64, Group)>, work: &mut u64) {
     let (q, b) = (remote.p, remote.b);
-    let a = remote.period();
-    let walk = |from: i128, to: i128, out: &mut Collector, work: &mut u64| {
+    let walk = |from: i64, to: i64, out: &mut Vec<(i64, Group)>, work: &mut u64| {
         if from >= to {
             return;
         }
-        for j in from / b..=(to - 1) / b {
+        let first = from / b;
+        let mut e = first % q;
+        for j in first..=(to - 1) / b {
             let rs = from.max(j * b);
-            let re = to.min((j + 1) * b);
+            let re = to.min((j + 1).saturating_mul(b));
             *work += 1;
-            out.push(j % q, Group::run((ls + rs - gs) as i64, (re - rs) as i64));
+            out.push((e, Group::run(ls + (rs - gs), re - rs)));
+            e = if e + 1 == q { 0 } else { e + 1 };
         }
     };
-    let first_full = (gs + a - 1) / a * a;
-    let periods = if ge > first_full {
-        (ge - first_full) / a
-    } else {
-        0
+    let a = match remote.a {
+        Some(a) if (ge - gs) / a >= 3 => a,
+        _ => {
+            walk(gs, ge, out, work);
+            return;
+        }
     };
-    if periods < 2 {
-        walk(gs, ge, out, work);
-        return;
-    }
+    // At least two whole remote periods lie inside.
+    let first_full = (gs + a - 1) / a * a;
+    let periods = (ge - first_full) / a;
     walk(gs, first_full, out, work);
     for e in 0..q {
         *work += 1;
-        out.push(
-            e,
-            Group {
-                start: (ls + first_full - gs + e * b) as i64,
-                len: b as i64,
-                count: periods as i64,
-                stride: a as i64,
-            },
-        );
+        let group = Group {
+            start: ls + (first_full - gs) + e * b,
+            len: b,
+            count: periods,
+            stride: a,
+        };
+        out.push((e, group));
     }
     walk(first_full + periods * a, ge, out, work);
 }
 
 /// Runs of coordinate `c` of `mine` within `[lo, hi)`, where `lo` is a
-/// multiple of both patterns' periods, per remote coordinate.
+/// multiple of both patterns' periods, tagged with the remote coordinate.
 fn sweep(
-    mine: &Pattern,
-    c: i128,
-    remote: &Pattern,
-    lo: i128,
-    hi: i128,
-    work: &mut u64,
-) -> Collector {
-    let mut out = Collector::default();
-    let a = mine.period();
-    if remote.b > a {
-        // Remote blocks longer than my period: each one meets my indices in
-        // a single local run (my blocks are consecutive locally), so walk
-        // the remote blocks and count what I own in each.
-        for j in lo / remote.b..(hi + remote.b - 1) / remote.b {
-            let rs = lo.max(j * remote.b);
-            let re = hi.min((j + 1) * remote.b);
-            let first = mine.owned_before(c, rs);
-            let len = mine.owned_before(c, re) - first;
-            *work += 1;
-            out.push(j % remote.p, Group::run(first as i64, len as i64));
-        }
-    } else {
-        let mut k = lo / a;
-        loop {
-            let gs = (k * mine.p + c) * mine.b;
-            if gs >= hi {
-                break;
-            }
-            *work += 1;
-            split(gs, hi.min(gs + mine.b), k * mine.b, remote, &mut out, work);
-            k += 1;
-        }
-    }
-    out
-}
-
-/// Regular against regular: per remote coordinate met, the runs of my
-/// coordinate `c`'s local indices, as one period plus repeats plus tail.
-pub(crate) fn regular_pair(
     mine: &Pattern,
     c: i64,
     remote: &Pattern,
-    work: &mut u64,
-) -> Vec<(i64, Runs)> {
-    let c = i128::from(c);
-    let n = mine.n;
-    if n == 0 || mine.owned_before(c, n) == 0 {
-        return Vec::new();
-    }
-    let (a, a2) = (mine.period(), remote.period());
-    let period = (a / gcd(a, a2)).checked_mul(a2).filter(|&l| l < n);
-    let Some(l) = period else {
-        let tail = sweep(mine, c, remote, 0, n, work);
-        return tail
-            .lists
-            .into_iter()
-            .map(|(e, list)| (e, Runs::flat(list)))
-            .collect();
-    };
-    let repeats = n / l;
-    let shift = l / mine.p;
-    let mut period = sweep(mine, c, remote, 0, l, work).lists;
-    let mut tail = sweep(mine, c, remote, repeats * l, n, work).lists;
-    let mut coords: Vec<i64> = period.keys().chain(tail.keys()).copied().collect();
-    coords.sort_unstable();
-    coords.dedup();
-    coords
-        .into_iter()
-        .map(|e| {
-            let runs = Runs::new(
-                period.remove(&e).unwrap_or_default(),
-                repeats as i64,
-                shift as i64,
-                tail.remove(&e).unwrap_or_default(),
-            );
-            (e, runs)
-        })
-        .collect()
-}
-
-/// My interval `[lo, hi)` (local index 0 at `origin`) against a regular
-/// remote pattern: per remote coordinate met, the local runs.
-pub(crate) fn interval_vs_regular(
     lo: i64,
     hi: i64,
-    origin: i64,
-    remote: &Pattern,
+    out: &mut Vec<(i64, Group)>,
     work: &mut u64,
-) -> Vec<(i64, Runs)> {
-    let mut out = Collector::default();
-    let lo128 = i128::from(lo);
-    split(
-        lo128,
-        i128::from(hi),
-        lo128 - i128::from(origin),
-        remote,
-        &mut out,
-        work,
-    );
-    out.lists
-        .into_iter()
-        .map(|(e, list)| (e, Runs::flat(list)))
-        .collect()
-}
-
-/// My coordinate `c` of a regular pattern against a remote interval: my
-/// blocks are consecutive locally, so this is at most one run.
-pub(crate) fn regular_vs_interval(mine: &Pattern, c: i64, lo: i64, hi: i64) -> Option<Runs> {
-    let c = i128::from(c);
-    let first = mine.owned_before(c, i128::from(lo));
-    let len = mine.owned_before(c, i128::from(hi)) - first;
-    (len > 0).then(|| Runs::single(first as i64, len as i64))
+) {
+    match mine.a {
+        Some(a) if remote.b > a => {
+            // Remote blocks longer than my period: each one meets my
+            // indices in a single local run (my blocks are consecutive
+            // locally), so walk the remote blocks and count what I own in
+            // each.
+            let rb = remote.b;
+            let first = lo / rb;
+            let mut e = first % remote.p;
+            for j in first..hi / rb + i64::from(hi % rb != 0) {
+                let rs = lo.max(j * rb);
+                let re = hi.min((j + 1).saturating_mul(rb));
+                let start = mine.owned_before(c, rs);
+                let len = mine.owned_before(c, re) - start;
+                *work += 1;
+                if len > 0 {
+                    out.push((e, Group::run(start, len)));
+                }
+                e = if e + 1 == remote.p { 0 } else { e + 1 };
+            }
+        }
+        _ => {
+            // Without an i64 period the period is longer than the axis:
+            // each coordinate has at most block 0, and `lo` is 0.
+            let mut k = mine.a.map_or(0, |a| lo / a);
+            loop {
+                let gs = (i128::from(k) * i128::from(mine.p) + i128::from(c)) * i128::from(mine.b);
+                if gs >= i128::from(hi) {
+                    break;
+                }
+                // Below hi, so an i64.
+                let gs = gs as i64;
+                *work += 1;
+                split(
+                    gs,
+                    hi.min(gs.saturating_add(mine.b)),
+                    k * mine.b,
+                    remote,
+                    out,
+                    work,
+                );
+                k += 1;
+            }
+        }
+    }
 }
 
 fn gcd(mut a: i128, mut b: i128) -> i128 {
@@ -448,14 +571,23 @@ fn gcd(mut a: i128, mut b: i128) -> i128 {
 mod tests {
     use super::*;
 
-    fn expand(runs: &Runs) -> Vec<i64> {
-        runs.iter().flat_map(|(s, l)| s..s + l).collect()
+    fn expand(store: &RunStore, runs: &Runs) -> Vec<i64> {
+        runs.iter(&store.groups)
+            .flat_map(|(s, l)| s..s + l)
+            .collect()
+    }
+
+    fn find(store: &RunStore, got: &[(i64, Runs)], e: i64) -> Vec<i64> {
+        got.iter()
+            .find(|(x, _)| *x == e)
+            .map(|(_, r)| expand(store, r))
+            .unwrap_or_default()
     }
 
     /// Element by element: local indices of `c` whose global index the
     /// remote coordinate `e` owns, in global order.
     fn brute(mine: &Pattern, c: i64, remote: &Pattern, e: i64) -> Vec<i64> {
-        let n = mine.n as i64;
+        let n = mine.n;
         let mut out = Vec::new();
         let mut local = 0;
         for g in 0..n {
@@ -481,12 +613,13 @@ mod tests {
         let kinds = [
             Kind::Block,
             Kind::Cyclic,
-            Kind::BlockCyclic(1),
             Kind::BlockCyclic(2),
             Kind::BlockCyclic(3),
             Kind::BlockCyclic(7),
             Kind::BlockCyclic(40),
         ];
+        let mut store = RunStore::default();
+        let mut got = Vec::new();
         for n in 0..40 {
             for p in 1..6 {
                 for q in 1..6 {
@@ -495,17 +628,14 @@ mod tests {
                             let mine = Pattern::new(n, p, k1);
                             let remote = Pattern::new(n, q, k2);
                             for c in 0..p {
-                                let mut work = 0;
-                                let got = regular_pair(&mine, c, &remote, &mut work);
+                                got.clear();
+                                store.regular_pair(&mine, c, &remote, &mut got);
+                                let total: u64 = got.iter().map(|(_, r)| r.elements()).sum();
+                                assert_eq!(total, mine.extent(c) as u64);
                                 for e in 0..q {
-                                    let want = brute(&mine, c, &remote, e);
-                                    let have = got
-                                        .iter()
-                                        .find(|(x, _)| *x == e)
-                                        .map(|(_, r)| expand(r))
-                                        .unwrap_or_default();
                                     assert_eq!(
-                                        have, want,
+                                        find(&store, &got, e),
+                                        brute(&mine, c, &remote, e),
                                         "n={n} p={p} q={q} {k1:?} {k2:?} c={c} e={e}"
                                     );
                                 }
@@ -522,53 +652,51 @@ mod tests {
         let n = 1i64 << 40;
         let mine = Pattern::new(n, 1000, Kind::Cyclic);
         let remote = Pattern::new(n, 7, Kind::BlockCyclic(3));
-        let mut work = 0;
-        let runs = regular_pair(&mine, 3, &remote, &mut work);
-        let stored: usize = runs.iter().map(|(_, r)| r.stored()).sum();
-        let elements: u64 = runs.iter().map(|(_, r)| r.elements()).sum();
+        let mut store = RunStore::default();
+        let mut got = Vec::new();
+        store.regular_pair(&mine, 3, &remote, &mut got);
+        let stored: usize = got.iter().map(|(_, r)| r.stored()).sum();
+        let elements: u64 = got.iter().map(|(_, r)| r.elements()).sum();
         assert_eq!(elements, mine.extent(3) as u64);
         assert!(stored <= 40, "{stored} entries");
-        assert!(work < 100, "{work} steps");
+        assert!(store.work < 100, "{} steps", store.work);
     }
 
     #[test]
     fn identical_patterns_give_one_run() {
         let p = Pattern::new(1000, 7, Kind::BlockCyclic(3));
-        let mut work = 0;
-        let runs = regular_pair(&p, 2, &p, &mut work);
-        assert_eq!(runs.len(), 1);
-        assert_eq!(runs[0].1.contiguous(), Some((0, p.extent(2))));
+        let mut store = RunStore::default();
+        let mut got = Vec::new();
+        store.regular_pair(&p, 2, &p, &mut got);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].1.contiguous(&store.groups), Some((0, p.extent(2))));
     }
 
     #[test]
     fn intervals_match_brute_force() {
+        let mut store = RunStore::default();
+        let mut got = Vec::new();
         for n in 0..30i64 {
             for q in 1..5 {
                 for kind in [Kind::Cyclic, Kind::BlockCyclic(2), Kind::BlockCyclic(5)] {
-                    let remote = Pattern::new(n, q, kind);
+                    let pattern = Pattern::new(n, q, kind);
                     for lo in 0..=n {
                         for hi in lo..=n {
-                            let mut work = 0;
-                            let got = interval_vs_regular(lo, hi, lo, &remote, &mut work);
+                            got.clear();
+                            store.interval_vs_regular(lo, hi, lo, &pattern, &mut got);
                             for e in 0..q {
                                 let want: Vec<i64> = (lo..hi)
-                                    .filter(|&g| remote.owner(g) == e)
+                                    .filter(|&g| pattern.owner(g) == e)
                                     .map(|g| g - lo)
                                     .collect();
-                                let have = got
-                                    .iter()
-                                    .find(|(x, _)| *x == e)
-                                    .map(|(_, r)| expand(r))
-                                    .unwrap_or_default();
-                                assert_eq!(have, want);
+                                assert_eq!(find(&store, &got, e), want);
                             }
-                            let mine = remote;
                             for c in 0..q {
-                                let want = brute_interval(&mine, c, lo, hi);
-                                let have = regular_vs_interval(&mine, c, lo, hi)
-                                    .map(|r| expand(&r))
+                                let have: Vec<i64> = pattern
+                                    .owned_range(c, lo, hi)
+                                    .map(|(s, l)| (s..s + l).collect())
                                     .unwrap_or_default();
-                                assert_eq!(have, want);
+                                assert_eq!(have, brute_interval(&pattern, c, lo, hi));
                             }
                         }
                     }
@@ -580,7 +708,7 @@ mod tests {
     fn brute_interval(mine: &Pattern, c: i64, lo: i64, hi: i64) -> Vec<i64> {
         let mut local = 0;
         let mut out = Vec::new();
-        for g in 0..mine.n as i64 {
+        for g in 0..mine.n {
             if mine.owner(g) == c {
                 if (lo..hi).contains(&g) {
                     out.push(local);

@@ -382,16 +382,29 @@ impl Dist {
         coords
     }
 
-    /// The rank at grid coordinates `coords` (regular only).
-    pub(crate) fn rank_of(&self, coords: &[i64]) -> usize {
+    /// Per dimension, what one step of that coordinate adds to the rank
+    /// (regular only): the rank is `sum(coords[d] * weights[d])`.
+    pub(crate) fn rank_weights(&self) -> Vec<usize> {
         let Layout::Regular { grid, .. } = &self.layout else {
             unreachable!("a box distribution has no grid")
         };
-        let mut rank = 0i64;
-        for d in storage_dims(self.order, grid.len()).rev() {
-            rank = rank * grid[d] + coords[d];
+        let mut weights = vec![0; grid.len()];
+        let mut step = 1usize;
+        for d in storage_dims(self.order, grid.len()) {
+            weights[d] = step;
+            // Ends at ranks(), validated to fit.
+            step *= grid[d] as usize;
         }
-        rank as usize
+        weights
+    }
+
+    /// The rank at grid coordinates `coords` (regular only).
+    pub(crate) fn rank_of(&self, coords: &[i64]) -> usize {
+        self.rank_weights()
+            .iter()
+            .zip(coords)
+            .map(|(&w, &c)| w * c as usize)
+            .sum()
     }
 }
 

@@ -112,3 +112,73 @@ fn identical_grids_are_one_run() {
     assert_eq!(p.stored_runs(), 2);
     assert_eq!(p.peers()[0].contiguous(), Some((0, d.local_len(77))));
 }
+
+/// Extents near i64::MAX, periods that do not fit an i64, blocks longer
+/// than the axis: every rank's messages add up to its local part, and both
+/// sides agree on every message's size.
+#[test]
+fn extreme_extents_do_not_overflow() {
+    let max = i64::MAX;
+    let sides = [
+        grid(&[max], &[3], &[Kind::Block]),
+        grid(&[max], &[7], &[Kind::Cyclic]),
+        grid(&[max], &[5], &[Kind::BlockCyclic(max / 4)]),
+        grid(&[max], &[1 << 10], &[Kind::BlockCyclic(1 << 30)]),
+        grid(&[max], &[2], &[Kind::BlockCyclic(max)]),
+        Dist::boxes(
+            &[max],
+            vec![
+                vec![Region::new(vec![max / 3], vec![max / 2])],
+                vec![Region::new(vec![0], vec![max])],
+            ],
+            Order::C,
+        )
+        .unwrap(),
+    ];
+    let ranks = |d: &Dist| -> Vec<usize> {
+        let n = d.ranks();
+        let mut r = vec![0, 1, n / 2, n - 1];
+        r.retain(|&x| x < n);
+        r.dedup();
+        r
+    };
+    for producer in &sides[..5] {
+        for consumer in &sides {
+            for p in ranks(producer) {
+                let plan_p = plan(producer, consumer, Side::Producer, p);
+                if matches!(consumer.layout(), tether_redist::Layout::Regular { .. }) {
+                    let total: u64 = plan_p.peers().iter().map(|x| x.elements()).sum();
+                    assert_eq!(
+                        total,
+                        producer.local_len(p),
+                        "{} -> {}",
+                        producer.describe(),
+                        consumer.describe()
+                    );
+                }
+                for q in ranks(consumer) {
+                    let plan_q = plan(producer, consumer, Side::Consumer, q);
+                    let from_p = plan_p
+                        .peers()
+                        .iter()
+                        .find(|x| x.peer() == q)
+                        .map(|x| x.elements());
+                    let to_q = plan_q
+                        .peers()
+                        .iter()
+                        .find(|x| x.peer() == p)
+                        .map(|x| x.elements());
+                    assert_eq!(
+                        from_p,
+                        to_q,
+                        "{} -> {}: {p} -> {q}",
+                        producer.describe(),
+                        consumer.describe()
+                    );
+                    assert!(plan_q.work() < 100_000);
+                }
+                assert!(plan_p.work() < 100_000);
+            }
+        }
+    }
+}

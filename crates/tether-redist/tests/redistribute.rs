@@ -107,3 +107,25 @@ fn transpose_c_to_fortran() {
     verify(&producer, &consumer, 8).unwrap();
     verify(&consumer, &producer, 3).unwrap();
 }
+
+/// Transposes large enough for the copy loop's tiles to be cut, in both
+/// directions and for every cell size it special-cases.
+#[test]
+fn tiled_transposes() {
+    let shape = [45, 38];
+    let grids: [(&[i64], &[Kind]); 3] = [
+        (&[1, 1], &[Kind::Block, Kind::Block]),
+        (&[2, 1], &[Kind::Block, Kind::None]),
+        (&[1, 2], &[Kind::None, Kind::BlockCyclic(20)]),
+    ];
+    for (pg, pk) in grids {
+        for (cg, ck) in grids {
+            let producer = Dist::regular(&shape, pg, pk, Order::C).unwrap();
+            let consumer = Dist::regular(&shape, cg, ck, Order::Fortran).unwrap();
+            for es in [1, 2, 3, 4, 8, 16, 24] {
+                verify(&producer, &consumer, es).unwrap();
+                verify(&consumer, &producer, es).unwrap();
+            }
+        }
+    }
+}
