@@ -263,11 +263,9 @@ impl Builder {
             self.segments = order.iter().map(|&i| self.segments[i]).collect();
             self.peers = order.iter().map(|&i| self.peers[i]).collect();
         }
-        let mut groups = self.store.groups;
-        groups.shrink_to_fit();
         let table = Arc::new(Table {
             ndims: self.ndims,
-            groups,
+            groups: self.store.groups,
             runs: self.runs,
             segments: self.segments,
             dims: self.dims,
@@ -375,6 +373,12 @@ fn regular_boxes(mine: &Dist, theirs: &[Vec<Region>], rank: usize, b: &mut Build
     };
     let strides = b.add_strides(mine.order(), &extents);
     let patterns: Vec<Pattern> = (0..mine.ndims()).map(|d| mine.pattern(d)).collect();
+    // At most one piece a remote box: reserving that much touches no
+    // memory until used, and saves the copies of growing by doubling.
+    let boxes: usize = theirs.iter().map(Vec::len).sum();
+    b.reserve(boxes);
+    b.runs.reserve(boxes * mine.ndims());
+    b.store.groups.reserve(boxes * mine.ndims());
     let mut ranges = Vec::with_capacity(mine.ndims());
     let mut runs = Vec::with_capacity(mine.ndims());
     for (peer, boxes) in theirs.iter().enumerate() {
