@@ -254,10 +254,17 @@ impl Builder {
     }
 
     fn finish(mut self, remote_ranks: usize) -> Plan {
-        assert!(
-            u32::try_from(self.segments.len()).is_ok(),
-            "more than 2^32 pieces in one plan"
-        );
+        // The table indexes with u32 to keep a piece at 16 bytes.
+        for len in [
+            self.segments.len(),
+            self.runs.len(),
+            self.store.groups.len(),
+        ] {
+            assert!(
+                u32::try_from(len).is_ok(),
+                "more than 2^32 entries in one plan"
+            );
+        }
         if !self.peers.windows(2).all(|w| w[0] <= w[1]) {
             let order = order_by_peer(&self.peers, remote_ranks);
             self.segments = order.iter().map(|&i| self.segments[i]).collect();

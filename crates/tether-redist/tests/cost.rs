@@ -182,3 +182,13 @@ fn extreme_extents_do_not_overflow() {
         }
     }
 }
+
+/// The runtime keeps plans across threads (a progress engine beside the
+/// application) and clones peers into requests.
+#[test]
+fn plans_are_send_sync_and_clone() {
+    fn check<T: Send + Sync + Clone + std::fmt::Debug>() {}
+    check::<tether_redist::Plan>();
+    check::<tether_redist::PeerPlan>();
+    check::<Dist>();
+}
