@@ -632,7 +632,7 @@ int tether_dist_create(int ndims,
                        const int *proc_grid,
                        const int *kinds,
                        const int64_t *blocks,
-                       int order_,
+                       int order,
                        tether_dist *dist);
 
 /*
@@ -646,7 +646,7 @@ int tether_dist_create_boxes(int ndims,
                              int nboxes,
                              const int64_t *starts,
                              const int64_t *counts,
-                             int order_,
+                             int order,
                              tether_dist *dist);
 
 /*

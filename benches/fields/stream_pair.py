@@ -1,0 +1,83 @@
+"""One side of a two-process stream of 2-D double arrays, through ADIOS2's
+SST engine or a Tether field, for benches/fields/sst_compare.py.
+
+  python3 stream_pair.py sst|tether put|get ROWS COLS STEPS
+
+The getter prints `<engine> <steps> steps <GB/s>`, timed from the end of
+the first step to the end of the last (the first one pays for the
+connection). Both engines keep at most two steps queued (SST QueueLimit=2,
+Tether FIELD_QUEUE=2, its default) and move the whole array each step:
+SST's writer puts one box, its reader selects the whole array.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+
+def sst(role, rows, cols, steps):
+    import adios2
+
+    adios = adios2.Adios()
+    io = adios.declare_io("io")
+    io.set_engine("SST")
+    # WAN is SST's socket data plane, the one a pip wheel has everywhere.
+    io.set_parameters({"DataTransport": "WAN", "QueueLimit": "2", "RendezvousReaderCount": "1",
+                       "OpenTimeoutSecs": "120"})
+    a = np.empty((rows, cols))
+    if role == "put":
+        a[...] = np.arange(a.size).reshape(rows, cols)
+        var = io.define_variable("t", a, [rows, cols], [0, 0], [rows, cols], True)
+        engine = io.open("stream", adios2.Mode.Write)
+        for step in range(steps):
+            engine.begin_step()
+            a[0, 0] = step
+            engine.put(var, a)
+            engine.end_step()
+        engine.close()
+        return
+    engine = io.open("stream", adios2.Mode.Read)
+    got, start = 0, 0.0
+    while engine.begin_step() == adios2.StepStatus.OK:
+        var = io.inquire_variable("t")
+        var.set_selection([[0, 0], [rows, cols]])
+        engine.get(var, a)
+        engine.end_step()
+        assert a[0, 0] == got, (a[0, 0], got)
+        if got == 0:
+            start = time.perf_counter()
+        got += 1
+    elapsed = time.perf_counter() - start
+    engine.close()
+    print(f"sst {got} steps {(got - 1) * a.nbytes / elapsed / 1e9:.3f}", flush=True)
+
+
+def tether_field(role, rows, cols, steps):
+    import tether
+
+    tether.init()
+    dist = tether.Dist((rows, cols), grid=(1, 1), kinds=(tether.DIST_BLOCK, tether.DIST_NONE))
+    a = np.empty((rows, cols))
+    if role == "put":
+        a[...] = np.arange(a.size).reshape(rows, cols)
+        with tether.Field("t", np.float64, dist, peers="get", mode="put") as field:
+            for step in range(steps):
+                a[0, 0] = step
+                field.put(step, a)
+        return
+    start = 0.0
+    with tether.Field("t", np.float64, dist, peers="put", mode="get") as field:
+        for step in range(steps):
+            field.get(step, a)
+            assert a[0, 0] == step, (a[0, 0], step)
+            if step == 0:
+                start = time.perf_counter()
+    elapsed = time.perf_counter() - start
+    print(f"tether {steps} steps {(steps - 1) * a.nbytes / elapsed / 1e9:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    engine, role = sys.argv[1], sys.argv[2]
+    rows, cols, steps = (int(v) for v in sys.argv[3:6])
+    (sst if engine == "sst" else tether_field)(role, rows, cols, steps)
