@@ -19,16 +19,21 @@ impl Spares {
     const LIMIT: usize = 64;
 
     /// A buffer of exactly `len` initialized bytes (their values are
-    /// whatever the last user left: callers overwrite all of them).
+    /// whatever the last user left: callers overwrite all of them). The
+    /// smallest spare that fits is taken; a smaller one is never grown,
+    /// since parts of a step differ in size and growing would reallocate
+    /// every step.
     pub fn take(&mut self, len: usize) -> Vec<u8> {
         if len < SMALLEST_KEPT {
             return vec![0; len];
         }
-        let fitting = self.buffers.iter().position(|b| b.capacity() >= len);
-        let mut buffer = match fitting {
-            Some(index) => self.buffers.swap_remove(index),
-            None => self.buffers.pop().unwrap_or_default(),
+        let best = (0..self.buffers.len())
+            .filter(|&i| self.buffers[i].capacity() >= len)
+            .min_by_key(|&i| self.buffers[i].capacity());
+        let Some(index) = best else {
+            return vec![0; len];
         };
+        let mut buffer = self.buffers.swap_remove(index);
         if buffer.len() >= len {
             buffer.truncate(len);
         } else {
@@ -58,8 +63,11 @@ mod tests {
         let b = spares.take(8_000);
         assert_eq!((b.len(), b.as_ptr()), (8_000, ptr), "the spare is reused");
         spares.give(b);
+        spares.give(vec![0; 20_000]);
         let c = spares.take(12_000);
-        assert_eq!(c.len(), 12_000);
+        assert_eq!((c.len(), c.capacity()), (12_000, 20_000), "the smallest that fits");
+        let d = spares.take(30_000);
+        assert_eq!(d.len(), 30_000, "none fits: a new one");
         assert_eq!(
             spares.take(16).len(),
             16,
