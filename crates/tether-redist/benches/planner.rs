@@ -27,7 +27,7 @@ fn grid(shape: &[i64], grid: &[i64], kinds: &[Kind]) -> Dist {
 fn cases() -> Vec<Case> {
     use Kind::*;
     let b2_producer = grid(&[N2, N2], &[64, 64], &[BlockCyclic(7); 2]);
-    vec![
+    let mut cases = vec![
         Case {
             name: "B0",
             what: "65536^2 64x64 BC(1) -> 48x48 BC(7)",
@@ -80,7 +80,20 @@ fn cases() -> Vec<Case> {
             producer: b2_producer.clone(),
             consumer: b2_producer,
         },
-    ]
+    ];
+    // Growing process counts on the B0 pattern: the plan of one rank must
+    // grow with its local blocks, not with the other side's ranks, while
+    // the per-pair scan grows with both.
+    for (name, p) in [("G8", 8), ("G16", 16), ("G32", 32), ("G64", 64)] {
+        let q = p * 3 / 4;
+        cases.push(Case {
+            name,
+            what: "65536^2 PxP BC(1) -> (3P/4)x(3P/4) BC(7), P = 8, 16, 32, 64",
+            producer: grid(&[N2, N2], &[p, p], &[BlockCyclic(1); 2]),
+            consumer: grid(&[N2, N2], &[q, q], &[BlockCyclic(7); 2]),
+        });
+    }
+    cases
 }
 
 /// `ranks x per_rank` boxes with sides up to `max_side`, from a fixed seed.

@@ -65,7 +65,11 @@ mod tests {
         spares.give(b);
         spares.give(vec![0; 20_000]);
         let c = spares.take(12_000);
-        assert_eq!((c.len(), c.capacity()), (12_000, 20_000), "the smallest that fits");
+        assert_eq!(
+            (c.len(), c.capacity()),
+            (12_000, 20_000),
+            "the smallest that fits"
+        );
         let d = spares.take(30_000);
         assert_eq!(d.len(), 30_000, "none fits: a new one");
         assert_eq!(
