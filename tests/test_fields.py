@@ -135,3 +135,14 @@ def test_a_consumer_killed_mid_run_fails_the_producer_with_peer_lost(built, suit
             "die=cons:1:5"]
     proc = field_run(2, 2, suite, args, setup_env("tcp", tmp_path, TETHER_FIELD_QUEUE=1), timeout=90)
     assert proc.stdout.count("ok lost") >= 2, proc.stdout
+
+
+def test_a_producer_killed_mid_run_fails_its_consumers_and_nothing_hangs(built, suite, tmp_path):
+    # prod:1 feeds cons:1 only: cons:1 must see PEER_LOST; prod:0 and
+    # cons:0 exchange nothing with it and complete every step.
+    args = ["shape=20x20", "elem=8", "prod=R:2x1:B,N:C", "cons=R:2x1:B,N:C", "steps=50",
+            "die=prod:1:5"]
+    proc = field_run(2, 2, suite, args, setup_env("tcp", tmp_path), timeout=90)
+    assert "[cons:1] ok lost: TETHER_ERR_PEER_LOST" in proc.stdout, proc.stdout
+    assert "prod:1" in proc.stdout.split("[cons:1] ok lost:")[1].splitlines()[0], "names the lost process"
+    assert "[cons:0] ok field 50" in proc.stdout, proc.stdout

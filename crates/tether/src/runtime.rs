@@ -467,6 +467,8 @@ impl Runtime {
     fn progress_once(&mut self, timeout: Option<Duration>) -> bool {
         self.push_transmits();
         let active = self.transport.poll(timeout, &mut self.engine);
+        // Activities that find a transfer failed name the peer's error.
+        self.absorb_link_events();
         // Handing frames to the transport can complete sends, which can
         // complete a collective's round and start its next: go on until a
         // round of that posts nothing new.
