@@ -35,6 +35,10 @@ CASES = [
     ("block-cyclic-both", 3, 5,
      ["shape=17x11", "elem=8", "prod=R:3x1:BC2,N:C", "cons=R:1x5:N,BC3:F"]),
     ("regular-to-boxes", 2, 3, ["shape=9x6", "elem=4", "prod=R:2x1:C,N:F", "cons=X:rows:C"]),
+    # Both Fortran: planned mirrored, so neither side transposes.
+    ("fortran-to-fortran", 3, 2,
+     ["shape=7x10x3", "elem=8", "prod=R:3x1x1:BC2,N,N:F", "cons=R:1x2x1:N,C,N:F"]),
+    ("fortran-boxes-to-fortran", 2, 3, ["shape=11x5", "elem=2", "prod=X:rows:F", "cons=X:overlap:F"]),
 ]
 
 

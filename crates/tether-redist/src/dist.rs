@@ -139,6 +139,39 @@ pub struct Dist {
 }
 
 impl Dist {
+    /// The same distribution with its dimensions reversed and C order: a
+    /// Fortran-order description of the same memory and the same ranks
+    /// (a Fortran grid numbers ranks first-coordinate-fastest, as C does
+    /// the reversed grid).
+    pub(crate) fn mirrored(&self) -> Dist {
+        let reversed = |v: &[i64]| v.iter().rev().copied().collect::<Vec<i64>>();
+        let layout = match &self.layout {
+            Layout::Regular { grid, kinds } => Layout::Regular {
+                grid: reversed(grid),
+                kinds: kinds.iter().rev().copied().collect(),
+            },
+            Layout::Boxes(ranks) => Layout::Boxes(
+                ranks
+                    .iter()
+                    .map(|boxes| {
+                        boxes
+                            .iter()
+                            .map(|b| Region::new(reversed(&b.start), reversed(&b.count)))
+                            .collect()
+                    })
+                    .collect(),
+            ),
+        };
+        Dist {
+            shape: reversed(&self.shape),
+            layout,
+            order: match self.order {
+                Order::C => Order::Fortran,
+                Order::Fortran => Order::C,
+            },
+        }
+    }
+
     /// A process grid. `kinds[d]` says how dimension `d` is dealt out over
     /// `grid[d]` coordinates.
     pub fn regular(

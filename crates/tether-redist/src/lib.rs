@@ -38,10 +38,10 @@
 //! message from producer `p` to consumer `q` is the concatenation, over
 //! consumer box `b` ascending (a regular distribution is one piece), then
 //! producer box `a` ascending, of the elements of `piece_a(p) ∩ piece_b(q)`
-//! in logical C order of the global index (last dimension fastest),
-//! whatever the storage orders. Overlapping consumer boxes therefore
-//! receive an element once per box. Different storage orders on the two
-//! sides make the copy a transpose; the message order does not change.
+//! in logical C order of the global index (last dimension fastest), or in
+//! Fortran order (first fastest) when both sides store in Fortran order.
+//! Overlapping consumer boxes therefore receive an element once per box.
+//! Different storage orders on the two sides make the copy a transpose.
 //!
 //! # Planning and its cost
 //!
@@ -92,9 +92,9 @@
 //! copied in 16 x 16 tiles with fixed-size cells for element sizes 1, 2,
 //! 4, 8 and 16, so both buffers are touched a cache line at a time.
 //!
-//! The message order is C order even between two Fortran sides, so such a
-//! pair transposes on both ends: a Fortran piece is in place only when at
-//! most one of its dimensions is longer than 1.
+//! Two Fortran sides are planned as the mirrored problem (dimensions
+//! reversed, C order), which is the same memory and the same ranks, so
+//! neither transposes: only a C side meeting a Fortran side does.
 //!
 //! # Tests and benchmark
 //!

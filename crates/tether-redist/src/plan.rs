@@ -160,6 +160,13 @@ fn segments(table: &Table, first: usize, end: usize) -> impl Iterator<Item = Seg
 /// side. A pure function of its arguments: both sides derive the same
 /// message order without talking.
 pub fn plan(producer: &Dist, consumer: &Dist, side: Side, rank: usize) -> Plan {
+    if producer.order() == Order::Fortran && consumer.order() == Order::Fortran {
+        // Both sides store first-index-fastest: plan the mirrored problem
+        // in C order, whose message order (the reversed dimensions in C
+        // order) is theirs in Fortran order, so that neither transposes.
+        // Both sides see both orders, so they agree on it.
+        return plan(&producer.mirrored(), &consumer.mirrored(), side, rank);
+    }
     assert_eq!(
         producer.shape(),
         consumer.shape(),

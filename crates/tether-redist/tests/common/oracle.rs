@@ -114,10 +114,14 @@ pub fn local_lens(dist: &Dist) -> Vec<usize> {
 }
 
 /// The canonical message (global linear indices in order) from producer p
-/// to consumer q, for every pair that exchanges anything.
+/// to consumer q, for every pair that exchanges anything. Inside a piece
+/// the order is C order, or Fortran order when `fortran` (both sides store
+/// that way).
 pub fn messages(
     prod: &[Vec<Holder>],
     cons: &[Vec<Holder>],
+    shape: &[i64],
+    fortran: bool,
 ) -> BTreeMap<(usize, usize), Vec<usize>> {
     // Each consumer piece's indices in C order...
     let mut wanted: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
@@ -138,7 +142,13 @@ pub fn messages(
                     .push(g);
             }
         }
-        for ((p, _), list) in by_producer_piece {
+        for ((p, _), mut list) in by_producer_piece {
+            if fortran {
+                list.sort_by_key(|&g| {
+                    let idx = unravel(shape, g);
+                    dense_offset(Order::Fortran, shape, &idx)
+                });
+            }
             out.entry((p, q)).or_default().extend(list);
         }
     }
@@ -166,7 +176,8 @@ pub fn value(g: usize, k: usize) -> u8 {
 pub fn verify(producer: &Dist, consumer: &Dist, es: usize) -> Result<(), String> {
     let prod = holders(producer);
     let cons = holders(consumer);
-    let expected = messages(&prod, &cons);
+    let fortran = producer.order() == Order::Fortran && consumer.order() == Order::Fortran;
+    let expected = messages(&prod, &cons, producer.shape(), fortran);
     let plen = local_lens(producer);
     let clen = local_lens(consumer);
 
