@@ -9,6 +9,7 @@
 //! | [`file_prefix`] | `tether::transport::file::format::decode_prefix` |
 //! | [`rendezvous`] | `tether_rendezvous::protocol`: `read_line`, `Request::parse` (the server's side), `Reply::parse` (the client's side) |
 //! | [`engine`] | `tether_proto::Engine` fed a hostile peer's frames |
+//! | [`field_descriptions`] | fields' `Hello::decode`, `decode_local`, `decode_side` and `tether_redist::Dist::decode`, and what the runtime then does with a description (`check`, `plan`) |
 //!
 //! A target returns normally for every input; a panic (a failed check
 //! included) is a finding. `fuzz/` (cargo-fuzz, nightly) wraps each one
@@ -35,12 +36,13 @@ use input::Input;
 pub type Target = fn(&[u8]);
 
 /// The targets by name, as `fuzz/` and `fuzz/corpus/` spell them.
-pub const TARGETS: [(&str, Target); 5] = [
+pub const TARGETS: [(&str, Target); 6] = [
     ("frame_header", frame_header),
     ("hello", hello),
     ("file_prefix", file_prefix),
     ("rendezvous", rendezvous),
     ("engine", engine),
+    ("field_descriptions", field_descriptions),
 ];
 
 /// `FrameHeader::decode` of the first [`HEADER_LEN`] bytes, against the
@@ -223,5 +225,56 @@ pub fn rendezvous(data: &[u8]) {
             let again = encoded.strip_suffix('\n').expect("a line ends with \\n");
             assert_eq!(Reply::parse(again).as_ref(), Ok(&reply), "{line:?}");
         }
+    }
+}
+
+/// A field's descriptions as another process sends them: the first byte
+/// picks the decoder (hello, a rank's local description, rank 0's side),
+/// the rest is the message.
+///
+/// What decodes must encode to something that decodes to the same value,
+/// and what the runtime does with a decoded distribution must not panic:
+/// describing it, its first rank's local size, checking it against
+/// itself and, when it has few enough ranks and elements to plan in a
+/// moment, planning its rank 0 against itself.
+pub fn field_descriptions(data: &[u8]) {
+    use tether::field::wire::{decode_local, decode_side, encode_local, encode_side, Hello};
+    use tether::field::LocalDist;
+    let Some((&which, message)) = data.split_first() else {
+        return;
+    };
+    let dist = match which % 3 {
+        0 => Hello::decode(message).map(|hello| {
+            assert_eq!(Hello::decode(&hello.encode()).as_ref(), Some(&hello));
+            hello.dist
+        }),
+        1 => decode_local(message).and_then(|local| {
+            assert_eq!(decode_local(&encode_local(&local)).as_ref(), Some(&local));
+            match local {
+                LocalDist::Regular(dist) => Some(dist),
+                LocalDist::Boxes { .. } => None,
+            }
+        }),
+        _ => decode_side(message).and_then(|side| {
+            assert_eq!(decode_side(&encode_side(&side)).as_ref(), Some(&side));
+            side.ok()
+        }),
+    };
+    let Some(dist) = dist else {
+        return;
+    };
+    let _ = dist.describe();
+    if dist.ranks() == 0 {
+        return;
+    }
+    let _ = dist.local_len(0);
+    let elements: u128 = dist.shape().iter().map(|&n| n.max(1) as u128).product();
+    if dist.ranks() <= 64 && elements <= 1 << 16 {
+        assert!(
+            tether_redist::check(&dist, &dist).is_ok(),
+            "{}",
+            dist.describe()
+        );
+        let _ = tether_redist::plan(&dist, &dist, tether_redist::Side::Producer, 0);
     }
 }

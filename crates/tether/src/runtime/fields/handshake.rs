@@ -96,7 +96,7 @@ impl Field {
             let HelloState::Arrived(hello) = &self.peers[index].hello else {
                 unreachable!("called once every hello arrived");
             };
-            if let Err(what) = self.compare(hello) {
+            if let Err(what) = self.compare(hello, self.peers[index].size) {
                 let error = err(
                     ErrorClass::FieldMismatch,
                     format!(
@@ -146,11 +146,20 @@ impl Field {
 
     /// What differs between this side and `hello`'s, described as
     /// expected (the producer's) against received (the consumer's).
-    fn compare(&self, hello: &Hello) -> std::result::Result<(), String> {
+    fn compare(&self, hello: &Hello, peer_size: u32) -> std::result::Result<(), String> {
         if hello.name != self.name || hello.producer != self.producer {
             return Err(format!(
                 "its hello names field {:?} of producer {:?} (the two names share a tag: rename one)",
                 hello.name, hello.producer
+            ));
+        }
+        // Plans name the other side's ranks by the hello's distribution:
+        // one that does not describe every joined process is refused
+        // before any rank is addressed by it.
+        if hello.dist.ranks() != peer_size as usize {
+            return Err(format!(
+                "its distribution places {} processes but the program has {peer_size} joined processes",
+                hello.dist.ranks()
             ));
         }
         let expected_mode = match self.mode {
