@@ -335,7 +335,8 @@ impl Field {
                 (p.first..p.first + p.size).filter(move |r| !left.contains(r))
             })
             .collect();
-        for rank in ranks {
+        let live: Vec<u32> = ranks.into_iter().filter(|r| !engine.is_lost(*r)).collect();
+        for rank in live {
             self.send_owned(engine, rank, tag, END.to_le_bytes().to_vec());
         }
     }
@@ -385,8 +386,9 @@ impl Activity for Field {
         }
         self.advance_steps(progress);
         if self.freed && self.ops.is_empty() && self.is_settled() {
-            if self.mode == Mode::Put && !self.ended && self.failure.is_none() && self.my_rank == 0
-            {
+            // Also after a failure: consumers waiting for the next step
+            // then fail at once instead of waiting for this process to go.
+            if self.mode == Mode::Put && !self.ended && self.my_rank == 0 {
                 self.announce_end(progress.engine);
             }
             self.ended = true;

@@ -564,16 +564,7 @@ impl ShmTransport {
             match item {
                 Delivered::Frame(header) => self.events.frames.push_back((peer, header)),
                 Delivered::Filled(token, owned) => self.events.filled.push((token, owned)),
-                Delivered::Bye => {
-                    channel.bye_received = true;
-                    // Everything it sent came before its goodbye: what is
-                    // still pending with it would wait for ever.
-                    let who = self.universe.describe(peer);
-                    self.events.lost(
-                        peer,
-                        err(ErrorClass::PeerLost, format!("{who} has finalized")),
-                    );
-                }
+                Delivered::Bye => channel.bye_received = true,
                 Delivered::Abort(code) => self.events.links.push(LinkEvent::Abort { peer, code }),
                 Delivered::Grant {
                     sender_req,

@@ -502,13 +502,6 @@ impl TcpTransport {
                 entry.bye_received = true;
                 if let Some(peer) = entry.peer {
                     self.links.entry(peer).or_default().finished = true;
-                    // Everything it sent came before its goodbye: what is
-                    // still pending with it would wait for ever.
-                    let who = self.universe.describe(peer);
-                    self.events.lost(
-                        peer,
-                        err(ErrorClass::PeerLost, format!("{who} has finalized")),
-                    );
                 }
             }
             Incoming::Abort(code) => {
