@@ -84,6 +84,17 @@ def test_every_transport_carries_fields(built, suite, setup, tmp_path):
     assert proc.stdout.count("ok field 6") == 7, proc.stdout
 
 
+@pytest.mark.parametrize("setup", ["tcp", "shm", "file", "hybrid"])
+def test_iput_sends_long_strided_runs_gathered_by_the_transport(built, suite, setup, tmp_path):
+    # Rows of 8 KiB dealt two at a time to 3 consumers: each producer part
+    # is runs of 16 KiB with gaps, which iput hands to the transport as
+    # they lie (writev, process_vm_writev; packed for the ring and files).
+    args = ["shape=96x1024", "elem=8", "prod=R:2x1:B,N:C", "cons=R:3x1:BC2,N:C", "steps=6",
+            "nonblocking=1"]
+    proc = field_run(2, 3, suite, args, setup_env(setup, tmp_path))
+    assert proc.stdout.count("ok field 6") == 5, proc.stdout
+
+
 def test_large_steps_go_by_rendezvous_into_place(built, suite, tmp_path):
     # 512x512 doubles: every message is far above the eager limit.
     args = ["shape=512x512", "elem=8", "prod=R:2x1:B,N:C", "cons=R:3x1:B,N:C", "steps=4"]

@@ -10,7 +10,10 @@
  * rank 0 prints one line per method:
  *   field <GB/s> p2p <GB/s> ratio <field/p2p> bytes <per step>
  * Usage (see benches/compare_fields.py):
- *   tether run --name prod -n 4 field_bench ROWS COLS STEPS BLOCK : --name cons -n 3 field_bench ...
+ *   tether run --name prod -n 4 field_bench ROWS COLS STEPS BLOCK [nb] : --name cons -n 3 field_bench ...
+ * With `nb`, steps go by tether_field_iput/iget, two in flight on two
+ * buffers (the producer's parts are then sent from its array, gathered by
+ * the transport); without, by blocking put/get (put copies the step).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -57,6 +60,7 @@ int main(int argc, char **argv) {
     }
     int64_t rows = atoll(argv[1]), cols = atoll(argv[2]), block = atoll(argv[4]);
     int steps = atoi(argv[3]);
+    int nonblocking = argc > 5 && strcmp(argv[5], "nb") == 0;
     int id, rank, prod_id, cons_id, P, Q;
     char me[TETHER_MAX_PROGRAM_NAME];
     CHECK(tether_program_id(&id));
@@ -82,7 +86,9 @@ int main(int argc, char **argv) {
     CHECK(tether_dist_local_shape(dist, local));
     size_t n = (size_t)(local[0] * local[1]);
     double *a = malloc((n ? n : 1) * sizeof *a);
-    for (size_t i = 0; i < n; i++) a[i] = (double)i;
+    double *a2 = malloc((n ? n : 1) * sizeof *a2);
+    for (size_t i = 0; i < n; i++) a[i] = a2[i] = (double)i;
+    tether_request inflight[2] = {TETHER_REQUEST_NULL, TETHER_REQUEST_NULL};
 
     tether_field field;
     double t0 = now();
@@ -94,11 +100,21 @@ int main(int argc, char **argv) {
             CHECK(tether_barrier(TETHER_COMM_UNIVERSE));
             t0 = now();
         }
-        if (producer)
+        if (nonblocking) {
+            double *buf = s % 2 ? a2 : a;
+            if (inflight[s % 2] != TETHER_REQUEST_NULL) CHECK(tether_wait(&inflight[s % 2], TETHER_STATUS_IGNORE));
+            if (producer)
+                CHECK(tether_field_iput(field, s, buf, &inflight[s % 2]));
+            else
+                CHECK(tether_field_iget(field, s, buf, &inflight[s % 2]));
+        } else if (producer) {
             CHECK(tether_field_put(field, s, a));
-        else
+        } else {
             CHECK(tether_field_get(field, s, a));
+        }
     }
+    for (int i = 0; i < 2; i++)
+        if (inflight[i] != TETHER_REQUEST_NULL) CHECK(tether_wait(&inflight[i], TETHER_STATUS_IGNORE));
     CHECK(tether_field_free(&field));
     CHECK(tether_barrier(TETHER_COMM_UNIVERSE));
     double field_time = now() - t0;
@@ -145,6 +161,7 @@ int main(int argc, char **argv) {
                field_gbs / p2p_gbs, bytes, created * 1e3);
     }
     free(a);
+    free(a2);
     free(buf);
     free(count);
     free(reqs);

@@ -39,7 +39,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 use crate::matching::{Envelope, PostedQueue, Selector, UnexpectedQueue};
 use crate::pool::BufferPool;
-use crate::request::{Completion, CompletionError, Region, ReqId, Slab};
+use crate::request::{Completion, CompletionError, Gather, Region, ReqId, Slab};
 use crate::wire::{FrameHeader, FrameKind, WireError};
 
 /// Settings of one engine.
@@ -63,6 +63,10 @@ pub enum TransmitPayload {
     /// data by remote memory access (cross-memory attach). Valid until the
     /// request that owns it completes.
     Rendezvous(Region),
+    /// User memory in runs, sent as one payload in their order: valid
+    /// until the request in `completes` completes. A transport that cannot
+    /// gather packs it ([`Gather::to_vec`]).
+    Gathered(Gather),
 }
 
 impl TransmitPayload {
@@ -71,6 +75,7 @@ impl TransmitPayload {
             TransmitPayload::None | TransmitPayload::Rendezvous(_) => 0,
             TransmitPayload::Borrowed(r) => r.len,
             TransmitPayload::Owned(v) => v.len(),
+            TransmitPayload::Gathered(g) => g.len(),
         }
     }
 
@@ -169,7 +174,10 @@ enum Kind {
     Send {
         peer: u32,
         tag: i32,
+        /// The data; for a gathered send, its total length (and, to self,
+        /// the packed copy).
         region: Region,
+        gather: Option<SendGather>,
         state: SendState,
     },
     Recv {
@@ -180,6 +188,14 @@ enum Kind {
     /// Completed by its owner through [`Engine::complete_generalized`]
     /// (a collective operation built from point-to-point requests).
     Generalized,
+}
+
+/// What a gathered send keeps: its runs, or, sent to this process itself,
+/// the packed copy its region points into.
+#[derive(Debug)]
+enum SendGather {
+    Runs(Gather),
+    Packed(#[allow(dead_code)] Box<[u8]>),
 }
 
 #[derive(Debug)]
@@ -261,11 +277,44 @@ impl Engine {
 
     /// Starts a send of `region` to universe rank `dest`.
     pub fn isend(&mut self, dest: u32, context: u32, tag: i32, region: Region) -> ReqId {
+        self.start_send(dest, context, tag, region, None)
+    }
+
+    /// Starts a send of the runs of `gather`, in order, as one message:
+    /// the transport gathers them where it can, so the sender packs
+    /// nothing. Every run must stay valid until the request completes.
+    pub fn isend_gather(&mut self, dest: u32, context: u32, tag: i32, gather: Gather) -> ReqId {
+        if dest == self.config.me {
+            // SAFETY: the runs are valid until this request completes.
+            let packed = unsafe { gather.to_vec() }.into_boxed_slice();
+            let region = Region::from_const(packed.as_ptr(), packed.len());
+            return self.start_send(dest, context, tag, region, Some(SendGather::Packed(packed)));
+        }
+        let region = Region {
+            ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+            len: gather.len(),
+        };
+        self.start_send(dest, context, tag, region, Some(SendGather::Runs(gather)))
+    }
+
+    fn start_send(
+        &mut self,
+        dest: u32,
+        context: u32,
+        tag: i32,
+        region: Region,
+        gather: Option<SendGather>,
+    ) -> ReqId {
+        let runs = match &gather {
+            Some(SendGather::Runs(g)) => Some(g.clone()),
+            _ => None,
+        };
         let req = self.requests.insert(Request {
             kind: Kind::Send {
                 peer: dest,
                 tag,
                 region,
+                gather,
                 state: SendState::Eager,
             },
             done: None,
@@ -301,7 +350,10 @@ impl Engine {
             self.outbox.push_back(Transmit {
                 peer: dest,
                 header,
-                payload: TransmitPayload::Borrowed(region),
+                payload: match runs {
+                    Some(g) => TransmitPayload::Gathered(g),
+                    None => TransmitPayload::Borrowed(region),
+                },
                 completes: Some(req),
                 copy_if_blocked: true,
             });
@@ -310,7 +362,12 @@ impl Engine {
             self.outbox.push_back(Transmit {
                 peer: dest,
                 header,
-                payload: TransmitPayload::Rendezvous(region),
+                // Runs offer no one address to read from: the receiver
+                // grants its buffer and the sender writes into it.
+                payload: match runs {
+                    Some(_) => TransmitPayload::None,
+                    None => TransmitPayload::Rendezvous(region),
+                },
                 completes: None,
                 copy_if_blocked: false,
             });
@@ -617,18 +674,25 @@ impl Engine {
 
     fn on_cts(&mut self, peer: u32, header: &FrameHeader) -> Result<PayloadSink, WireError> {
         let req = ReqId::from_wire(header.sender_req);
-        let region = match self.requests.get(req) {
+        let (region, runs) = match self.requests.get(req) {
             Some(Request {
                 kind:
                     Kind::Send {
                         peer: p,
                         region,
+                        gather,
                         state: SendState::AwaitCts,
                         ..
                     },
                 done: None,
                 ..
-            }) if *p == peer => *region,
+            }) if *p == peer => (
+                *region,
+                match gather {
+                    Some(SendGather::Runs(g)) => Some(g.clone()),
+                    _ => None,
+                },
+            ),
             _ => {
                 return Err(WireError::UnknownHandle {
                     kind: FrameKind::Cts,
@@ -652,7 +716,10 @@ impl Engine {
         self.outbox.push_back(Transmit {
             peer,
             header: data,
-            payload: TransmitPayload::Borrowed(region.prefix(header.msg_size as usize)),
+            payload: match runs {
+                Some(g) => TransmitPayload::Gathered(g.prefix(header.msg_size as usize)),
+                None => TransmitPayload::Borrowed(region.prefix(header.msg_size as usize)),
+            },
             completes: Some(req),
             copy_if_blocked: false,
         });

@@ -29,7 +29,7 @@ pub mod wire;
 pub use dispatch::{classify, deliver, Class, Delivery, FileData, LinkKind};
 pub use engine::{Engine, EngineConfig, PayloadSink, SinkToken, Transmit, TransmitPayload};
 pub use link::{Link, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};
-pub use request::{Completion, CompletionError, Region, ReqId};
+pub use request::{Completion, CompletionError, Gather, Region, ReqId};
 pub use wire::{FrameHeader, FrameKind, Hello, WireError};
 
 #[cfg(test)]

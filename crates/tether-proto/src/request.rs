@@ -60,6 +60,102 @@ impl Region {
     }
 }
 
+/// A send's data as runs in the sender's memory, in message order: the
+/// transport gathers them (one `writev`, one cross-memory copy) instead of
+/// the sender packing them into one buffer first. Cheap to clone (the
+/// runs are shared); `len` may stop short of the runs' total (a prefix).
+#[derive(Debug, Clone)]
+pub struct Gather {
+    shared: std::sync::Arc<Runs>,
+    len: usize,
+}
+
+/// A gather's runs and where each starts in the message (for finding a
+/// position without walking the runs before it).
+#[derive(Debug)]
+struct Runs {
+    runs: Vec<Region>,
+    starts: Vec<usize>,
+}
+
+impl Gather {
+    /// The message made of `runs`, in order. Each run must stay valid for
+    /// reads until the send that carries it completes.
+    pub fn new(runs: Vec<Region>) -> Gather {
+        let mut starts = Vec::with_capacity(runs.len());
+        let mut len = 0usize;
+        for run in &runs {
+            starts.push(len);
+            len += run.len;
+        }
+        Gather {
+            shared: std::sync::Arc::new(Runs { runs, starts }),
+            len,
+        }
+    }
+
+    /// Bytes in the message.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Runs in the message.
+    pub fn runs(&self) -> usize {
+        self.shared.runs.len()
+    }
+
+    /// The first `len` bytes of the message.
+    pub fn prefix(&self, len: usize) -> Gather {
+        Gather {
+            shared: self.shared.clone(),
+            len: len.min(self.len),
+        }
+    }
+
+    /// The message's pieces from byte `from` on, as `(address, length)`,
+    /// in order, until `f` returns false.
+    pub fn pieces_from(&self, from: usize, mut f: impl FnMut(*const u8, usize) -> bool) {
+        if from >= self.len {
+            return;
+        }
+        // The run that holds byte `from`: the last one starting at or before it.
+        let Runs { runs, starts } = &*self.shared;
+        let first = starts.partition_point(|&s| s <= from) - 1;
+        for (run, &start) in runs[first..].iter().zip(&starts[first..]) {
+            if start >= self.len {
+                return;
+            }
+            let end = (start + run.len).min(self.len);
+            let skip = from.saturating_sub(start);
+            if end <= start + skip {
+                continue;
+            }
+            // SAFETY: `skip < run.len`; the run is valid as promised.
+            let ptr = unsafe { run.ptr.add(skip) };
+            if !f(ptr, end - start - skip) {
+                return;
+            }
+        }
+    }
+
+    /// Packs the message into one buffer.
+    ///
+    /// # Safety
+    /// The runs must be valid for reads as promised at creation.
+    pub unsafe fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len);
+        self.pieces_from(0, |ptr, len| {
+            out.extend_from_slice(std::slice::from_raw_parts(ptr, len));
+            true
+        });
+        out
+    }
+}
+
 /// Identifies a request inside one engine: a slot and the generation of the
 /// slot, so that a handle of a freed request is never mistaken for a new one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -201,5 +297,43 @@ mod tests {
         assert_eq!(slab.get(a), None);
         assert_eq!(slab.get(b), Some(&2));
         assert_eq!(ReqId::from_wire(b.to_wire()), b);
+    }
+}
+
+#[cfg(test)]
+mod gather_tests {
+    use super::*;
+
+    #[test]
+    fn pieces_resume_anywhere_and_prefixes_cut() {
+        let data: Vec<u8> = (0..100).collect();
+        let runs = vec![
+            Region::from_const(data[10..20].as_ptr(), 10),
+            Region::from_const(data[0..0].as_ptr(), 0),
+            Region::from_const(data[50..55].as_ptr(), 5),
+            Region::from_const(data[70..90].as_ptr(), 20),
+        ];
+        let g = Gather::new(runs);
+        assert_eq!((g.len(), g.runs()), (35, 4));
+        let want: Vec<u8> = (10..20).chain(50..55).chain(70..90).collect();
+        // SAFETY: the runs point into `data`, alive throughout.
+        assert_eq!(unsafe { g.to_vec() }, want);
+        for from in 0..=35 {
+            let mut got = Vec::new();
+            g.pieces_from(from, |ptr, len| {
+                // SAFETY: as above.
+                got.extend_from_slice(unsafe { std::slice::from_raw_parts(ptr, len) });
+                true
+            });
+            assert_eq!(got, want[from..], "from {from}");
+        }
+        for cut in 0..=35 {
+            // SAFETY: as above.
+            assert_eq!(
+                unsafe { g.prefix(cut).to_vec() },
+                want[..cut],
+                "prefix {cut}"
+            );
+        }
     }
 }

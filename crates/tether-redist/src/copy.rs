@@ -201,6 +201,33 @@ impl PeerPlan {
         }
     }
 
+    /// The message as ranges of my local buffer, in canonical order:
+    /// `(first byte, bytes)` for elements of `elem_size` bytes, adjacent
+    /// ranges merged. A transport can then gather them (`writev`,
+    /// `process_vm_writev`) instead of packing. `None` when a piece is a
+    /// transpose (its cells are not in message order in memory).
+    pub fn byte_runs(&self, elem_size: usize) -> Option<Vec<(usize, usize)>> {
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        let mut ok = true;
+        for segment in self.segments() {
+            ok = for_each_tile(&segment, &mut |t| {
+                let Some((offset, len)) = t.as_range() else {
+                    return false;
+                };
+                let (first, bytes) = (offset * elem_size, len * elem_size);
+                match runs.last_mut() {
+                    Some((start, n)) if *start + *n == first => *n += bytes,
+                    _ => runs.push((first, bytes)),
+                }
+                true
+            });
+            if !ok {
+                break;
+            }
+        }
+        ok.then_some(runs)
+    }
+
     /// Scatters a message in canonical order into my local buffer.
     /// `input.len()` must be `elements() * elem_size`.
     pub fn unpack(&self, input: &[u8], elem_size: usize, local: &mut [u8]) {

@@ -461,3 +461,56 @@ fn eager_destination_names_the_receive_on_header_then_matches() {
     header.kind = FrameKind::Rts;
     assert_eq!(e.eager_destination(0, &header), None, "only eager frames");
 }
+
+#[test]
+fn gathered_sends_deliver_their_runs_in_order_eager_rendezvous_truncated_and_to_self() {
+    // Runs of one buffer, out of address order, some empty.
+    let src = pattern(6000, 5);
+    let runs = |cuts: &[(usize, usize)]| {
+        Gather::new(
+            cuts.iter()
+                .map(|&(a, b)| Region::from_const(src[a..b].as_ptr(), b - a))
+                .collect(),
+        )
+    };
+    let cuts = [(4000, 5500), (10, 10), (0, 700), (2000, 3000)];
+    let want: Vec<u8> = cuts.iter().flat_map(|&(a, b)| src[a..b].to_vec()).collect();
+    for (take, receive) in [(1, 700), (4, want.len()), (4, 1000)] {
+        let mut w = World::new(2);
+        let gather = runs(&cuts[..take]);
+        let len = gather.len();
+        let mut dst = vec![0u8; receive];
+        let r = w.engines[1].irecv(Some(0), 0, Some(4), region(&mut dst));
+        let s = w.engines[0].isend_gather(1, 0, 4, gather);
+        w.pump();
+        let got = done(&mut w.engines[1], r);
+        assert_eq!(
+            got.bytes, len as u64,
+            "the true size, {take} runs into {receive}"
+        );
+        let n = len.min(receive);
+        assert_eq!(dst[..n], want[..n]);
+        if receive < len {
+            assert_eq!(got.error, Some(CompletionError::Truncated));
+        } else {
+            assert_eq!(got.error, None);
+        }
+        assert_eq!(done(&mut w.engines[0], s).error, None);
+    }
+    // A rendezvous gather offers no address in its Rts: the receiver
+    // grants, the sender writes.
+    let mut w = World::new(2);
+    w.engines[0].isend_gather(1, 0, 0, runs(&cuts));
+    let rts = w.engines[0].poll_transmit().unwrap();
+    assert_eq!(rts.header.kind, FrameKind::Rts);
+    assert_eq!(rts.payload.rendezvous(), None);
+    // To itself, the runs are packed and matched like any send.
+    let mut w = World::new(1);
+    let mut dst = vec![0u8; want.len()];
+    let s = w.engines[0].isend_gather(0, 0, 2, runs(&cuts));
+    let r = w.engines[0].irecv(Some(0), 0, Some(2), region(&mut dst));
+    w.pump();
+    assert_eq!(done(&mut w.engines[0], r).error, None);
+    assert_eq!(done(&mut w.engines[0], s).error, None);
+    assert_eq!(dst, want);
+}

@@ -228,6 +228,8 @@ fn encode(t: &Transmit, header: crate::wire::FrameHeader) -> Vec<u8> {
         // completes, which `transmit_done` (after this copy) allows.
         TransmitPayload::Borrowed(r) => bytes.extend_from_slice(unsafe { r.as_slice() }),
         TransmitPayload::Owned(v) => bytes.extend_from_slice(v),
+        // SAFETY: as for a borrowed region, for every run.
+        TransmitPayload::Gathered(g) => bytes.extend_from_slice(&unsafe { g.to_vec() }),
     }
     bytes
 }

@@ -221,6 +221,17 @@ pub fn verify(producer: &Dist, consumer: &Dist, es: usize) -> Result<(), String>
                     "producer {p} -> {q}: message differs from the oracle's"
                 ));
             }
+            if let Some(runs) = peer.byte_runs(es) {
+                let gathered: Vec<u8> = runs
+                    .iter()
+                    .flat_map(|&(first, len)| local[first..first + len].iter().copied())
+                    .collect();
+                if gathered != out {
+                    return Err(format!(
+                        "producer {p} -> {q}: byte_runs() gather differ from pack"
+                    ));
+                }
+            }
             if let Some((first, count)) = peer.contiguous() {
                 let (first, count) = (first as usize, count as usize);
                 if count != want.len() || local[first * es..(first + count) * es] != out[..] {

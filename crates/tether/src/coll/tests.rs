@@ -252,6 +252,8 @@ fn pump(engines: &mut [Engine], links: &mut Links, mut coin: Option<&mut Coin>) 
                 // SAFETY: the region is valid until transmit_done.
                 TransmitPayload::Borrowed(r) => unsafe { r.as_slice() }.to_vec(),
                 TransmitPayload::Owned(v) => v.clone(),
+                // SAFETY: the runs are valid until transmit_done.
+                TransmitPayload::Gathered(g) => unsafe { g.to_vec() },
             };
             if let Some(req) = t.completes {
                 engine.transmit_done(req);

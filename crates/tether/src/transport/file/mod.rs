@@ -818,6 +818,11 @@ impl Transport for FileTransport {
     /// published as soon as it is written so that the receiver reads it
     /// while the next is written.
     fn send(&mut self, mut t: Transmit) {
+        if let TransmitPayload::Gathered(g) = &t.payload {
+            // A file holds contiguous bytes: runs are packed.
+            // SAFETY: the runs are valid until the send completes.
+            t.payload = TransmitPayload::Owned(unsafe { g.to_vec() });
+        }
         let peer = t.peer;
         // SAFETY: a borrowed payload stays valid until the request in
         // `completes` completes, which is after these writes.
@@ -959,6 +964,7 @@ unsafe fn payload_bytes(payload: &TransmitPayload) -> &[u8] {
         TransmitPayload::None | TransmitPayload::Rendezvous(_) => &[],
         TransmitPayload::Borrowed(r) => std::slice::from_raw_parts(r.ptr, r.len),
         TransmitPayload::Owned(v) => v,
+        TransmitPayload::Gathered(_) => unreachable!("gathered payloads are packed in send"),
     }
 }
 

@@ -117,6 +117,7 @@ fn payload_ptr(payload: &TransmitPayload) -> *const u8 {
         TransmitPayload::None | TransmitPayload::Rendezvous(_) => std::ptr::null(),
         TransmitPayload::Borrowed(r) => r.ptr,
         TransmitPayload::Owned(v) => v.as_ptr(),
+        TransmitPayload::Gathered(_) => unreachable!("ShmTransport::send_frame packs runs"),
     }
 }
 

@@ -35,6 +35,66 @@ pub unsafe fn write(pid: u32, src: *const u8, dst: u64, len: usize) -> Result<()
     copy(Direction::Write, pid, src as *mut u8, dst, len)
 }
 
+/// Writes the runs of `gather`, in order, to address `dst` of process
+/// `pid`: one `process_vm_writev` per [`IOV_MAX`] runs, so a strided
+/// message is copied once, by the kernel, without packing.
+///
+/// # Safety
+/// The runs must be readable.
+pub unsafe fn write_gathered(
+    pid: u32,
+    gather: &tether_proto::Gather,
+    dst: u64,
+) -> Result<(), CmaError> {
+    let len = gather.len();
+    let mut done = 0usize;
+    let mut local = Vec::with_capacity(IOV_MAX.min(64));
+    while done < len {
+        local.clear();
+        let mut chunk = 0usize;
+        gather.pieces_from(done, |ptr, n| {
+            local.push(libc::iovec {
+                iov_base: ptr as *mut libc::c_void,
+                iov_len: n,
+            });
+            chunk += n;
+            local.len() < IOV_MAX
+        });
+        // A range that wraps is not mapped: the kernel answers EFAULT.
+        let remote = libc::iovec {
+            iov_base: (dst as usize).wrapping_add(done) as *mut libc::c_void,
+            iov_len: chunk,
+        };
+        let n = libc::process_vm_writev(
+            pid as libc::pid_t,
+            local.as_ptr(),
+            local.len() as libc::c_ulong,
+            &remote,
+            1,
+            0,
+        );
+        if n > 0 {
+            done += n as usize;
+            continue;
+        }
+        let e = if n == 0 {
+            io::Error::from(io::ErrorKind::WriteZero)
+        } else {
+            io::Error::last_os_error()
+        };
+        return Err(match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ESRCH) => CmaError::Gone,
+            Some(libc::EFAULT) => CmaError::BadAddress(e),
+            _ => CmaError::Refused(e),
+        });
+    }
+    Ok(())
+}
+
+/// Most iovecs one `process_vm_writev` takes (the kernel's `UIO_MAXIOV`).
+const IOV_MAX: usize = 1024;
+
 /// Reads `len` bytes from address `src` of process `pid` into `dst`.
 ///
 /// # Safety

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap as HashMap;
-use tether_proto::{FrameKind, PayloadSink, Region, Transmit, TransmitPayload, WireError};
+use tether_proto::{FrameKind, Gather, PayloadSink, Region, Transmit, TransmitPayload, WireError};
 use tether_ring::{Consumer, Doorbell, Producer};
 
 use crate::error::{err, ErrorClass};
@@ -340,16 +340,33 @@ impl ShmTransport {
     /// cross-memory attach, then sends its `Data` frame; through the ring
     /// when the kernel refuses.
     fn send_whole(&mut self, t: Transmit, address: u64) {
-        let TransmitPayload::Borrowed(region) = t.payload else {
-            return self.send_frame(t, 0);
+        let written = match &t.payload {
+            // SAFETY: the send buffer is valid until the request completes,
+            // which happens after this copy.
+            TransmitPayload::Borrowed(region) => unsafe {
+                self.write_granted(t.peer, region.ptr, address, region.len)
+            },
+            // SAFETY: as above, for every run.
+            TransmitPayload::Gathered(g) => unsafe { self.write_gathered(t.peer, g, address) },
+            _ => return self.send_frame(t, 0),
         };
-        // SAFETY: the send buffer is valid until the request completes,
-        // which happens after this copy.
-        match unsafe { self.write_granted(t.peer, region.ptr, address, region.len) } {
+        match written {
             Granted::Written => self.send_written(t),
             Granted::Refused => self.send_frame(t, 0),
             Granted::Failed => {}
         }
+    }
+
+    /// `write_granted` for a message in runs: the kernel gathers them.
+    ///
+    /// # Safety
+    /// Every run is valid for reads.
+    unsafe fn write_gathered(&mut self, peer: u32, gather: &Gather, address: u64) -> Granted {
+        let Some(channel) = self.channels.get(&peer) else {
+            return Granted::Failed;
+        };
+        let result = cma::write_gathered(channel.pid, gather, address);
+        self.granted(peer, address, result)
     }
 
     /// Writes `len` bytes from `src` to `address` in `peer`'s memory by
@@ -366,17 +383,25 @@ impl ShmTransport {
         address: u64,
         len: usize,
     ) -> Granted {
-        let Some(channel) = self.channels.get_mut(&peer) else {
+        let Some(channel) = self.channels.get(&peer) else {
             return Granted::Failed;
         };
-        match cma::write(channel.pid, src, address, len) {
+        let result = cma::write(channel.pid, src, address, len);
+        self.granted(peer, address, result)
+    }
+
+    /// What a cross-memory write to `peer`'s `address` came to.
+    fn granted(&mut self, peer: u32, address: u64, result: Result<(), cma::CmaError>) -> Granted {
+        match result {
             Ok(()) => Granted::Written,
             Err(cma::CmaError::Refused(e)) => {
                 tracing::info!(
                     "cross-memory attach to {} refused ({e}): its data goes through the ring",
                     self.universe.describe(peer)
                 );
-                channel.cma = false;
+                if let Some(channel) = self.channels.get_mut(&peer) {
+                    channel.cma = false;
+                }
                 Granted::Refused
             }
             Err(cma::CmaError::Gone) => {
@@ -410,7 +435,13 @@ impl ShmTransport {
 
     /// Writes frame `t` with transport word `word` into the ring to its
     /// peer now, or queues it behind what waits.
-    fn send_frame(&mut self, t: Transmit, word: u64) {
+    fn send_frame(&mut self, mut t: Transmit, word: u64) {
+        if let TransmitPayload::Gathered(g) = &t.payload {
+            // The ring takes contiguous bytes: runs are packed (a
+            // cross-memory write gathers them instead, `send_whole`).
+            // SAFETY: the runs are valid until `completes` is reported.
+            t.payload = TransmitPayload::Owned(unsafe { g.to_vec() });
+        }
         let peer = t.peer;
         let Some(out) = live_out(&mut self.channels, peer) else {
             return;

@@ -71,6 +71,7 @@ impl OutFrame {
             // reported, which happens only after it is written or copied.
             TransmitPayload::Borrowed(r) => unsafe { r.as_slice() },
             TransmitPayload::Owned(v) => v,
+            TransmitPayload::Gathered(_) => unreachable!("gathered payloads are written by pieces"),
         }
     }
 }
@@ -213,7 +214,8 @@ impl Conn {
     fn write_front(&mut self) -> io::Result<usize> {
         if let (1, Some(frame)) = (self.out.len(), self.out.front()) {
             let total = frame.total();
-            if frame.written == 0 && total <= SMALL_FRAME {
+            let gathered = matches!(frame.payload, TransmitPayload::Gathered(_));
+            if frame.written == 0 && total <= SMALL_FRAME && !gathered {
                 let mut small = [0u8; SMALL_FRAME];
                 small[..HEADER_LEN].copy_from_slice(&frame.header);
                 small[HEADER_LEN..total].copy_from_slice(frame.payload_bytes());
@@ -222,13 +224,29 @@ impl Conn {
         }
         let mut slices = [IoSlice::new(&[]); MAX_IOVECS];
         let mut used = 0;
-        for frame in self.out.iter().take(MAX_IOVECS / 2) {
+        for frame in self.out.iter() {
+            if used + 2 > MAX_IOVECS {
+                break;
+            }
             if frame.written < HEADER_LEN {
                 slices[used] = IoSlice::new(&frame.header[frame.written..]);
                 used += 1;
             }
-            let payload = frame.payload_bytes();
             let from = frame.written.saturating_sub(HEADER_LEN);
+            if let TransmitPayload::Gathered(g) = &frame.payload {
+                // The kernel gathers the runs: the sender packs nothing.
+                g.pieces_from(from, |ptr, len| {
+                    // SAFETY: the runs are valid until `completes` is reported.
+                    slices[used] = IoSlice::new(unsafe { std::slice::from_raw_parts(ptr, len) });
+                    used += 1;
+                    used < MAX_IOVECS
+                });
+                if used == MAX_IOVECS {
+                    break;
+                }
+                continue;
+            }
+            let payload = frame.payload_bytes();
             if from < payload.len() {
                 slices[used] = IoSlice::new(&payload[from..]);
                 used += 1;
@@ -242,11 +260,15 @@ impl Conn {
     fn copy_blocked_eager(&mut self, done: &mut Vec<ReqId>) {
         for frame in self.out.iter_mut() {
             if frame.copy_if_blocked {
-                if let TransmitPayload::Borrowed(region) = frame.payload {
+                let copy = match &frame.payload {
                     // SAFETY: valid until `completes` is reported, just below.
-                    frame.payload = TransmitPayload::Owned(unsafe { region.as_slice() }.to_vec());
-                    done.extend(frame.completes.take());
-                }
+                    TransmitPayload::Borrowed(region) => unsafe { region.as_slice() }.to_vec(),
+                    // SAFETY: as above.
+                    TransmitPayload::Gathered(g) => unsafe { g.to_vec() },
+                    _ => continue,
+                };
+                frame.payload = TransmitPayload::Owned(copy);
+                done.extend(frame.completes.take());
             }
         }
     }
