@@ -1,7 +1,7 @@
 """One side of a two-process stream of 2-D double arrays, through ADIOS2's
 SST engine or a Tether field, for benches/fields/sst_compare.py.
 
-  python3 stream_pair.py sst|tether put|get ROWS COLS STEPS
+  python3 stream_pair.py sst|tether|tether-nb put|get ROWS COLS STEPS
 
 The getter prints `<engine> <steps> steps <GB/s>`, timed from the end of
 the first step to the end of the last (the first one pays for the
@@ -53,31 +53,61 @@ def sst(role, rows, cols, steps):
     print(f"sst {got} steps {(got - 1) * a.nbytes / elapsed / 1e9:.3f}", flush=True)
 
 
-def tether_field(role, rows, cols, steps):
+def tether_field(role, rows, cols, steps, nonblocking=False):
+    """Blocking put/get, or (`nonblocking`) iput/iget with two steps in
+    flight on two arrays: the producer's array is then sent as it lies,
+    where put copies it so that it may be reused at once."""
     import tether
 
     tether.init()
     dist = tether.Dist((rows, cols), grid=(1, 1), kinds=(tether.DIST_BLOCK, tether.DIST_NONE))
-    a = np.empty((rows, cols))
+    arrays = [np.empty((rows, cols)), np.empty((rows, cols))]
+    pending = [None, None]
+    name = "tether-nb" if nonblocking else "tether"
     if role == "put":
-        a[...] = np.arange(a.size).reshape(rows, cols)
+        for a in arrays:
+            a[...] = np.arange(a.size).reshape(rows, cols)
         with tether.Field("t", np.float64, dist, peers="get", mode="put") as field:
             for step in range(steps):
-                a[0, 0] = step
-                field.put(step, a)
+                a = arrays[step % 2]
+                if nonblocking:
+                    if pending[step % 2] is not None:
+                        pending[step % 2].wait()
+                    a[0, 0] = step
+                    pending[step % 2] = field.iput(step, a)
+                else:
+                    a[0, 0] = step
+                    field.put(step, a)
+            for req in pending:
+                if req is not None:
+                    req.wait()
         return
     start = 0.0
     with tether.Field("t", np.float64, dist, peers="put", mode="get") as field:
-        for step in range(steps):
-            field.get(step, a)
-            assert a[0, 0] == step, (a[0, 0], step)
-            if step == 0:
+        for step in range(steps + (1 if nonblocking else 0)):
+            if nonblocking:
+                # Post the next step's get before checking this one.
+                if step < steps:
+                    pending[step % 2] = field.iget(step, arrays[step % 2])
+                if step == 0:
+                    continue
+                done = step - 1
+                pending[done % 2].wait()
+            else:
+                done = step
+                field.get(step, arrays[0])
+            a = arrays[done % 2] if nonblocking else arrays[0]
+            assert a[0, 0] == done, (a[0, 0], done)
+            if done == 0:
                 start = time.perf_counter()
     elapsed = time.perf_counter() - start
-    print(f"tether {steps} steps {(steps - 1) * a.nbytes / elapsed / 1e9:.3f}", flush=True)
+    print(f"{name} {steps} steps {(steps - 1) * arrays[0].nbytes / elapsed / 1e9:.3f}", flush=True)
 
 
 if __name__ == "__main__":
     engine, role = sys.argv[1], sys.argv[2]
     rows, cols, steps = (int(v) for v in sys.argv[3:6])
-    (sst if engine == "sst" else tether_field)(role, rows, cols, steps)
+    if engine == "sst":
+        sst(role, rows, cols, steps)
+    else:
+        tether_field(role, rows, cols, steps, nonblocking=engine == "tether-nb")
