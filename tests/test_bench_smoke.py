@@ -157,4 +157,4 @@ def test_field_benchmark_quick_run_reports_both_transports(built):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = [l for l in proc.stdout.splitlines() if l.startswith("| shm |") or l.startswith("| tcp |")]
-    assert len(rows) == 2, proc.stdout
+    assert len(rows) == 4, proc.stdout
