@@ -161,3 +161,17 @@ def test_a_producer_killed_mid_run_fails_its_consumers_and_nothing_hangs(built, 
     assert "[cons:1] ok lost: TETHER_ERR_PEER_LOST" in proc.stdout, proc.stdout
     assert "prod:1" in proc.stdout.split("[cons:1] ok lost:")[1].splitlines()[0], "names the lost process"
     assert "[cons:0] ok field 50" in proc.stdout, proc.stdout
+
+
+def test_a_consumer_program_that_never_starts_fails_the_producer_with_timeout(built, suite, tmp_path):
+    # Every program joins before tether_init returns: the producer's init
+    # fails, naming the program that did not come, instead of steps
+    # queuing for ever.
+    import subprocess
+
+    env = clean_env(TETHER_RENDEZVOUS=str(tmp_path), TETHER_PROGRAM="prod", TETHER_PROGRAMS="prod,cons",
+                    TETHER_RANK="0", TETHER_SIZE="1", TETHER_CONNECT_TIMEOUT="1")
+    proc = subprocess.run([suite, "shape=4", "elem=8", "prod=R:1:B:C", "cons=R:1:B:C", "steps=2"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode != 0
+    assert "TETHER_ERR_TIMEOUT: program(s) cons did not join within 1 s" in proc.stderr, proc.stderr
