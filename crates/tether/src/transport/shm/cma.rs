@@ -73,21 +73,11 @@ pub unsafe fn write_gathered(
             1,
             0,
         );
-        if n > 0 {
-            done += n as usize;
-            continue;
+        match outcome(n) {
+            Ok(moved) => done += moved,
+            Err(None) => continue,
+            Err(Some(e)) => return Err(e),
         }
-        let e = if n == 0 {
-            io::Error::from(io::ErrorKind::WriteZero)
-        } else {
-            io::Error::last_os_error()
-        };
-        return Err(match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::ESRCH) => CmaError::Gone,
-            Some(libc::EFAULT) => CmaError::BadAddress(e),
-            _ => CmaError::Refused(e),
-        });
     }
     Ok(())
 }
@@ -128,23 +118,32 @@ unsafe fn copy(
             Direction::Write => libc::process_vm_writev(pid, &local_iov, 1, &remote_iov, 1, 0),
             Direction::Read => libc::process_vm_readv(pid, &local_iov, 1, &remote_iov, 1, 0),
         };
-        if n > 0 {
-            done += n as usize;
-            continue;
+        match outcome(n) {
+            Ok(moved) => done += moved,
+            Err(None) => continue,
+            Err(Some(e)) => return Err(e),
         }
-        let e = if n == 0 {
-            io::Error::from(io::ErrorKind::WriteZero)
-        } else {
-            io::Error::last_os_error()
-        };
-        return Err(match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::ESRCH) => CmaError::Gone,
-            Some(libc::EFAULT) => CmaError::BadAddress(e),
-            _ => CmaError::Refused(e),
-        });
     }
     Ok(())
+}
+
+/// What a `process_vm_writev`/`process_vm_readv` that returned `n` means:
+/// bytes moved, a retry (`Err(None)`: interrupted), or why to stop.
+fn outcome(n: isize) -> Result<usize, Option<CmaError>> {
+    if n > 0 {
+        return Ok(n as usize);
+    }
+    let e = if n == 0 {
+        io::Error::from(io::ErrorKind::WriteZero)
+    } else {
+        io::Error::last_os_error()
+    };
+    Err(match e.raw_os_error() {
+        Some(libc::EINTR) => return Err(None),
+        Some(libc::ESRCH) => Some(CmaError::Gone),
+        Some(libc::EFAULT) => Some(CmaError::BadAddress(e)),
+        _ => Some(CmaError::Refused(e)),
+    })
 }
 
 /// Whether this process may use cross-memory attach at all: a write to
