@@ -115,6 +115,17 @@ def test_fields_created_in_different_orders_on_the_two_sides(built, suite, tmp_p
     assert proc.stdout.count("ok field 10") == 7, proc.stdout
 
 
+def test_a_producer_at_the_queue_limit_holds_the_next_step_back(built, suite, tmp_path):
+    # With FIELD_QUEUE=1 the producer's iput of the second step stays
+    # pending (tested 100 times) while the consumer, held back by a
+    # point-to-point message, has not taken the first; then both arrive.
+    args = ["shape=16x8", "elem=8", "prod=R:1x1:B,N:C", "cons=R:1x1:N,C:F", "queuecheck=1", "steps=2"]
+    for setup in ("tcp", "shm"):
+        proc = field_run(1, 1, suite, args, setup_env(setup, tmp_path, TETHER_FIELD_QUEUE=1))
+        assert "[prod:0] ok queue: step 3 waited for step 0 to be taken" in proc.stdout, proc.stdout
+        assert "[cons:0] ok queue: got steps 0 and 3" in proc.stdout, proc.stdout
+
+
 def test_two_consumer_programs_each_get_every_step(built, suite, tmp_path):
     args = ["shape=30x20", "elem=4", "prod=R:3x1:B,N:C", "cons=R:2x1:C,N:C",
             "cons2=R:1x2:N,BC3:F", "steps=20", "slow=cons2"]

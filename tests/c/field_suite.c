@@ -15,6 +15,9 @@
  *                     the others must see TETHER_ERR_PEER_LOST
  *   twofields=1       a second field "mirror" of the same values, created in
  *                     the other order on the consumers, got before "values"
+ *   queuecheck=1      (one rank each side, FIELD_QUEUE=1) the producer's iput
+ *                     of step 1 must stay pending while the consumer, held
+ *                     back by a point-to-point message, has not taken step 0
  *   wrongstep=1       the producer repeats step 0 and the consumer first asks
  *                     for step 3: both must get TETHER_ERR_ARG, then go on
  * SPEC is R:<grid>:<kinds>:<order>, e.g. R:2x2:B,BC3:C (kinds B, C, N, BC<k>;
@@ -243,6 +246,40 @@ static void finish(const struct run *r, tether_request *req, const unsigned char
         }
 }
 
+/* The queue limit, checked without clocks: with FIELD_QUEUE=1 the
+   producer's step 1 cannot leave before the consumer took step 0, and the
+   consumer does not take it before the producer says so. */
+static void queue_check(tether_field field, int producer, const struct run *r, unsigned char *buf) {
+    /* One process per program: universe ranks follow program ids. */
+    int go = 1, cons0, prod0;
+    CHECK(tether_program_find("cons", &cons0));
+    CHECK(tether_program_find("prod", &prod0));
+    size_t bytes = (size_t)r->n * (size_t)r->elem;
+    if (producer) {
+        for (int64_t step = 0; step < 2; step++)
+            for (int64_t e = 0; e < r->n; e++)
+                for (int k = 0; k < r->elem; k++) buf[step * bytes + e * r->elem + k] = value_byte(step * 3, r->global[e], k);
+        CHECK(tether_field_put(field, 0, buf));
+        tether_request req;
+        CHECK(tether_field_iput(field, 3, buf + bytes, &req));
+        for (int i = 0; i < 100; i++) {
+            int flag = 1;
+            CHECK(tether_test(&req, &flag, TETHER_STATUS_IGNORE));
+            EXPECT(!flag, "step 3 held back by FIELD_QUEUE=1 while step 0 is not taken (try %d)", i);
+        }
+        CHECK(tether_send(&go, 1, TETHER_INT, cons0, 77, TETHER_COMM_UNIVERSE));
+        CHECK(tether_wait(&req, TETHER_STATUS_IGNORE));
+        printf("ok queue: step 3 waited for step 0 to be taken\n");
+    } else {
+        CHECK(tether_recv(&go, 1, TETHER_INT, prod0, 77, TETHER_COMM_UNIVERSE, TETHER_STATUS_IGNORE));
+        for (int i = 0; i < 2; i++) {
+            CHECK(tether_field_get(field, i * 3, buf));
+            finish(r, NULL, buf, i);
+        }
+        printf("ok queue: got steps 0 and 3\n");
+    }
+}
+
 int main(int argc, char **argv) {
     CHECK(tether_init(&argc, &argv));
     int id, rank, size;
@@ -322,6 +359,14 @@ int main(int argc, char **argv) {
     tether_request req[2] = {TETHER_REQUEST_NULL, TETHER_REQUEST_NULL};
     int64_t checked = 0;
     struct run r = {producer, expect_mismatch, die != NULL, elem, n, global, &checked};
+    if (arg(argc, argv, "queuecheck")) {
+        unsigned char *two = xmalloc(2 * bytes);
+        queue_check(field, producer, &r, two);
+        free(two);
+        CHECK(tether_field_free(&field));
+        CHECK(tether_finalize());
+        return 0;
+    }
     if (wrongstep && !producer) {
         char msg[TETHER_MAX_ERROR_STRING];
         rc = tether_field_get(field, 3, n ? buf[0] : NULL);
