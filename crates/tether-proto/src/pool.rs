@@ -26,9 +26,14 @@ impl BufferPool {
 
     /// A buffer of `len` bytes whose contents are unspecified (old,
     /// initialized bytes of an earlier use, or zeros): for a caller that
-    /// writes all of it before it reads any.
+    /// writes all of it before it reads any. The smallest kept buffer that
+    /// fits is taken, so that buffers of a few sizes used in turn (the
+    /// parts of a field's step) each keep finding their own.
     pub fn take(&mut self, len: usize) -> Vec<u8> {
-        match self.free.iter().position(|b| b.capacity() >= len) {
+        let best = (0..self.free.len())
+            .filter(|&i| self.free[i].capacity() >= len)
+            .min_by_key(|&i| self.free[i].capacity());
+        match best {
             Some(at) => {
                 let mut buf = self.free.swap_remove(at);
                 if buf.len() >= len {
@@ -73,5 +78,10 @@ mod tests {
             2,
             "too large and beyond `keep` are dropped"
         );
+        let mut pool = BufferPool::new(4, 1 << 20);
+        pool.give(vec![0; 3000]);
+        pool.give(vec![0; 1000]);
+        pool.give(vec![0; 2000]);
+        assert_eq!(pool.take(1500).capacity(), 2000, "the smallest that fits");
     }
 }

@@ -73,6 +73,18 @@ impl Receiver {
     }
 }
 
+impl PeerProgram {
+    /// Its ranks that left the field (a consumer's free): nothing more is
+    /// sent to them.
+    fn left(&self) -> Vec<u32> {
+        self.receivers
+            .iter()
+            .filter(|r| r.has_left())
+            .map(|r| r.rank)
+            .collect()
+    }
+}
+
 enum Announcement {
     Posted(ReqId, Box<[u8; 8]>),
     Arrived(i64),
@@ -235,13 +247,6 @@ impl Field {
             for rank in self.ack_targets() {
                 self.send_owned(engine, rank, tag, LEFT.to_le_bytes().to_vec());
             }
-            let producer = &mut self.peers[0];
-            if let Some(Announcement::Posted(request, _)) = &producer.announcement {
-                if engine.cancel(*request) {
-                    engine.take_completion(*request);
-                    producer.announcement = None;
-                }
-            }
         }
     }
 
@@ -326,12 +331,7 @@ impl Field {
             .peers
             .iter()
             .flat_map(|p| {
-                let left: Vec<u32> = p
-                    .receivers
-                    .iter()
-                    .filter(|r| r.has_left())
-                    .map(|r| r.rank)
-                    .collect();
+                let left = p.left();
                 (p.first..p.first + p.size).filter(move |r| !left.contains(r))
             })
             .collect();

@@ -168,12 +168,7 @@ impl Field {
         let mut announcements = Vec::new();
         for peer in &mut self.peers {
             let plan = peer.plan.as_ref().expect("ready fields have plans");
-            let left: Vec<u32> = peer
-                .receivers
-                .iter()
-                .filter(|r| r.has_left())
-                .map(|r| r.rank)
-                .collect();
+            let left = peer.left();
             for part in plan.peers() {
                 let rank = peer.first + part.peer() as u32;
                 if left.contains(&rank) {
@@ -417,9 +412,8 @@ enum Outgoing {
 }
 
 /// Runs shorter than this on average are packed: the kernel pins and
-/// copies each iovec on its own, which costs more than packing runs of
-/// 512 bytes (shm 0.31x against 0.40x of point-to-point packed), while
-/// runs of 8 KiB gain (shm 0.48x to 0.64x; journal 2026-11-27-fields.md).
+/// copies each iovec on its own, and at 512-byte runs that measured slower
+/// than packing, at 8 KiB runs faster (journal 2026-11-27-fields.md).
 const SHORTEST_GATHERED_RUN: usize = 4096;
 
 /// How `part` is sent from `local`: in place or gathered when the caller
