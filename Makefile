@@ -84,8 +84,8 @@ APT_PACKAGES := build-essential ca-certificates pkg-config cmake mpich libmpich-
 # ZeroMQ for the `tether bench` baseline (MPICH is in APT_PACKAGES).
 APT_BENCH_PACKAGES := libzmq3-dev
 
-.PHONY: all build fortran header install check-format lint loom test demo demo-c demo-python clean python \
-        bench fuzz deps deps-system deps-rust deps-pytest deps-python deps-bench
+.PHONY: all build fortran header install check-format lint loom test demo demo-c demo-python demo-ml clean python \
+        bench fuzz deps deps-system deps-rust deps-pytest deps-python deps-bench deps-ml
 
 all: build
 
@@ -208,6 +208,11 @@ demo-python: build python
 demo: build
 	bash examples/heat3d/run.sh
 
+# The online-learning showcase: a Fortran/MPI simulation and a Python
+# model that trains on its fields as they arrive, over each transport.
+demo-ml: build python
+	$(PYTHON) examples/ml/showcase.py --plot build/examples/ml/showcase_ml.png
+
 # The smaller C example: a 1-D heat solver and a sensor.
 demo-c: build
 	bash examples/coupled_demo.sh
@@ -224,6 +229,7 @@ deps:
 	$(MAKE) --no-print-directory -s deps-pytest
 	$(MAKE) --no-print-directory -s deps-python
 	$(MAKE) --no-print-directory -s deps-bench
+	$(MAKE) --no-print-directory -s deps-ml
 
 # Debian packages; as root they are installed (rustup too when there is no
 # cargo and Debian has it), otherwise the command to run is printed.
@@ -298,3 +304,11 @@ deps-bench:
 	(( $${#missing[@]} )) || exit 0
 	echo "make deps: $(PYTHON) lacks $${missing[*]}; installing with pip"
 	PIP_ROOT_USER_ACTION=ignore $(PYTHON) -m pip install --quiet "$${missing[@]}"
+
+# scikit-learn, the neural network library of the online-learning showcase
+# (make demo-ml). PyTorch works there too but is not installed: its only
+# wheel reachable here brings the CUDA libraries (docs/showcase_ml.md).
+deps-ml:
+	@$(PYTHON) -c "import sklearn" 2>/dev/null && exit 0
+	echo "make deps: $(PYTHON) lacks scikit-learn; installing with pip"
+	PIP_ROOT_USER_ACTION=ignore $(PYTHON) -m pip install --quiet scikit-learn

@@ -30,6 +30,12 @@ def built():
 
 
 @pytest.fixture(scope="session")
+def python_package(built):
+    """Installs the package into this interpreter once per session (`make python`)."""
+    subprocess.run(["make", "-s", "python", f"PYTHON={sys.executable}"], cwd=ROOT, check=True)
+
+
+@pytest.fixture(scope="session")
 def bindir(built, tmp_path_factory):
     return tmp_path_factory.mktemp("bin")
 

@@ -14,12 +14,6 @@ SUITE = ROOT / "tests" / "python" / "p2p_suite.py"
 SCENARIOS = ["pairs", "objects", "wildcards", "truncation", "random_order", "dropped_buffers", "rejected", "identity"]
 
 
-@pytest.fixture(scope="session")
-def python_package(built):
-    """Installs the package into this interpreter once per session (`make python`)."""
-    subprocess.run(["make", "-s", "python", f"PYTHON={sys.executable}"], cwd=ROOT, check=True)
-
-
 def universe(*cmd, alpha=2, beta=2):
     return ["--name", "alpha", "-n", str(alpha), *cmd, ":", "--name", "beta", "-n", str(beta), *cmd]
 
