@@ -669,6 +669,10 @@ int tether_dist_free(tether_dist *dist);
  program named there. Collective over this program's joined processes.
  A disagreement with the other side already known is
  `TETHER_ERR_FIELD_MISMATCH` here; otherwise the first step reports it.
+ A name may be created again after its field is freed: the n-th field
+ of one (producer, name) pairs with the other program's n-th, and
+ nothing of an earlier one reaches it; a name still live is
+ `TETHER_ERR_ARG`.
  */
 int tether_field_create(const char *name,
                         tether_datatype datatype,

@@ -126,6 +126,18 @@ def test_a_producer_at_the_queue_limit_holds_the_next_step_back(built, suite, tm
         assert "[cons:0] ok queue: got steps 0 and 3" in proc.stdout, proc.stdout
 
 
+@pytest.mark.parametrize("setup", ["tcp", "shm"])
+def test_a_name_used_again_gets_nothing_of_the_field_before(built, suite, setup, tmp_path):
+    # The first "values" is left by its consumers after one step while the
+    # producer puts five more, then freed by both without waiting for each
+    # other: its data, end announcement and leave acknowledgements still in
+    # flight must not be taken for the second field's.
+    args = ["shape=24x16", "elem=8", "prod=R:2x1:B,N:C", "cons=R:1x3:N,C:F", "steps=10", "reuse=1"]
+    for _ in range(3):
+        proc = field_run(2, 3, suite, args, setup_env(setup, tmp_path, TETHER_FIELD_QUEUE=4))
+        assert proc.stdout.count("ok field 10") == 5, proc.stdout
+
+
 def test_two_consumer_programs_each_get_every_step(built, suite, tmp_path):
     args = ["shape=30x20", "elem=4", "prod=R:3x1:B,N:C", "cons=R:2x1:C,N:C",
             "cons2=R:1x2:N,BC3:F", "steps=20", "slow=cons2"]

@@ -280,6 +280,29 @@ static void queue_check(tether_field field, int producer, const struct run *r, u
     }
 }
 
+/* A first field named "values" that the consumers leave after one step
+   while the producer goes on putting (and then frees it, announcing the
+   end to consumers that are gone): none of its messages may reach the
+   field created next under the same name, whose steps are checked. While
+   it lives, the name cannot be created again. */
+static void reuse_name(int type, tether_dist dist, const char *peers, int mode, int producer, int64_t bytes) {
+    tether_field first;
+    CHECK(tether_field_create("values", type, dist, peers, mode, &first));
+    tether_field again;
+    int rc = tether_field_create("values", type, dist, peers, mode, &again);
+    EXPECT(rc == TETHER_ERR_ARG, "a second live field of one name is refused, got %d", rc);
+    unsigned char *buf = xmalloc(bytes ? (size_t)bytes : 1);
+    memset(buf, 0x5A, bytes ? (size_t)bytes : 1);
+    for (int64_t step = 100; step < (producer ? 106 : 101); step++) {
+        if (producer)
+            CHECK(tether_field_put(first, step, bytes ? buf : NULL));
+        else
+            CHECK(tether_field_get(first, step, bytes ? buf : NULL));
+    }
+    CHECK(tether_field_free(&first));
+    free(buf);
+}
+
 int main(int argc, char **argv) {
     CHECK(tether_init(&argc, &argv));
     int id, rank, size;
@@ -347,6 +370,7 @@ int main(int argc, char **argv) {
     tether_field mirror = TETHER_FIELD_NULL;
     /* Programs need not create their fields in the same order. */
     if (twofields && !producer) CHECK(tether_field_create("mirror", type, dist, peers, mode, &mirror));
+    if (arg(argc, argv, "reuse")) reuse_name(type, dist, peers, mode, producer, map_local(&l, rank, NULL) * elem);
     int rc = tether_field_create("values", type, dist, peers, mode, &field);
     if (twofields && producer) CHECK(tether_field_create("mirror", type, dist, peers, mode, &mirror));
     CHECK(tether_dist_free(&dist));

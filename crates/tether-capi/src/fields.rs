@@ -243,6 +243,10 @@ pub extern "C" fn tether_dist_free(dist: *mut tether_dist) -> c_int {
 /// program named there. Collective over this program's joined processes.
 /// A disagreement with the other side already known is
 /// `TETHER_ERR_FIELD_MISMATCH` here; otherwise the first step reports it.
+/// A name may be created again after its field is freed: the n-th field
+/// of one (producer, name) pairs with the other program's n-th, and
+/// nothing of an earlier one reaches it; a name still live is
+/// `TETHER_ERR_ARG`.
 #[no_mangle]
 pub extern "C" fn tether_field_create(
     name: *const c_char,

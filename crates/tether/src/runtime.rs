@@ -84,6 +84,9 @@ pub struct Runtime {
     scratch: crate::coll::ScratchPool,
     /// The handle of the last field created.
     next_field: i32,
+    /// How many fields of each (producer, name) this process created, to
+    /// key the next one apart from them (`field::wire::field_key`).
+    field_generations: HashMap<(String, String), u32>,
 }
 
 impl Runtime {
@@ -145,6 +148,7 @@ impl Runtime {
             activities: Activities::default(),
             scratch: Default::default(),
             next_field: 0,
+            field_generations: HashMap::default(),
         };
         runtime.choose_polling();
         if runtime.settings.connect() == "eager" {

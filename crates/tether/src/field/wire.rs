@@ -37,10 +37,15 @@ pub enum Kind {
     Ack = 4,
 }
 
-/// The 28-bit key of the field `name` of program `producer`.
-pub fn field_key(producer: &str, name: &str) -> u32 {
+/// The 28-bit key of the field `name` of program `producer`, created
+/// for the `generation`-th time (from 0) by this process: a name used
+/// again gets other tags, so messages of the field before it that are
+/// still in flight (data, an end announced to a consumer that left, a
+/// consumer's leaving) never meet the new one.
+pub fn field_key(producer: &str, name: &str, generation: u32) -> u32 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in producer.bytes().chain([0]).chain(name.bytes()) {
+    let bytes = producer.bytes().chain([0]).chain(name.bytes());
+    for byte in bytes.chain([0]).chain(generation.to_le_bytes()) {
         hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
     }
     ((hash ^ (hash >> 32)) & 0x0fff_ffff) as u32
@@ -237,10 +242,11 @@ mod tests {
 
     #[test]
     fn tags_keep_kinds_and_fields_apart() {
-        let a = field_key("sim", "t");
-        let b = field_key("sim", "u");
+        let a = field_key("sim", "t", 0);
+        let b = field_key("sim", "u", 0);
         assert_ne!(a, b);
-        assert_ne!(field_key("si", "mt"), field_key("sim", "t"));
+        assert_ne!(field_key("si", "mt", 0), field_key("sim", "t", 0));
+        assert_ne!(field_key("sim", "t", 1), a);
         assert!(control_tag(a, Kind::Ack) >= 0);
         assert!(control_tag(0x0fff_ffff, Kind::Ack) >= 0);
         assert_ne!(control_tag(a, Kind::Step), control_tag(a, Kind::Ack));

@@ -39,23 +39,33 @@ impl Runtime {
             Mode::Put => me.name.clone(),
             Mode::Get => universe.programs[peer_programs[0]].name.clone(),
         };
-        let key = wire::field_key(&producer, name);
         if let Some(other) = self
             .activities
-            .find::<Field>(|f| !f.is_freed() && f.key == key)
+            .find::<Field>(|f| !f.is_freed() && f.name == name && f.producer == producer)
         {
-            let why = if other.name == name && other.producer == producer {
+            return Err(err(
+                ErrorClass::Arg,
                 format!(
                     "field {name:?} of program {producer:?} exists already (handle {})",
                     other.handle
-                )
-            } else {
+                ),
+            ));
+        }
+        let generation_key = (producer.clone(), name.to_string());
+        let generation = self
+            .field_generations
+            .get(&generation_key)
+            .copied()
+            .unwrap_or(0);
+        let key = wire::field_key(&producer, name, generation);
+        if let Some(other) = self.activities.find::<Field>(|f| f.key == key) {
+            return Err(err(
+                ErrorClass::Arg,
                 format!(
-                    "field {name:?} of program {producer:?} shares its tag with live field {:?} of {:?}: rename one",
+                    "field {name:?} of program {producer:?} shares its tag with field {:?} of {:?}: rename one",
                     other.name, other.producer
-                )
-            };
-            return Err(err(ErrorClass::Arg, why));
+                ),
+            ));
         }
         let side = self.agree_on_side(name, key, local, mode)?;
         let peers = peer_programs
@@ -71,6 +81,7 @@ impl Runtime {
             handle,
             name: name.to_string(),
             producer,
+            key,
             mode,
             element: datatype,
             my_rank: universe.my_rank,
@@ -81,6 +92,7 @@ impl Runtime {
         field.start(&mut self.engine);
         self.activities.push(Box::new(field));
         self.progress_once(Some(Duration::ZERO));
+        *self.field_generations.entry(generation_key).or_insert(0) += 1;
         if let Some(error) = self.field(handle)?.failure().cloned() {
             let _ = self.field_free(handle);
             return Err(error);

@@ -143,6 +143,8 @@ pub(in crate::runtime) struct FieldParts {
     pub handle: i32,
     pub name: String,
     pub producer: String,
+    /// Its tags' key (`wire::field_key`).
+    pub key: u32,
     pub mode: Mode,
     pub element: Datatype,
     pub my_rank: u32,
@@ -155,7 +157,7 @@ impl Field {
     pub(in crate::runtime) fn new(parts: FieldParts) -> Field {
         Field {
             handle: parts.handle,
-            key: wire::field_key(&parts.producer, &parts.name),
+            key: parts.key,
             name: parts.name,
             producer: parts.producer,
             mode: parts.mode,
