@@ -901,6 +901,27 @@ int tether_comm_size(tether_comm comm, int *size);
  */
 int tether_comm_universe_rank(tether_comm comm, int rank, int *universe_rank);
 
+/*
+ Takes a snapshot of this process's counters and gives their number:
+ `tether_stats_entry` reads them by index, as they were now.
+ */
+int tether_stats_count(int *count);
+
+/*
+ Entry `index` (0 to count-1) of the last `tether_stats_count`
+ snapshot: its name into `name` (`len` bytes; 128 always suffice) and
+ its value. `TETHER_ERR_ARG` for an index out of range.
+ */
+int tether_stats_entry(int index, char *name, int len, int64_t *value);
+
+/*
+ The current value of the counter called `name` (for example
+ `bytes_sent`, `tcp.messages_received`, `peer.3.shm.bytes_sent`).
+ A name no counter has now is `TETHER_ERR_ARG`; a peer's names exist
+ once a message moved between the two.
+ */
+int tether_stats_read(const char *name, int64_t *value);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

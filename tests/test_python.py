@@ -159,3 +159,16 @@ def test_fields_example(python_package):
     assert "viz: rank 1 wrote 3 pictures of 32x32" in proc.stdout
     picture = ROOT / "build" / "examples" / "fields" / "viz-0-10.pgm"
     assert picture.read_bytes().startswith(b"P5\n64 96\n255\n")
+
+
+@pytest.mark.parametrize("transport", ["tcp", "shm"])
+def test_counters_count_what_moved_and_print_at_finalize(python_package, transport):
+    script = str(ROOT / "tests" / "python" / "stats_check.py")
+    proc = tether_run(["--name", "alpha", "-n", "1", sys.executable, script, transport, ":",
+                       "--name", "beta", "-n", "1", sys.executable, script, transport],
+                      env=clean_env(TETHER_TRANSPORTS=transport, TETHER_STATS="1"))
+    assert proc.stdout.count("ok stats") == 2, proc.stdout + proc.stderr
+    text = proc.stdout + proc.stderr
+    assert f"tether stats alpha:0: peer.1.{transport}.bytes_sent {3 * 100 + (1 << 20)}" in text, text
+    assert "tether stats beta:0: blocked_ns" in text, text
+

@@ -106,6 +106,7 @@ from ._native import (
     program_rank,
     program_size,
     progress,
+    stats,
     type_size,
     universe_rank,
     universe_size,

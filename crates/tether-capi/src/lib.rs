@@ -28,6 +28,7 @@ mod lock;
 mod p2p;
 mod poison;
 mod start;
+mod stats;
 mod types;
 
 pub use collectives::*;
@@ -37,4 +38,5 @@ pub use fields::*;
 pub use hints::*;
 pub use p2p::*;
 pub use start::*;
+pub use stats::*;
 pub use types::*;

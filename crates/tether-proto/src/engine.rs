@@ -37,6 +37,7 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashSet as HashSet;
 
+use crate::counters::{Counters, SendPath};
 use crate::matching::{Envelope, PostedQueue, Selector, UnexpectedQueue};
 use crate::pool::BufferPool;
 use crate::request::{Completion, CompletionError, Gather, Region, ReqId, Slab};
@@ -225,6 +226,7 @@ pub struct Engine {
     /// case in a collective, where a peer runs ahead) reuse them. The
     /// transport fills such a buffer completely.
     spare: BufferPool,
+    counters: Counters,
 }
 
 /// Spare unexpected-message buffers kept at most, and the largest kept
@@ -246,6 +248,7 @@ impl Engine {
             lost: HashSet::default(),
             peer_eager_limits: Vec::new(),
             spare: BufferPool::new(SPARE_BUFFERS, SPARE_MAX_BYTES),
+            counters: Counters::default(),
         }
     }
 
@@ -345,7 +348,17 @@ impl Engine {
         header.tag = tag;
         header.msg_size = size;
         header.sender_req = req.to_wire();
-        if size <= self.eager_limit(dest) {
+        let eager = size <= self.eager_limit(dest);
+        self.counters.sent(
+            dest,
+            size,
+            if eager {
+                SendPath::Eager
+            } else {
+                SendPath::Rendezvous
+            },
+        );
+        if eager {
             header.kind = FrameKind::Eager;
             self.outbox.push_back(Transmit {
                 peer: dest,
@@ -577,6 +590,26 @@ impl Engine {
     }
 
     /// Number of requests not yet freed.
+    /// Messages and bytes moved so far, per peer.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// For a message moved outside the engine (the runtime's short path).
+    pub fn counters_mut(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+
+    /// Messages that arrived before their receive, waiting for it now.
+    pub fn unexpected_len(&self) -> usize {
+        self.unexpected.len()
+    }
+
+    /// The most messages that waited for their receive at once.
+    pub fn unexpected_deepest(&self) -> usize {
+        self.unexpected.deepest()
+    }
+
     pub fn live_requests(&self) -> usize {
         self.requests.len()
     }
@@ -621,8 +654,12 @@ impl Engine {
             tag: header.tag,
         };
         match header.kind {
-            FrameKind::Eager => Ok(self.on_eager(envelope, header.payload_len)),
+            FrameKind::Eager => {
+                self.counters.received(peer, header.payload_len);
+                Ok(self.on_eager(envelope, header.payload_len))
+            }
             FrameKind::Rts => {
+                self.counters.received(peer, header.msg_size);
                 match self.posted.take_match(&envelope) {
                     Some(req) => self.grant(req, envelope, header.sender_req, header.msg_size),
                     None => self.unexpected.push(

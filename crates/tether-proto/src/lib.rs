@@ -11,6 +11,7 @@
 //! - [`dispatch`]: the one place a decoded frame header is routed;
 //! - [`engine::Engine`]: point-to-point requests with MPI semantics;
 //! - [`matching`]: the posted-receive and unexpected-message queues;
+//! - [`counters`]: messages and bytes moved, per peer;
 //! - [`link`]: one link to a peer (handshake, sequence numbers, goodbye,
 //!   deadlines) and the order of a peer's frames across several links;
 //! - [`wire`]: the frame header and handshake codecs.
@@ -18,6 +19,7 @@
 //! Time is an input like any other: code that has deadlines takes `now`
 //! and answers `poll_timeout()`, so tests run it on a virtual clock.
 
+pub mod counters;
 pub mod dispatch;
 pub mod engine;
 pub mod link;
@@ -26,6 +28,7 @@ pub mod pool;
 pub mod request;
 pub mod wire;
 
+pub use counters::{Counters, PeerCounters, SendPath};
 pub use dispatch::{classify, deliver, Class, Delivery, FileData, LinkKind};
 pub use engine::{Engine, EngineConfig, PayloadSink, SinkToken, Transmit, TransmitPayload};
 pub use link::{Link, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};

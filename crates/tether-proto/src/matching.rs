@@ -119,12 +119,15 @@ impl PostedQueue {
 #[derive(Debug)]
 pub struct UnexpectedQueue<T> {
     items: VecDeque<(Envelope, T)>,
+    /// The most it held at once.
+    deepest: usize,
 }
 
 impl<T> Default for UnexpectedQueue<T> {
     fn default() -> Self {
         UnexpectedQueue {
             items: VecDeque::new(),
+            deepest: 0,
         }
     }
 }
@@ -132,6 +135,12 @@ impl<T> Default for UnexpectedQueue<T> {
 impl<T> UnexpectedQueue<T> {
     pub fn push(&mut self, envelope: Envelope, item: T) {
         self.items.push_back((envelope, item));
+        self.deepest = self.deepest.max(self.items.len());
+    }
+
+    /// The most messages it held at once.
+    pub fn deepest(&self) -> usize {
+        self.deepest
     }
 
     /// Removes and returns the oldest message `selector` accepts.

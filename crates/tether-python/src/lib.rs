@@ -113,6 +113,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(universe::initialized, m)?)?;
     m.add_function(wrap_pyfunction!(universe::abort, m)?)?;
     m.add_function(wrap_pyfunction!(universe::universe_rank, m)?)?;
+    m.add_function(wrap_pyfunction!(universe::stats, m)?)?;
     m.add_function(wrap_pyfunction!(universe::universe_size, m)?)?;
     m.add_function(wrap_pyfunction!(universe::program_count, m)?)?;
     m.add_function(wrap_pyfunction!(universe::program_id, m)?)?;

@@ -111,6 +111,22 @@ pub fn program_name(py: Python<'_>, id: i32) -> PyResult<String> {
     })
 }
 
+/// This process's counters by name (`tether_stats_count` and
+/// `tether_stats_entry`: one snapshot).
+#[pyfunction]
+pub fn stats(py: Python<'_>) -> PyResult<std::collections::HashMap<String, i64>> {
+    let count = get_int(py, |v| tether_stats_count(v))?;
+    let mut out = std::collections::HashMap::with_capacity(count as usize);
+    for index in 0..count {
+        let mut value = 0i64;
+        let name = read_str(py, 128, |buf, len| {
+            tether_stats_entry(index, buf, len, &mut value)
+        })?;
+        out.insert(name, value);
+    }
+    Ok(out)
+}
+
 /// Id of the program called `name`; `ArgError` if there is none.
 #[pyfunction]
 pub fn program_find(py: Python<'_>, name: &str) -> PyResult<i32> {

@@ -794,6 +794,21 @@ impl Transports {
     }
 
     /// Peers known to share this host (those reached by shared memory).
+    /// The transport that carries messages to `peer` (`"self"` for this
+    /// process), or `None` while none is chosen yet.
+    pub fn transport_of(&self, peer: u32, me: u32) -> Option<&'static str> {
+        if peer == me {
+            return Some("self");
+        }
+        match self.routes.get(&peer)? {
+            Route::Tcp | Route::Shm if self.hybrid.contains(&peer) => Some("hybrid"),
+            Route::Tcp => Some("tcp"),
+            Route::Shm => Some("shm"),
+            Route::File => Some("file"),
+            Route::Pending { .. } => None,
+        }
+    }
+
     pub fn local_peers(&self) -> usize {
         self.shm.as_ref().map_or(0, ShmTransport::local_peers)
     }

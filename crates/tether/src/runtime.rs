@@ -21,6 +21,7 @@ mod collectives;
 mod communicators;
 mod direct;
 mod fields;
+mod stats;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::identity::{self, Identity};
@@ -87,6 +88,10 @@ pub struct Runtime {
     /// How many fields of each (producer, name) this process created, to
     /// key the next one apart from them (`field::wire::field_key`).
     field_generations: HashMap<(String, String), u32>,
+    /// Time spent in waits that did not complete at once (`blocked_ns`).
+    blocked: Duration,
+    /// The counters as of the last `snapshot_stats`.
+    stats_snapshot: Vec<(String, u64)>,
 }
 
 impl Runtime {
@@ -149,6 +154,8 @@ impl Runtime {
             scratch: Default::default(),
             next_field: 0,
             field_generations: HashMap::default(),
+            blocked: Duration::ZERO,
+            stats_snapshot: Vec::new(),
         };
         runtime.choose_polling();
         if runtime.settings.connect() == "eager" {
@@ -546,6 +553,7 @@ impl Runtime {
             self.choose_polling();
         }
         let mut idle = IdleClock::default();
+        let blocked_since = Instant::now();
         loop {
             let timeout = if idle.past(window) {
                 MAX_SLEEP
@@ -555,6 +563,7 @@ impl Runtime {
             let moved = self.progress_once(Some(timeout));
             if done(self) {
                 self.spin.record(idle.tail());
+                self.blocked += blocked_since.elapsed();
                 return;
             }
             if moved {
@@ -630,6 +639,9 @@ impl Runtime {
     /// so no data in flight is lost by closing early.
     pub fn finalize(mut self) -> Result<()> {
         self.free_fields();
+        if self.settings.stats() {
+            self.print_stats();
+        }
         let deadline = Instant::now() + Duration::from_secs(self.settings.finalize_timeout());
         while self.transport.has_output() && Instant::now() < deadline {
             self.progress_once(Some(Duration::from_millis(10)));

@@ -325,6 +325,13 @@ settings! {
         hint: true,
         meaning: "longest time a wait polls before it sleeps in the kernel, in microseconds (adapts down when polling does not pay, e.g. more processes than cores)",
     };
+    stats: Flag = Setting {
+        key: "STATS",
+        default: "0",
+        kind: Kind::Flag,
+        hint: false,
+        meaning: "1: print this process's counters (messages and bytes per peer and transport, eager/rendezvous sends, time blocked, unexpected-queue depth; the names of tether_stats_entry) on standard error at finalize",
+    };
     field_queue: Number = Setting {
         key: "FIELD_QUEUE",
         default: "2",

@@ -42,7 +42,7 @@ use crate::error::Result;
 use crate::progress::Polling;
 use crate::router::{Direct, Transports, Wanted};
 use crate::{Runtime, Status};
-use tether_proto::{Engine, Region};
+use tether_proto::{Engine, Region, SendPath};
 
 /// How many times a blocking receive polls its peer's ring before it
 /// waits in the engine: many times a shared-memory round trip (an empty
@@ -141,6 +141,9 @@ impl Runtime {
         );
         if sent {
             self.note_peer(peer);
+            self.engine
+                .counters_mut()
+                .sent(peer, len as u64, SendPath::Eager);
         }
         Ok(sent)
     }
@@ -192,7 +195,10 @@ impl Runtime {
             polls,
             || polling.pause(),
         ) {
-            Direct::Taken { tag, bytes } => Ok(Some(Arrival { tag, bytes })),
+            Direct::Taken { tag, bytes } => {
+                self.engine.counters_mut().received(peer, bytes);
+                Ok(Some(Arrival { tag, bytes }))
+            }
             Direct::Other | Direct::Empty => Ok(None),
         }
     }

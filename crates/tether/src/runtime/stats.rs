@@ -1,0 +1,118 @@
+//! The counters a program or a tool reads at run time (`tether_stats_*`,
+//! `tether.stats()`) and `TETHER_STATS=1` prints at finalize: named
+//! numbers, since `tether_init`, so that a new counter is a new name and
+//! readers keep working.
+//!
+//! Names (the contract; `<counter>` is one of `messages_sent`,
+//! `bytes_sent`, `eager_sent`, `rendezvous_sent`, `messages_received`,
+//! `bytes_received`):
+//! - `<counter>`: over all peers;
+//! - `<transport>.<counter>`: over the peers that transport carries
+//!   (`tcp`, `shm`, `file`, `hybrid`, `self`);
+//! - `peer.<universe rank>.<transport>.<counter>`: one peer, with the
+//!   transport that carries it;
+//! - `blocked_ns`: time spent in waits that did not complete at once;
+//! - `unexpected_now`, `unexpected_max`: messages waiting for their
+//!   receive now, and the most at once.
+//!
+//! Messages are those of the engine: point-to-point, and the messages
+//! collectives and fields are made of, counted once per peer message.
+//! A received message is counted when it arrives, matched or not.
+
+use tether_proto::PeerCounters;
+
+use super::Runtime;
+
+/// Reads one counter of a peer.
+type Read = fn(&PeerCounters) -> u64;
+
+/// The counters kept per peer, by name, and how to read each.
+const COUNTERS: [(&str, Read); 6] = [
+    ("messages_sent", |c| c.messages_sent),
+    ("bytes_sent", |c| c.bytes_sent),
+    ("eager_sent", |c| c.eager_sent),
+    ("rendezvous_sent", |c| c.rendezvous_sent),
+    ("messages_received", |c| c.messages_received),
+    ("bytes_received", |c| c.bytes_received),
+];
+
+impl Runtime {
+    /// Every counter by name, in a stable order: totals, per transport,
+    /// per peer, then the rest.
+    pub fn stats(&self) -> Vec<(String, u64)> {
+        let counters = self.engine.counters();
+        let mut total = [0u64; COUNTERS.len()];
+        let mut by_transport: Vec<(&'static str, [u64; COUNTERS.len()])> = Vec::new();
+        let mut peers = Vec::new();
+        for (peer, counts) in counters.peers() {
+            let transport = self.transport.transport_of(peer, self.me).unwrap_or("none");
+            let values = COUNTERS.map(|(_, read)| read(counts));
+            let slot = match by_transport.iter().position(|(t, _)| *t == transport) {
+                Some(at) => at,
+                None => {
+                    by_transport.push((transport, [0; COUNTERS.len()]));
+                    by_transport.len() - 1
+                }
+            };
+            for (i, value) in values.iter().enumerate() {
+                total[i] += value;
+                by_transport[slot].1[i] += value;
+            }
+            peers.push((peer, transport, values));
+        }
+        by_transport.sort_by_key(|(t, _)| *t);
+        let mut out = Vec::new();
+        for (i, (name, _)) in COUNTERS.iter().enumerate() {
+            out.push((name.to_string(), total[i]));
+        }
+        for (transport, values) in &by_transport {
+            for (i, (name, _)) in COUNTERS.iter().enumerate() {
+                out.push((format!("{transport}.{name}"), values[i]));
+            }
+        }
+        for (peer, transport, values) in &peers {
+            for (i, (name, _)) in COUNTERS.iter().enumerate() {
+                out.push((format!("peer.{peer}.{transport}.{name}"), values[i]));
+            }
+        }
+        out.push(("blocked_ns".to_string(), self.blocked.as_nanos() as u64));
+        out.push((
+            "unexpected_now".to_string(),
+            self.engine.unexpected_len() as u64,
+        ));
+        out.push((
+            "unexpected_max".to_string(),
+            self.engine.unexpected_deepest() as u64,
+        ));
+        out
+    }
+
+    /// Takes a snapshot of [`Runtime::stats`] for reading by index (the C
+    /// API's `tether_stats_count` / `tether_stats_entry`); returns its length.
+    pub fn snapshot_stats(&mut self) -> usize {
+        self.stats_snapshot = self.stats();
+        self.stats_snapshot.len()
+    }
+
+    pub fn stats_snapshot_len(&self) -> usize {
+        self.stats_snapshot.len()
+    }
+
+    /// Entry `index` of the last snapshot.
+    pub fn stats_entry(&self, index: usize) -> Option<&(String, u64)> {
+        self.stats_snapshot.get(index)
+    }
+
+    /// `TETHER_STATS=1`: the counters on standard error, at finalize.
+    pub(super) fn print_stats(&self) {
+        let me = &self.universe.programs[self.universe.my_program];
+        let who = format!("{}:{}", me.name, self.universe.my_rank);
+        let mut text = String::new();
+        for (name, value) in self.stats() {
+            if value != 0 || !name.starts_with("peer.") {
+                text.push_str(&format!("tether stats {who}: {name} {value}\n"));
+            }
+        }
+        eprint!("{text}");
+    }
+}
