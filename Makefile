@@ -6,7 +6,8 @@
 #   make test                    format, lint, cargo tests, multi-process tests
 #   make python                  pip-install the Python package into $(PYTHON)
 #   make deps                    what a fresh Debian machine needs
-#   make demo                    the heat coupling example (Fortran + MPI), both versions
+#   make demo                    the heat coupling example (Fortran + MPI): file, Tether and
+#                                mixed-MPI (MPICH + Open MPI) versions
 #   make bench                   benches/compare: tether bench against its baselines,
 #                                into docs/PERFORMANCE.md and docs/perf_*.png
 #   make fuzz                    every fuzz target (fuzz/, cargo-fuzz on nightly) in turn,
@@ -206,7 +207,8 @@ bench: build
 demo-python: build python
 	bash examples/python_coupling_demo.sh
 
-# The README's demo: examples/heat3d, file-coupled and Tether versions.
+# The README's demo: examples/heat3d, file-coupled, Tether and (with Open MPI
+# installed beside MPICH) mixed-MPI versions.
 demo: build
 	bash examples/heat3d/run.sh
 

@@ -40,7 +40,7 @@ done
 
 # The mixed version needs both MPIs under their own names (Debian's).
 if ((mixed)); then
-    for tool in mpifort.mpich mpiexec.mpich mpifort.openmpi mpirun.openmpi; do
+    for tool in mpifort.mpich mpiexec.mpich mpifort.openmpi mpicc.openmpi mpirun.openmpi; do
         if ! command -v $tool >/dev/null; then
             echo "== mixed-MPI version skipped: $tool not found (Debian: apt-get install mpich libmpich-dev openmpi-bin libopenmpi-dev, or make deps) =="
             mixed=0
