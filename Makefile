@@ -6,7 +6,8 @@
 #   make test                    format, lint, cargo tests, multi-process tests
 #   make python                  pip-install the Python package into $(PYTHON)
 #   make deps                    what a fresh Debian machine needs
-#   make demo                    the heat coupling example (Fortran + MPI), both versions
+#   make demo                    the heat coupling example (Fortran + MPI): file, Tether and
+#                                mixed-MPI (MPICH + Open MPI) versions
 #   make bench                   benches/compare: tether bench against its baselines,
 #                                into docs/PERFORMANCE.md and docs/perf_*.png
 #   make fuzz                    every fuzz target (fuzz/, cargo-fuzz on nightly) in turn,
@@ -78,9 +79,11 @@ PKGCONFIG_FILES := tether.pc
 CMAKE_FILES := TetherConfig.cmake TetherConfigVersion.cmake
 HEADERS := include/tether.h include/tether_mpi.h
 
-# Debian packages for building, the MPI tests and the install tests.
+# Debian packages for building, the MPI tests and the install tests. Open
+# MPI is installed beside MPICH for the tests and the demo that couple a
+# program of each (their commands are named: mpicc.mpich, mpirun.openmpi).
 APT_PACKAGES := build-essential ca-certificates pkg-config cmake mpich libmpich-dev \
-                python3 python3-pytest iproute2 gfortran
+                openmpi-bin libopenmpi-dev python3 python3-pytest iproute2 gfortran
 # ZeroMQ for the `tether bench` baseline (MPICH is in APT_PACKAGES).
 APT_BENCH_PACKAGES := libzmq3-dev
 
@@ -204,7 +207,8 @@ bench: build
 demo-python: build python
 	bash examples/python_coupling_demo.sh
 
-# The README's demo: examples/heat3d, file-coupled and Tether versions.
+# The README's demo: examples/heat3d, file-coupled, Tether and (with Open MPI
+# installed beside MPICH) mixed-MPI versions.
 demo: build
 	bash examples/heat3d/run.sh
 
@@ -233,6 +237,14 @@ deps:
 
 # Debian packages; as root they are installed (rustup too when there is no
 # cargo and Debian has it), otherwise the command to run is printed.
+#
+# Which MPI mpicc, mpifort, mpirun, mpiexec and /usr/include/<arch>/mpi mean
+# is decided by Debian's alternatives `mpi`, `mpirun` and `mpi-<arch>`, in
+# which Open MPI (priority 50) outranks MPICH (40): installing openmpi-bin
+# would switch a machine where they meant MPICH to Open MPI. So the
+# alternatives are recorded before installing and set back after; one that
+# did not exist before (a fresh machine) is set to MPICH's, the MPI that
+# everything here uses unless told otherwise.
 deps-system:
 	@missing=()
 	for p in $(APT_PACKAGES) $(APT_BENCH_PACKAGES); do
@@ -241,10 +253,23 @@ deps-system:
 	want_rustup=0
 	command -v cargo >/dev/null || command -v rustup >/dev/null || want_rustup=1
 	(( $${#missing[@]} || want_rustup )) || exit 0
+	# The MPI alternatives as they are: name -> value.
+	declare -A mpi_before=()
+	while read -r name _ value; do
+	  if [[ $$name =~ ^mpi(run|-.+)?$$ ]]; then mpi_before[$$name]=$$value; fi
+	done < <(update-alternatives --get-selections 2>/dev/null || true)
 	if ! command -v apt-get >/dev/null || (( $$(id -u) != 0 )); then
 	  (( want_rustup )) && missing+=(rustup)
 	  echo "make deps: not root or no apt-get, so nothing is installed; as root run (or install the equivalents):" >&2
 	  echo "  apt-get update && apt-get install -y $${missing[*]}" >&2
+	  if [[ " $${missing[*]} " == *" openmpi-bin "* ]]; then
+	    arch=$$(gcc -print-multiarch 2>/dev/null || echo "$$(uname -m)-linux-gnu")
+	    declare -A mpich=([mpi]=/usr/bin/mpicc.mpich [mpirun]=/usr/bin/mpirun.mpich [mpi-$$arch]=/usr/include/$$arch/mpich)
+	    echo "  then keep mpicc, mpifort, mpirun and mpiexec on the MPI they meant (Open MPI's packages take them over):" >&2
+	    for name in mpi mpirun mpi-$$arch; do
+	      echo "  update-alternatives --set $$name $${mpi_before[$$name]:-$${mpich[$$name]}}" >&2
+	    done
+	  fi
 	  exit 0
 	fi
 	export DEBIAN_FRONTEND=noninteractive
@@ -253,6 +278,19 @@ deps-system:
 	(( $${#missing[@]} )) || exit 0
 	echo "make deps: installing $${missing[*]}"
 	apt-get install -y -qq --no-install-recommends "$${missing[@]}" >/dev/null
+	# Every MPI alternative back to what it was, or to MPICH's if it is new.
+	while read -r name _ value; do
+	  [[ $$name =~ ^mpi(run|-.+)?$$ ]] || continue
+	  choices=$$(update-alternatives --list "$$name" 2>/dev/null || true)
+	  want=$${mpi_before[$$name]:-$$(grep -m1 mpich <<<"$$choices" || true)}
+	  [[ -n $$want && $$want != "$$value" ]] || continue
+	  if grep -qxF -- "$$want" <<<"$$choices"; then
+	    update-alternatives --quiet --set "$$name" "$$want"
+	    echo "make deps: update-alternatives --set $$name $$want (installing had made it $$value)"
+	  else
+	    echo "make deps: $$name was $$want, which is no longer installed; it stays $$value" >&2
+	  fi
+	done < <(update-alternatives --get-selections)
 
 # A Rust toolchain (Cargo.toml's rust-version or newer) with rustfmt and
 # clippy, through rustup when cargo is missing.

@@ -106,7 +106,28 @@ contains
     if (m%rank > 0) m%weight(:, :, 0) = 0
     if (m%rank == 0) m%fixed(:, :, 0) = .true.
     if (fixed_top .and. m%rank == m%nprocs - 1) m%fixed(:, :, m%nlz) = .true.
+    if (m%rank == 0) write (*, '(a, 3(i0, a), i0, 2a)') 'heat solver: ', nx, ' x ', ny, ' x ', nz, &
+      ' elements on ', m%nprocs, ' MPI ranks of ', mpi_library()
   end subroutine heat_setup
+
+  ! The MPI library this program was built with, as its first words say
+  ! ("MPICH Version: 4.0.2", "Open MPI v4.1.4"): up to the first line end
+  ! or comma, tabs as spaces.
+  function mpi_library() result(name)
+    character(len=:), allocatable :: name
+    character(len=MPI_MAX_LIBRARY_VERSION_STRING) :: version
+    integer :: length, ierr, i, last
+    call MPI_Get_library_version(version, length, ierr)
+    last = length
+    do i = 1, length
+      if (version(i:i) == ',' .or. version(i:i) == achar(10)) then
+        last = i - 1
+        exit
+      end if
+      if (version(i:i) == achar(9)) version(i:i) = ' '
+    end do
+    name = trim(version(:last))
+  end function mpi_library
 
   ! One backward Euler step. Code-2 passes the point source's value; Code-3's
   ! top rank passes the temperatures of the plane Z = Zmax.

@@ -78,7 +78,10 @@ pub fn from_env(program: Option<&str>, var: impl Fn(&str) -> Option<String>) -> 
         let size = var(size_var).ok_or_else(|| {
             err(
                 ErrorClass::Init,
-                format!("{rank_var} is set but {size_var} is not: cannot tell the size of program {program:?}"),
+                format!(
+                    "{rank_var} is set but {size_var} is not: cannot tell the size of program {program:?} \
+                     (set TETHER_RANK and TETHER_SIZE)"
+                ),
             )
         })?;
         let parse = |name: &str, value: &str| {
@@ -138,6 +141,40 @@ mod tests {
                 size: 1
             }
         );
+    }
+
+    /// What the MPI launchers set, as seen here: `mpirun.openmpi -n 2`
+    /// (Open MPI 4.1.4, whose ranks also get PMIx's `PMIX_RANK` but no
+    /// size) and MPICH 4.0.2's hydra (`mpiexec.mpich -n 2`).
+    #[test]
+    fn mpi_launchers_environments_give_rank_and_size() {
+        let open_mpi = env(&[
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+            ("OMPI_UNIVERSE_SIZE", "2"),
+            ("PMIX_RANK", "1"),
+            ("PMIX_NAMESPACE", "912654337"),
+        ]);
+        let hydra = env(&[("PMI_RANK", "1"), ("PMI_SIZE", "2"), ("PMI_FD", "6")]);
+        for e in [
+            Box::new(open_mpi) as Box<dyn Fn(&str) -> Option<String>>,
+            Box::new(hydra),
+        ] {
+            assert_eq!(
+                from_env(Some("ml"), e).unwrap(),
+                Identity {
+                    program: "ml".into(),
+                    rank: 1,
+                    size: 2
+                }
+            );
+        }
+        // PMIx alone names no size: a clear error, not rank 1 of 1.
+        let e = from_env(Some("ml"), env(&[("PMIX_RANK", "1")])).unwrap_err();
+        assert!(e.message.contains("PMIX_SIZE"), "{}", e.message);
+        assert!(e.message.contains("TETHER_SIZE"), "{}", e.message);
     }
 
     #[test]
