@@ -173,6 +173,12 @@ module tether_c
       integer(c_int), value :: id
       integer(c_int), intent(out) :: size
     end function
+    integer(c_int) function c_program_universe_rank(id, rank, universe_rank) &
+        bind(C, name="tether_program_universe_rank")
+      import :: c_int
+      integer(c_int), value :: id, rank
+      integer(c_int), intent(out) :: universe_rank
+    end function
     integer(c_int) function c_program_name(id, name, len) bind(C, name="tether_program_name")
       import :: c_int, c_char
       integer(c_int), value :: id, len

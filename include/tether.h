@@ -879,6 +879,15 @@ int tether_program_rank(int *rank);
 int tether_program_size(int id, int *size);
 
 /*
+ Universe rank of rank `rank` of program `id`: programs are ordered by
+ name and their ranks concatenated, so this is the universe rank of the
+ program's rank 0 plus `rank`. `TETHER_ERR_ARG` for an id outside
+ 0..count-1, `TETHER_ERR_RANK` for a rank outside 0..size-1 of that
+ program (as `tether_comm_universe_rank`).
+ */
+int tether_program_universe_rank(int id, int rank, int *universe_rank);
+
+/*
  Name of program `id` into `name` (`len` bytes, `TETHER_MAX_PROGRAM_NAME` always suffice).
  */
 int tether_program_name(int id, char *name, int len);

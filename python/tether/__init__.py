@@ -22,7 +22,7 @@ import atexit
 import contextlib
 import sys
 import types
-from typing import Any, Callable, Iterator, List, NamedTuple, Optional
+from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Union
 
 from . import _native
 from ._native import (
@@ -126,6 +126,11 @@ class Program(NamedTuple):
     id: int
     size: int
 
+    def universe_rank(self, rank: int) -> int:
+        """The universe rank of rank `rank` of this program
+        (`program_universe_rank`)."""
+        return _native.program_universe_rank(self.id, rank)
+
 
 _hooks_installed = False
 _previous_excepthook: Optional[Callable[..., Any]] = None
@@ -190,6 +195,21 @@ def programs() -> List[Program]:
         Program(_native.program_name(i), i, _native.program_size(i))
         for i in range(_native.program_count())
     ]
+
+
+def program_universe_rank(program: Union[str, int], rank: int) -> int:
+    """The universe rank of rank `rank` of `program` (its name or id):
+    programs are ordered by name and their ranks concatenated. `ArgError`
+    for an unknown program, `RankError` for a rank outside it. (The
+    caller's own universe rank is `universe_rank()`.)"""
+    if isinstance(program, str):
+        program = _native.program_find(program)
+    elif not isinstance(program, int) or isinstance(program, bool):
+        raise TypeError(
+            "program_universe_rank: program must be a name (str) or an id (int),"
+            f" not {type(program).__name__}"
+        )
+    return _native.program_universe_rank(program, rank)
 
 
 @contextlib.contextmanager

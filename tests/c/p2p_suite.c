@@ -398,6 +398,7 @@ static void identity(void) {
     CHECK(tether_program_rank(&prank));
     CHECK(tether_universe_rank(&urank));
     char name[TETHER_MAX_PROGRAM_NAME], prev[TETHER_MAX_PROGRAM_NAME] = "";
+    char msg[TETHER_MAX_ERROR_STRING];
     int first = 0;
     for (int p = 0; p < count; p++) {
         int size, found;
@@ -405,6 +406,17 @@ static void identity(void) {
         CHECK(tether_program_size(p, &size));
         CHECK(tether_program_find(name, &found));
         EXPECT(found == p && strcmp(prev, name) < 0, "programs ordered by name: %s after %s", name, prev);
+        for (int r = 0; r < size; r++) {
+            int u = -1;
+            CHECK(tether_program_universe_rank(p, r, &u));
+            EXPECT(u == total + r, "program %d rank %d is universe rank %d, not %d", p, r, total + r, u);
+        }
+        int u = -7;
+        EXPECT(tether_program_universe_rank(p, size, &u) == TETHER_ERR_RANK && u == -7,
+               "rank %d of program %d of %d", size, p, size);
+        CHECK(tether_last_error(msg, sizeof msg));
+        EXPECT(strstr(msg, "rank") && strstr(msg, name), "bad rank message names rank and program: %s", msg);
+        EXPECT(tether_program_universe_rank(p, -1, &u) == TETHER_ERR_RANK, "rank -1");
         if (p == id) first = total;
         total += size;
         strcpy(prev, name);
@@ -414,6 +426,12 @@ static void identity(void) {
     CHECK(tether_comm_universe_rank(TETHER_COMM_UNIVERSE, me, &u));
     EXPECT(u == me, "universe communicator is the identity");
     EXPECT(tether_program_find("no-such-program", &u) == TETHER_ERR_ARG, "unknown program");
+    CHECK(tether_program_universe_rank(id, prank, &u));
+    EXPECT(u == urank, "my own universe rank %d from (program %d, rank %d): %d", urank, id, prank, u);
+    EXPECT(tether_program_universe_rank(count, 0, &u) == TETHER_ERR_ARG, "program id %d of %d", count, count);
+    CHECK(tether_last_error(msg, sizeof msg));
+    EXPECT(strstr(msg, "program id") != NULL, "bad id message: %s", msg);
+    EXPECT(tether_program_universe_rank(0, 0, NULL) == TETHER_ERR_ARG, "NULL output");
     CHECK(tether_program_name(id, name, sizeof name));
     printf("identity %s rank %d universe %d of %d\n", name, prank, urank, nprocs);
 }

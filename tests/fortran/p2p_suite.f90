@@ -68,7 +68,7 @@ contains
   end subroutine fill
 
   subroutine identity()
-    integer :: count, id, rank, size, found
+    integer :: count, id, rank, size, found, u, first, p, r, psize
     character(len=TETHER_MAX_PROGRAM_NAME) :: name
     call tether_program_count(count, ierr)
     call check(ierr, 'tether_program_count')
@@ -83,6 +83,24 @@ contains
     call tether_program_find(trim(name), found, ierr)
     call check(ierr, 'tether_program_find')
     call expect(found == id .and. rank < size .and. id < count, 'consistent program identity')
+    call tether_program_universe_rank(id, rank, u, ierr)
+    call check(ierr, 'tether_program_universe_rank')
+    call expect(u == me, 'tether_program_universe_rank of my own program and rank')
+    first = 0
+    do p = 0, count - 1
+      call tether_program_size(p, psize, ierr)
+      call check(ierr, 'tether_program_size')
+      do r = 0, psize - 1
+        call tether_program_universe_rank(p, r, u, ierr)
+        call check(ierr, 'tether_program_universe_rank')
+        call expect(u == first + r, 'universe ranks: programs by name, ranks concatenated')
+      end do
+      call tether_program_universe_rank(p, psize, u, ierr)
+      call expect_code(ierr, TETHER_ERR_RANK, 'tether_program_universe_rank past the last rank')
+      first = first + psize
+    end do
+    call tether_program_universe_rank(count, 0, u, ierr)
+    call expect_code(ierr, TETHER_ERR_ARG, 'tether_program_universe_rank of an unknown program id')
     print '("identity ", a, " rank ", i0, " universe ", i0, " of ", i0)', trim(name), rank, me, n
   end subroutine identity
 

@@ -261,6 +261,25 @@ def identity(comm):
     me = tether.program_id()
     check(tether.universe_rank() == sum(p.size for p in progs[:me]) + tether.program_rank(), "ranks")
     check(comm.universe_rank(comm.rank) == comm.rank, "universe comm")
+    check(tether.program_universe_rank(me, tether.program_rank()) == tether.universe_rank(), "my universe rank")
+    first = 0
+    for p in progs:
+        for r in range(p.size):
+            check(tether.program_universe_rank(p.name, r) == first + r, f"{p.name}:{r} by name")
+            check(tether.program_universe_rank(p.id, r) == first + r, f"{p.name}:{r} by id")
+            check(p.universe_rank(r) == first + r, f"Program.universe_rank {p.name}:{r}")
+        first += p.size
+    for call, kind, words in (
+        (lambda: tether.program_universe_rank("beta", progs[1].size), tether.RankError, "rank 2 is outside program"),
+        (lambda: tether.program_universe_rank("beta", -1), tether.RankError, "rank -1"),
+        (lambda: tether.program_universe_rank(len(progs), 0), tether.ArgError, "program id 2"),
+        (lambda: tether.program_universe_rank("nobody", 0), tether.ArgError, "nobody"),
+    ):
+        try:
+            call()
+            check(False, f"no error for {words}")
+        except kind as e:
+            check(words in e.message, e.message)
     with tether.kernel():
         check(tether.hint_get("IN_KERNEL") == "1", "in kernel")
     check(tether.hint_get("IN_KERNEL") == "0", "kernel left")

@@ -120,6 +120,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(universe::program_size, m)?)?;
     m.add_function(wrap_pyfunction!(universe::program_name, m)?)?;
     m.add_function(wrap_pyfunction!(universe::program_find, m)?)?;
+    m.add_function(wrap_pyfunction!(universe::program_universe_rank, m)?)?;
     m.add_function(wrap_pyfunction!(universe::hint, m)?)?;
     m.add_function(wrap_pyfunction!(universe::hint_get, m)?)?;
     m.add_function(wrap_pyfunction!(universe::error_string, m)?)?;

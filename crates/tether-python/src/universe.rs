@@ -111,6 +111,13 @@ pub fn program_name(py: Python<'_>, id: i32) -> PyResult<String> {
     })
 }
 
+/// Universe rank of rank `rank` of program `id` (`ArgError` for an
+/// unknown id, `RankError` for a rank outside the program).
+#[pyfunction]
+pub fn program_universe_rank(py: Python<'_>, id: i32, rank: i32) -> PyResult<i32> {
+    get_int(py, |v| tether_program_universe_rank(id, rank, v))
+}
+
 /// Id of the program called `name`; `ArgError` if there is none.
 #[pyfunction]
 pub fn program_find(py: Python<'_>, name: &str) -> PyResult<i32> {
