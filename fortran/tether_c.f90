@@ -41,6 +41,7 @@ module tether_c
   ! Wildcards, null handles, limits.
   integer, parameter :: TETHER_ANY_SOURCE = -1
   integer, parameter :: TETHER_ANY_TAG = -1
+  integer, parameter :: TETHER_TAG_UB = 2147483647
   integer, parameter :: TETHER_UNDEFINED = -32766
   integer, parameter :: TETHER_MAX_PROGRAM_NAME = 65
   integer, parameter :: TETHER_MAX_ERROR_STRING = 1024

@@ -153,6 +153,13 @@
 #define TETHER_ANY_TAG -1
 
 /*
+ The largest valid tag (MPI's `MPI_TAG_UB`): tags are 0 to
+ `TETHER_TAG_UB`, every non-negative `int`; a negative tag other than
+ `TETHER_ANY_TAG` on a receive is `TETHER_ERR_TAG`.
+ */
+#define TETHER_TAG_UB 2147483647
+
+/*
  A count or index that is not defined (`tether_get_count` of a size that
  is not a whole number of elements; `tether_waitany` with no active request).
  */

@@ -29,6 +29,7 @@ from ._native import (
     SUCCESS,
     ANY_SOURCE,
     ANY_TAG,
+    TAG_UB,
     UNDEFINED,
     COMM_UNIVERSE,
     REQUEST_NULL,

@@ -34,6 +34,7 @@ __all__ = [
     "SUCCESS",
     "ANY_SOURCE",
     "ANY_TAG",
+    "TAG_UB",
     "UNDEFINED",
     "COMM_UNIVERSE",
     "REQUEST_NULL",
@@ -115,6 +116,7 @@ __all__ = [
 SUCCESS: int
 ANY_SOURCE: int
 ANY_TAG: int
+TAG_UB: int
 UNDEFINED: int
 COMM_UNIVERSE: int
 REQUEST_NULL: int

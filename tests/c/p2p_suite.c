@@ -2,6 +2,7 @@
  * Every process of the universe runs the same scenario and checks what it
  * receives byte by byte; any failure exits non-zero with a message. */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <time.h>
 
 #include "common.h"
@@ -368,6 +369,20 @@ static void errors(void) {
     CHECK(tether_last_error(msg, sizeof msg));
     EXPECT(strstr(msg, "outside") != NULL, "rank message: %s", msg);
     EXPECT(tether_send(&x, 1, TETHER_INT, 0, -5, TETHER_COMM_UNIVERSE) == TETHER_ERR_TAG, "tag");
+    /* TETHER_TAG_UB is the largest tag: it travels; INT_MIN, what
+     * TETHER_TAG_UB + 1 wraps to, is refused with a message naming it. */
+    _Static_assert(TETHER_TAG_UB == INT_MAX, "every non-negative int is a tag");
+    int y = -1;
+    tether_status ub;
+    x = 41 + me;
+    CHECK(tether_isend(&x, 1, TETHER_INT, me, TETHER_TAG_UB, TETHER_COMM_UNIVERSE, &req));
+    CHECK(tether_recv(&y, 1, TETHER_INT, me, TETHER_TAG_UB, TETHER_COMM_UNIVERSE, &ub));
+    CHECK(tether_wait(&req, TETHER_STATUS_IGNORE));
+    EXPECT(y == 41 + me && ub.tag == TETHER_TAG_UB, "tag TETHER_TAG_UB: got %d with tag %d", y, ub.tag);
+    EXPECT(tether_send(&x, 1, TETHER_INT, me, INT_MIN, TETHER_COMM_UNIVERSE) == TETHER_ERR_TAG, "tag INT_MIN");
+    CHECK(tether_last_error(msg, sizeof msg));
+    EXPECT(strstr(msg, "-2147483648") && strstr(msg, "TETHER_TAG_UB (2147483647)"), "tag message: %s", msg);
+    x = 0;
     EXPECT(tether_send(&x, 1, 999, 0, 0, TETHER_COMM_UNIVERSE) == TETHER_ERR_TYPE, "type");
     EXPECT(tether_send(&x, 1, TETHER_INT, 0, 0, 12345) == TETHER_ERR_COMM, "comm");
     EXPECT(tether_send(&x, -1, TETHER_INT, 0, 0, TETHER_COMM_UNIVERSE) == TETHER_ERR_COUNT, "count");

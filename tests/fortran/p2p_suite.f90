@@ -271,10 +271,12 @@ contains
 
   ! Bad arguments come back as error classes, with a message.
   subroutine bad_arguments()
-    real(real64) :: d(3, 4, 5)
+    real(real64) :: d(3, 4, 5), got(3, 4, 5)
     character(len=TETHER_MAX_ERROR_STRING) :: msg
-    integer :: e, size
+    integer :: e, size, req, status(TETHER_STATUS_SIZE)
     d = 0
+    d(2, 3, 4) = me + 0.5_real64
+    got = -1
     call tether_send(d(1, :, :), 20, TETHER_DOUBLE_PRECISION, next, 70, TETHER_COMM_UNIVERSE, ierr)
     call expect_code(ierr, TETHER_ERR_ARG, 'send of a non-contiguous section')
     call tether_send(d, 60, TETHER_DOUBLE_PRECISION, n, 70, TETHER_COMM_UNIVERSE, ierr)
@@ -282,6 +284,18 @@ contains
     call tether_last_error(msg, e)
     call check(e, 'last_error')
     call expect(len_trim(msg) > 0, 'a last error message after TETHER_ERR_RANK')
+    ! TETHER_TAG_UB, the largest tag (huge(0): every non-negative default
+    ! integer), travels; a negative tag is refused.
+    call expect(TETHER_TAG_UB == huge(0), 'TETHER_TAG_UB is huge(0)')
+    call tether_isend(d, 60, TETHER_DOUBLE_PRECISION, me, TETHER_TAG_UB, TETHER_COMM_UNIVERSE, req, ierr)
+    call check(ierr, 'isend with tag TETHER_TAG_UB')
+    call tether_recv(got, 60, TETHER_DOUBLE_PRECISION, me, TETHER_TAG_UB, TETHER_COMM_UNIVERSE, status, ierr)
+    call check(ierr, 'recv with tag TETHER_TAG_UB')
+    call expect(status(TETHER_TAG) == TETHER_TAG_UB .and. all(got == d), 'tag TETHER_TAG_UB: message and status')
+    call tether_wait(req, status, ierr)
+    call check(ierr, 'wait')
+    call tether_send(d, 60, TETHER_DOUBLE_PRECISION, me, -huge(0) - 1, TETHER_COMM_UNIVERSE, ierr)
+    call expect_code(ierr, TETHER_ERR_TAG, 'send with tag -huge(0) - 1')
     call tether_send(d, 60, 999, next, 70, TETHER_COMM_UNIVERSE, ierr)
     call expect_code(ierr, TETHER_ERR_TYPE, 'send with datatype 999')
     call tether_send(d, 60, TETHER_DOUBLE_PRECISION, next, 70, 12345, ierr)

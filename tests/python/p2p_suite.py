@@ -251,6 +251,32 @@ def rejected(comm):
             check(False, "no error")
         except kind as e:
             check(e.code != 0 and e.message, repr(e))
+    # TAG_UB is the largest tag: it travels, by buffer and by object; one
+    # more is a TagError naming it, from every call that takes a tag.
+    check(tether.TAG_UB == 2**31 - 1, f"TAG_UB {tether.TAG_UB}")
+    req = comm.Isend(np.full(2, 7.0), comm.rank, tether.TAG_UB)
+    got = np.zeros(2)
+    status = comm.Recv(got, comm.rank, tag=tether.TAG_UB)
+    req.wait()
+    check(status.tag == tether.TAG_UB and list(got) == [7.0, 7.0], f"{status} {got}")
+    req = comm.isend({"ub": True}, comm.rank, tag=tether.TAG_UB)
+    check(comm.recv(comm.rank, tether.TAG_UB) == {"ub": True}, "object with tag TAG_UB")
+    req.wait()
+    over = tether.TAG_UB + 1
+    for call in (
+        lambda: comm.Send(a, comm.rank, over),
+        lambda: comm.Isend(a, comm.rank, tag=over),
+        lambda: comm.Recv(a, comm.rank, over),
+        lambda: comm.Irecv(a, comm.rank, over),
+        lambda: comm.send(1, comm.rank, over),
+        lambda: comm.irecv(None, comm.rank, over),
+        lambda: comm.Send(a, comm.rank, -(2**40)),
+    ):
+        try:
+            call()
+            check(False, "tag TAG_UB + 1 accepted")
+        except tether.TagError as e:
+            check(e.code == tether.ERR_TAG and "is invalid" in e.message and "TAG_UB (2147483647)" in e.message, e.message)
 
 
 def identity(comm):

@@ -23,7 +23,7 @@ pub mod transport;
 pub mod universe;
 
 pub use error::{Error, ErrorClass, Result};
-pub use runtime::{Arg, Arrival, Layout, Runtime, Status, ANY_SOURCE, ANY_TAG, IN_PLACE};
+pub use runtime::{Arg, Arrival, Layout, Runtime, Status, ANY_SOURCE, ANY_TAG, IN_PLACE, TAG_UB};
 pub use tether_proto::ReqId;
 
 /// This library's version.

@@ -37,6 +37,8 @@ use direct::RingShortcut;
 pub const ANY_SOURCE: i32 = -1;
 /// Wildcard tag for receives and probes.
 pub const ANY_TAG: i32 = -1;
+/// The largest valid tag: every non-negative `i32` is one.
+pub const TAG_UB: i32 = i32::MAX;
 
 /// How an operation completed. `source` is a rank of the request's
 /// communicator; `bytes` the message's true size.
@@ -174,7 +176,7 @@ impl Runtime {
     fn check_tag(tag: i32, wildcard_ok: bool) -> Result<Option<i32>> {
         match tag {
             ANY_TAG if wildcard_ok => Ok(None),
-            t if t >= 0 => Ok(Some(t)),
+            t if (0..=TAG_UB).contains(&t) => Ok(Some(t)),
             t => Err(bad_tag(t, wildcard_ok)),
         }
     }
@@ -754,8 +756,8 @@ fn bad_tag(tag: i32, wildcard_ok: bool) -> crate::error::Error {
     err(
         ErrorClass::Tag,
         format!(
-            "tag {tag} is invalid: tags are 0..={}{}",
-            i32::MAX,
+            "tag {tag} is invalid: tags are 0 to TETHER_TAG_UB ({}){}",
+            TAG_UB,
             if wildcard_ok {
                 " or TETHER_ANY_TAG"
             } else {
