@@ -29,11 +29,14 @@ const START_FAILED: u8 = 127;
 #[derive(Args)]
 #[command(
     override_usage = "tether run [--timeout S] [--rendezvous SPEC] [--bind-to core|none] \
-                      --name NAME [-n N] CMD [ARGS...] [: --name NAME [-n N] CMD [ARGS...]]...",
+                      --name NAME [-n N] [--env K=V]... CMD [ARGS...] [: --name NAME ...]...",
     after_help = "Each program gets TETHER_RENDEZVOUS, TETHER_PROGRAMS, TETHER_PROGRAM and \
                   TETHER_RUN_ID (yours when set, else a fresh one); with -n N it is started N \
                   times with TETHER_RANK and \
                   TETHER_SIZE, without -n once (it starts its own ranks, e.g. through mpiexec). \
+                  --env K=V (repeatable, before the command, as mpirun -x K=V) sets K to V in \
+                  the environment of that program's processes only; the launcher's own \
+                  environment is passed on to every program as it is. \
                   Output lines are prefixed with [name:rank] ([name] without -n). When one \
                   process fails, the others get SIGTERM, then SIGKILL 3 s later, and the run \
                   exits with the failed process's code."
@@ -54,7 +57,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "WHAT", default_value = "none")]
     bind_to: BindTo,
 
-    /// The programs, separated by `:`, each `--name NAME [-n N] CMD [ARGS...]`.
+    /// The programs, separated by `:`, each `--name NAME [-n N] [--env K=V]... CMD [ARGS...]`.
     #[arg(
         value_name = "PROGRAMS",
         required = true,
@@ -135,6 +138,7 @@ fn start_all(
         for (label, rank) in instances {
             let mut command = Command::new(&segment.command[0]);
             command.args(&segment.command[1..]);
+            command.envs(segment.env.iter().map(|(k, v)| (k, v)));
             environment.apply(&mut command, &segment.name, rank);
             if let (Some(cpus), Some(_)) = (cpus, rank) {
                 binding::bind(&mut command, binding::cpu_for(cpus, bound));

@@ -16,6 +16,18 @@ pub const RANK: &str = "TETHER_RANK";
 pub const SIZE: &str = "TETHER_SIZE";
 pub const LOCAL_PROCESSES: &str = "TETHER_LOCAL_PROCESSES";
 
+/// What [`RunEnvironment::apply`] sets (or removes) for each process:
+/// `--env` may not set these, or the run would not hold together.
+pub const SET_PER_PROCESS: &[&str] = &[
+    RENDEZVOUS,
+    PROGRAMS,
+    PROGRAM,
+    RUN_ID,
+    RANK,
+    SIZE,
+    LOCAL_PROCESSES,
+];
+
 /// What every child of one run shares.
 #[derive(Debug, Clone)]
 pub struct RunEnvironment {
