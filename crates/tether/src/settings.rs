@@ -362,6 +362,13 @@ settings! {
         hint: true,
         meaning: "seconds tether_finalize waits for queued data to leave and for connected peers to say goodbye",
     };
+    launcher: Text = Setting {
+        key: "LAUNCHER",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "path of the `tether` launcher that `python -m tether run` uses (else `tether` on PATH, else build/bin/tether of the checkout the Python package was installed from); the library itself does not read it",
+    };
     log_level: Choice = Setting {
         key: "LOG_LEVEL",
         default: "warn",
