@@ -152,6 +152,11 @@ def init(
     exception that escapes the program is printed and ends the whole
     universe with exit code 1 (`tether.abort`), as `python -m mpi4py` does,
     instead of leaving the other processes waiting for this one."""
+    # Under `tether run` without -n, joining moves stdout and stderr to the
+    # launcher's output relay (labelled with the rank): what was printed
+    # before goes out first, where it was meant to.
+    sys.stdout.flush()
+    sys.stderr.flush()
     if program is None:
         if rank is not None or size is not None:
             raise ValueError("init: rank and size need program")

@@ -37,7 +37,10 @@ const START_FAILED: u8 = 127;
                   --env K=V (repeatable, before the command, as mpirun -x K=V) sets K to V in \
                   the environment of that program's processes only; the launcher's own \
                   environment is passed on to every program as it is. \
-                  Output lines are prefixed with [name:rank] ([name] without -n). When one \
+                  Output lines are prefixed with [name:rank]. Without -n, a process's lines are \
+                  [name:rank] from the moment it joins (tether_init: it connects its stdout \
+                  and stderr to the launcher through TETHER_OUTPUT_RELAY), [name] before \
+                  that and for processes that never join. When one \
                   process fails, the others get SIGTERM, then SIGKILL 3 s later, and the run \
                   exits with the failed process's code."
 )]
@@ -135,11 +138,25 @@ fn start_all(
                 .collect(),
             None => vec![(segment.name.clone(), None)],
         };
+        // Ranks behind the segment's own launcher label their output
+        // through a relay (tether::output); without one, lines are [name].
+        let relay = match segment.ranks {
+            Some(_) => None,
+            None => children
+                .listen(&segment.name)
+                .map_err(|e| {
+                    eprintln!(
+                        "tether run: no output relay for {} ({e}); its lines are labelled [{}] only",
+                        segment.name, segment.name
+                    )
+                })
+                .ok(),
+        };
         for (label, rank) in instances {
             let mut command = Command::new(&segment.command[0]);
             command.args(&segment.command[1..]);
             command.envs(segment.env.iter().map(|(k, v)| (k, v)));
-            environment.apply(&mut command, &segment.name, rank);
+            environment.apply(&mut command, &segment.name, rank, relay.as_deref());
             if let (Some(cpus), Some(_)) = (cpus, rank) {
                 binding::bind(&mut command, binding::cpu_for(cpus, bound));
                 bound += 1;

@@ -15,6 +15,7 @@ pub mod identity;
 pub mod log;
 pub mod membarrier;
 pub mod op;
+pub mod output;
 pub mod progress;
 pub mod router;
 pub mod runtime;

@@ -98,6 +98,7 @@ impl Runtime {
             None => identity::from_env(settings.program(), |k| std::env::var(k).ok())?,
         };
         crate::log::init(&settings, identity.rank);
+        crate::output::label_with_rank(settings.output_relay(), identity.rank);
         for w in warnings {
             tracing::warn!("{w}");
         }

@@ -362,6 +362,13 @@ settings! {
         hint: true,
         meaning: "seconds tether_finalize waits for queued data to leave and for connected peers to say goodbye",
     };
+    output_relay: Text = Setting {
+        key: "OUTPUT_RELAY",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "set by `tether run` for a program started without -n (through its own MPI launcher): the abstract Unix socket (@name) to which each process connects its stdout and stderr at init, so that its lines are labelled [name:rank]",
+    };
     launcher: Text = Setting {
         key: "LAUNCHER",
         default: "",
