@@ -41,6 +41,7 @@ module tether_c
   ! Wildcards, null handles, limits.
   integer, parameter :: TETHER_ANY_SOURCE = -1
   integer, parameter :: TETHER_ANY_TAG = -1
+  integer, parameter :: TETHER_TAG_UB = 2147483647
   integer, parameter :: TETHER_UNDEFINED = -32766
   integer, parameter :: TETHER_MAX_PROGRAM_NAME = 65
   integer, parameter :: TETHER_MAX_ERROR_STRING = 1024
@@ -172,6 +173,12 @@ module tether_c
       import :: c_int
       integer(c_int), value :: id
       integer(c_int), intent(out) :: size
+    end function
+    integer(c_int) function c_program_universe_rank(id, rank, universe_rank) &
+        bind(C, name="tether_program_universe_rank")
+      import :: c_int
+      integer(c_int), value :: id, rank
+      integer(c_int), intent(out) :: universe_rank
     end function
     integer(c_int) function c_program_name(id, name, len) bind(C, name="tether_program_name")
       import :: c_int, c_char

@@ -11,7 +11,7 @@ module tether_setup
   public :: tether_init, tether_init_as, tether_finalize, tether_initialized, tether_abort
   public :: tether_universe_rank, tether_universe_size
   public :: tether_program_count, tether_program_id, tether_program_rank, tether_program_size
-  public :: tether_program_name, tether_program_find
+  public :: tether_program_name, tether_program_find, tether_program_universe_rank
   public :: tether_comm_create, tether_comm_create_ranks, tether_comm_rank, tether_comm_size
   public :: tether_comm_universe_rank, tether_comm_free
   public :: tether_error_string, tether_last_error, tether_hint, tether_hint_get
@@ -96,6 +96,17 @@ contains
     ierr = c_program_size(id, v)
     if (ierr == TETHER_SUCCESS) size = v
   end subroutine tether_program_size
+
+  ! Universe rank of rank `rank` of program `id` (ranks of the programs,
+  ! ordered by name, concatenated). TETHER_ERR_ARG for an id outside
+  ! 0..count-1, TETHER_ERR_RANK for a rank outside 0..size-1 of program id.
+  subroutine tether_program_universe_rank(id, rank, universe_rank, ierr)
+    integer, intent(in) :: id, rank
+    integer, intent(out) :: universe_rank, ierr
+    integer(c_int) :: v
+    ierr = c_program_universe_rank(id, rank, v)
+    if (ierr == TETHER_SUCCESS) universe_rank = v
+  end subroutine tether_program_universe_rank
 
   ! Name of program `id`, blank-padded; TETHER_ERR_ARG if `name` is
   ! shorter than the name (TETHER_MAX_PROGRAM_NAME - 1 always suffices).

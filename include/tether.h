@@ -153,6 +153,13 @@
 #define TETHER_ANY_TAG -1
 
 /*
+ The largest valid tag (MPI's `MPI_TAG_UB`): tags are 0 to
+ `TETHER_TAG_UB`, every non-negative `int`; a negative tag other than
+ `TETHER_ANY_TAG` on a receive is `TETHER_ERR_TAG`.
+ */
+#define TETHER_TAG_UB 2147483647
+
+/*
  A count or index that is not defined (`tether_get_count` of a size that
  is not a whole number of elements; `tether_waitany` with no active request).
  */
@@ -881,6 +888,15 @@ int tether_program_rank(int *rank);
  Joined processes of program `id`.
  */
 int tether_program_size(int id, int *size);
+
+/*
+ Universe rank of rank `rank` of program `id`: programs are ordered by
+ name and their ranks concatenated, so this is the universe rank of the
+ program's rank 0 plus `rank`. `TETHER_ERR_ARG` for an id outside
+ 0..count-1, `TETHER_ERR_RANK` for a rank outside 0..size-1 of that
+ program (as `tether_comm_universe_rank`).
+ */
+int tether_program_universe_rank(int id, int rank, int *universe_rank);
 
 /*
  Name of program `id` into `name` (`len` bytes, `TETHER_MAX_PROGRAM_NAME` always suffice).

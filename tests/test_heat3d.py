@@ -75,8 +75,8 @@ def test_mixed_mpi_version_agrees_bit_for_bit(demo):
     the temperatures are the single-MPI and file versions' exactly."""
     out, stdout = demo
     log = (out / "mixed.log").read_text()
-    assert "[code2] heat solver: 16 x 16 x 16 elements on 2 MPI ranks of MPICH" in log, log
-    assert "[code3] heat solver: 16 x 16 x 16 elements on 2 MPI ranks of Open MPI" in log, log
+    assert "[code2:0] heat solver: 16 x 16 x 16 elements on 2 MPI ranks of MPICH" in log, log
+    assert "[code3:0] heat solver: 16 x 16 x 16 elements on 2 MPI ranks of Open MPI" in log, log
     for code in ("code1", "code2", "code3"):
         assert f"{code}: 20 coupling steps," in log, log
     assert linked_mpis(out / "mixed" / "code2") == {"MPICH"}

@@ -46,8 +46,9 @@ def pair(built, mpis, tmp_path_factory):
     return exes
 
 
-# "[alpha] mpi_pair: alpha:1 of 2 on MPICH Version: 4.0.2: exchanged with 3 of beta, universe allreduce over 5"
-REPORT = re.compile(r"\[(\w+)\] mpi_pair: (\w+):(\d+) of (\d+) on (MPICH|Open MPI)(?: Version: | v)[\w.]+: "
+# "[alpha:1] mpi_pair: alpha:1 of 2 on MPICH Version: 4.0.2: exchanged with 3 of beta, universe allreduce over 5"
+# (the label's rank comes through the launcher's output relay from tether_init on)
+REPORT = re.compile(r"\[(\w+):(\d+)\] mpi_pair: (\w+):(\d+) of (\d+) on (MPICH|Open MPI)(?: Version: | v)[\w.]+: "
                     r"exchanged with (\d+) of (\w+), universe allreduce over (\d+)")
 
 
@@ -57,8 +58,8 @@ def test_mpich_and_open_mpi_programs_exchange_and_allreduce(run, mpis, pair, tra
     env = by_mpich.env(TETHER_TRANSPORTS=transports, **by_open_mpi.env_extra)
     proc = run(["--name", "alpha", *by_mpich.launcher, "-n", "2", pair["MPICH"], "alpha", "beta", ":",
                 "--name", "beta", *by_open_mpi.launcher, "-n", "3", pair["Open MPI"], "beta", "alpha"], env=env)
-    reports = {(m[1], m[2], int(m[3]), int(m[4]), m[5], int(m[6]), m[7], int(m[8]))
+    reports = {(m[1], int(m[2]), m[3], int(m[4]), int(m[5]), m[6], int(m[7]), m[8], int(m[9]))
                for m in map(REPORT.fullmatch, proc.stdout.splitlines()) if m}
-    expected = {("alpha", "alpha", r, 2, "MPICH", 3, "beta", 5) for r in range(2)}
-    expected |= {("beta", "beta", r, 3, "Open MPI", 2, "alpha", 5) for r in range(3)}
+    expected = {("alpha", r, "alpha", r, 2, "MPICH", 3, "beta", 5) for r in range(2)}
+    expected |= {("beta", r, "beta", r, 3, "Open MPI", 2, "alpha", 5) for r in range(3)}
     assert reports == expected, proc.stdout + proc.stderr

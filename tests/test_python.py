@@ -2,6 +2,7 @@
 tests/python/p2p_suite.py, Python with C, process failure, and the type
 stubs against the module."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -172,3 +173,60 @@ def test_counters_count_what_moved_and_print_at_finalize(python_package, transpo
     assert f"tether stats alpha:0: peer.1.{transport}.bytes_sent {3 * 100 + (1 << 20)}" in text, text
     assert "tether stats beta:0: blocked_ns" in text, text
 
+
+HELLO = "import tether; tether.init(); print('hello', tether.universe_rank(), 'of', tether.universe_size())"
+
+
+def python_m_tether_run(args, **env):
+    """`python -m tether run ARGS` with `env` on top of a clean environment."""
+    return subprocess.run([sys.executable, "-m", "tether", "run", "--timeout", "60", *args],
+                          capture_output=True, text=True, timeout=90, env=clean_env(**env))
+
+
+def test_python_m_tether_run_finds_the_launcher(python_package, tmp_path):
+    """After `pip install`, `python -m tether run` starts a run: through
+    TETHER_LAUNCHER, else `tether` on PATH; a wrong TETHER_LAUNCHER or no
+    launcher anywhere is a clear error naming where it looked."""
+    from conftest import TETHER
+
+    args = ["--name", "a", "-n", "2", sys.executable, "-c", HELLO, ":", "--name", "b", "-n", "1", sys.executable,
+            "-c", HELLO]
+    want = ["[a:0] hello 0 of 3", "[a:1] hello 1 of 3", "[b:0] hello 2 of 3"]
+    by_variable = python_m_tether_run(args, TETHER_LAUNCHER=TETHER)
+    assert by_variable.returncode == 0, by_variable.stderr
+    assert sorted(by_variable.stdout.splitlines()) == want
+    assert "unknown setting" not in by_variable.stderr
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "tether").symlink_to(TETHER)
+    path = f"{bindir}{os.pathsep}{os.environ['PATH']}"
+    by_path = python_m_tether_run(args, PATH=path)
+    assert by_path.returncode == 0, by_path.stderr
+    assert sorted(by_path.stdout.splitlines()) == want
+
+    wrong = python_m_tether_run(args, TETHER_LAUNCHER=str(tmp_path / "nothing"))
+    assert wrong.returncode == 127
+    assert f"TETHER_LAUNCHER={tmp_path / 'nothing'} (not an executable file)" in wrong.stderr
+
+    # No launcher anywhere: PATH without one and no checkout to fall back on.
+    code = ("import sys, tether._launcher as l; l._checkouts = lambda: []; "
+            "l.run(sys.argv[1:])")
+    nowhere = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60,
+                             env=clean_env(PATH=str(tmp_path)))
+    assert nowhere.returncode == 127
+    assert "cannot find Tether's launcher" in nowhere.stderr
+    assert "TETHER_LAUNCHER (not set)" in nowhere.stderr and f"PATH (no executable `tether` in '{tmp_path}')" in nowhere.stderr
+
+
+def test_launcher_falls_back_on_the_checkout(python_package):
+    """Without TETHER_LAUNCHER and `tether` on PATH, the checkout's
+    build/bin/tether is found (the package records where it was built)."""
+    code = ("import tether._launcher as l; from pathlib import Path; "
+            f"l._checkouts = lambda: [Path({str(ROOT)!r})]; print(l.find()[0])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env=clean_env(PATH="/nonexistent"), check=True)
+    assert proc.stdout.strip() == str(ROOT / "build" / "bin" / "tether")
+    code = "import tether._launcher as l; print(l._checkouts())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert "PosixPath(" in proc.stdout, proc.stdout

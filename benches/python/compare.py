@@ -116,7 +116,10 @@ def main():
     build_args = argparse.Namespace(tether_bin=None, tether_lib=None, no_make=False, no_mpi=args.no_mpi,
                                     build_dir=str(ROOT / "build" / "bench"))
     launcher, progs, notes = p2p.build(build_args)
-    libdir = Path(build_args.build_dir) / "lib"
+    # Where p2p.build found libtether.so: build/lib after `make build`, the
+    # bench directory's link to cargo's build otherwise.
+    libdir = next((d for d in (ROOT / "build" / "lib", Path(build_args.build_dir) / "lib")
+                   if (d / "libtether.so").exists()), ROOT / "build" / "lib")
     progs["self"] = Path(build_args.build_dir) / "self_loop"
     subprocess.run([p2p.os.environ.get("CC", "cc"), "-O2", "-Wall", "-I", str(ROOT / "include"), "-o",
                     str(progs["self"]), str(HERE / "self_loop.c"), "-L", str(libdir), "-ltether",

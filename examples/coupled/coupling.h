@@ -20,13 +20,9 @@
 
 /* Universe rank of rank 0 of the program called `name`, or -1. */
 static inline int first_universe_rank(const char *name) {
-    int id, first = 0;
+    int id, first;
     if (tether_program_find(name, &id) != TETHER_SUCCESS) return -1;
-    for (int p = 0; p < id; p++) {
-        int size;
-        if (tether_program_size(p, &size) != TETHER_SUCCESS) return -1;
-        first += size;
-    }
+    if (tether_program_universe_rank(id, 0, &first) != TETHER_SUCCESS) return -1;
     return first;
 }
 

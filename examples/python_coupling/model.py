@@ -34,10 +34,9 @@ def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     tether.init()
     comm = tether.UNIVERSE
-    sim = tether.program_find("sim")
-    programs = tether.programs()
-    first = sum(p.size for p in programs[:sim])
-    ranks = programs[sim].size
+    sim = tether.programs()[tether.program_find("sim")]
+    first = sim.universe_rank(0)
+    ranks = sim.size
     block = CELLS // ranks
     field = np.empty(CELLS)
     model = Mlp()

@@ -22,13 +22,14 @@ import atexit
 import contextlib
 import sys
 import types
-from typing import Any, Callable, Iterator, List, NamedTuple, Optional
+from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Union
 
 from . import _native
 from ._native import (
     SUCCESS,
     ANY_SOURCE,
     ANY_TAG,
+    TAG_UB,
     UNDEFINED,
     COMM_UNIVERSE,
     REQUEST_NULL,
@@ -127,6 +128,11 @@ class Program(NamedTuple):
     id: int
     size: int
 
+    def universe_rank(self, rank: int) -> int:
+        """The universe rank of rank `rank` of this program
+        (`program_universe_rank`)."""
+        return _native.program_universe_rank(self.id, rank)
+
 
 _hooks_installed = False
 _previous_excepthook: Optional[Callable[..., Any]] = None
@@ -147,6 +153,11 @@ def init(
     exception that escapes the program is printed and ends the whole
     universe with exit code 1 (`tether.abort`), as `python -m mpi4py` does,
     instead of leaving the other processes waiting for this one."""
+    # Under `tether run` without -n, joining moves stdout and stderr to the
+    # launcher's output relay (labelled with the rank): what was printed
+    # before goes out first, where it was meant to.
+    sys.stdout.flush()
+    sys.stderr.flush()
     if program is None:
         if rank is not None or size is not None:
             raise ValueError("init: rank and size need program")
@@ -191,6 +202,21 @@ def programs() -> List[Program]:
         Program(_native.program_name(i), i, _native.program_size(i))
         for i in range(_native.program_count())
     ]
+
+
+def program_universe_rank(program: Union[str, int], rank: int) -> int:
+    """The universe rank of rank `rank` of `program` (its name or id):
+    programs are ordered by name and their ranks concatenated. `ArgError`
+    for an unknown program, `RankError` for a rank outside it. (The
+    caller's own universe rank is `universe_rank()`.)"""
+    if isinstance(program, str):
+        program = _native.program_find(program)
+    elif not isinstance(program, int) or isinstance(program, bool):
+        raise TypeError(
+            "program_universe_rank: program must be a name (str) or an id (int),"
+            f" not {type(program).__name__}"
+        )
+    return _native.program_universe_rank(program, rank)
 
 
 @contextlib.contextmanager

@@ -2,7 +2,11 @@
 runs a program so that an exception escaping it ends the whole universe
 (`tether.abort(1)`) after printing its traceback, even where the program
 set its own `sys.excepthook` or joined through another library. This is
-`python -m mpi4py`'s runner for Tether."""
+`python -m mpi4py`'s runner for Tether.
+
+`python -m tether run --name NAME [-n N] CMD ... [: ...]` is the launcher,
+`tether run` (see `tether._launcher` for where it is found); a script
+called `run` is run as `python -m tether ./run`."""
 
 import runpy
 import sys
@@ -13,7 +17,15 @@ from . import _native
 
 
 def main(argv: List[str]) -> None:
-    usage = "usage: python -m tether (script.py | -m module | -c code) [args...]"
+    usage = (
+        "usage: python -m tether (script.py | -m module | -c code) [args...]\n"
+        "       python -m tether run --name NAME [-n N] [--env K=V]... CMD [ARGS...] [: ...]"
+        "   (the launcher, tether run)"
+    )
+    if argv and argv[0] == "run":
+        from ._launcher import run
+
+        run(argv[1:])
     if not argv or argv[0] in ("-h", "--help"):
         print(usage, file=sys.stderr)
         sys.exit(0 if argv else 64)

@@ -25,6 +25,7 @@ __all__ = [
     "program_size",
     "program_name",
     "program_find",
+    "program_universe_rank",
     "hint",
     "hint_get",
     "stats",
@@ -34,6 +35,7 @@ __all__ = [
     "SUCCESS",
     "ANY_SOURCE",
     "ANY_TAG",
+    "TAG_UB",
     "UNDEFINED",
     "COMM_UNIVERSE",
     "REQUEST_NULL",
@@ -115,6 +117,7 @@ __all__ = [
 SUCCESS: int
 ANY_SOURCE: int
 ANY_TAG: int
+TAG_UB: int
 UNDEFINED: int
 COMM_UNIVERSE: int
 REQUEST_NULL: int
@@ -321,6 +324,7 @@ def program_rank() -> int: ...
 def program_size(id: int) -> int: ...
 def program_name(id: int) -> str: ...
 def program_find(name: str) -> int: ...
+def program_universe_rank(id: int, rank: int) -> int: ...
 def hint(key: str, value: str) -> None: ...
 def stats() -> Dict[str, int]: ...
 def hint_get(key: str) -> str: ...

@@ -2,6 +2,7 @@
  * Every process of the universe runs the same scenario and checks what it
  * receives byte by byte; any failure exits non-zero with a message. */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <time.h>
 
 #include "common.h"
@@ -368,6 +369,20 @@ static void errors(void) {
     CHECK(tether_last_error(msg, sizeof msg));
     EXPECT(strstr(msg, "outside") != NULL, "rank message: %s", msg);
     EXPECT(tether_send(&x, 1, TETHER_INT, 0, -5, TETHER_COMM_UNIVERSE) == TETHER_ERR_TAG, "tag");
+    /* TETHER_TAG_UB is the largest tag: it travels; INT_MIN, what
+     * TETHER_TAG_UB + 1 wraps to, is refused with a message naming it. */
+    _Static_assert(TETHER_TAG_UB == INT_MAX, "every non-negative int is a tag");
+    int y = -1;
+    tether_status ub;
+    x = 41 + me;
+    CHECK(tether_isend(&x, 1, TETHER_INT, me, TETHER_TAG_UB, TETHER_COMM_UNIVERSE, &req));
+    CHECK(tether_recv(&y, 1, TETHER_INT, me, TETHER_TAG_UB, TETHER_COMM_UNIVERSE, &ub));
+    CHECK(tether_wait(&req, TETHER_STATUS_IGNORE));
+    EXPECT(y == 41 + me && ub.tag == TETHER_TAG_UB, "tag TETHER_TAG_UB: got %d with tag %d", y, ub.tag);
+    EXPECT(tether_send(&x, 1, TETHER_INT, me, INT_MIN, TETHER_COMM_UNIVERSE) == TETHER_ERR_TAG, "tag INT_MIN");
+    CHECK(tether_last_error(msg, sizeof msg));
+    EXPECT(strstr(msg, "-2147483648") && strstr(msg, "TETHER_TAG_UB (2147483647)"), "tag message: %s", msg);
+    x = 0;
     EXPECT(tether_send(&x, 1, 999, 0, 0, TETHER_COMM_UNIVERSE) == TETHER_ERR_TYPE, "type");
     EXPECT(tether_send(&x, 1, TETHER_INT, 0, 0, 12345) == TETHER_ERR_COMM, "comm");
     EXPECT(tether_send(&x, -1, TETHER_INT, 0, 0, TETHER_COMM_UNIVERSE) == TETHER_ERR_COUNT, "count");
@@ -398,6 +413,7 @@ static void identity(void) {
     CHECK(tether_program_rank(&prank));
     CHECK(tether_universe_rank(&urank));
     char name[TETHER_MAX_PROGRAM_NAME], prev[TETHER_MAX_PROGRAM_NAME] = "";
+    char msg[TETHER_MAX_ERROR_STRING];
     int first = 0;
     for (int p = 0; p < count; p++) {
         int size, found;
@@ -405,6 +421,17 @@ static void identity(void) {
         CHECK(tether_program_size(p, &size));
         CHECK(tether_program_find(name, &found));
         EXPECT(found == p && strcmp(prev, name) < 0, "programs ordered by name: %s after %s", name, prev);
+        for (int r = 0; r < size; r++) {
+            int u = -1;
+            CHECK(tether_program_universe_rank(p, r, &u));
+            EXPECT(u == total + r, "program %d rank %d is universe rank %d, not %d", p, r, total + r, u);
+        }
+        int u = -7;
+        EXPECT(tether_program_universe_rank(p, size, &u) == TETHER_ERR_RANK && u == -7,
+               "rank %d of program %d of %d", size, p, size);
+        CHECK(tether_last_error(msg, sizeof msg));
+        EXPECT(strstr(msg, "rank") && strstr(msg, name), "bad rank message names rank and program: %s", msg);
+        EXPECT(tether_program_universe_rank(p, -1, &u) == TETHER_ERR_RANK, "rank -1");
         if (p == id) first = total;
         total += size;
         strcpy(prev, name);
@@ -414,6 +441,12 @@ static void identity(void) {
     CHECK(tether_comm_universe_rank(TETHER_COMM_UNIVERSE, me, &u));
     EXPECT(u == me, "universe communicator is the identity");
     EXPECT(tether_program_find("no-such-program", &u) == TETHER_ERR_ARG, "unknown program");
+    CHECK(tether_program_universe_rank(id, prank, &u));
+    EXPECT(u == urank, "my own universe rank %d from (program %d, rank %d): %d", urank, id, prank, u);
+    EXPECT(tether_program_universe_rank(count, 0, &u) == TETHER_ERR_ARG, "program id %d of %d", count, count);
+    CHECK(tether_last_error(msg, sizeof msg));
+    EXPECT(strstr(msg, "program id") != NULL, "bad id message: %s", msg);
+    EXPECT(tether_program_universe_rank(0, 0, NULL) == TETHER_ERR_ARG, "NULL output");
     CHECK(tether_program_name(id, name, sizeof name));
     printf("identity %s rank %d universe %d of %d\n", name, prank, urank, nprocs);
 }

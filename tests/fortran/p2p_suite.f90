@@ -68,7 +68,7 @@ contains
   end subroutine fill
 
   subroutine identity()
-    integer :: count, id, rank, size, found
+    integer :: count, id, rank, size, found, u, first, p, r, psize
     character(len=TETHER_MAX_PROGRAM_NAME) :: name
     call tether_program_count(count, ierr)
     call check(ierr, 'tether_program_count')
@@ -83,6 +83,24 @@ contains
     call tether_program_find(trim(name), found, ierr)
     call check(ierr, 'tether_program_find')
     call expect(found == id .and. rank < size .and. id < count, 'consistent program identity')
+    call tether_program_universe_rank(id, rank, u, ierr)
+    call check(ierr, 'tether_program_universe_rank')
+    call expect(u == me, 'tether_program_universe_rank of my own program and rank')
+    first = 0
+    do p = 0, count - 1
+      call tether_program_size(p, psize, ierr)
+      call check(ierr, 'tether_program_size')
+      do r = 0, psize - 1
+        call tether_program_universe_rank(p, r, u, ierr)
+        call check(ierr, 'tether_program_universe_rank')
+        call expect(u == first + r, 'universe ranks: programs by name, ranks concatenated')
+      end do
+      call tether_program_universe_rank(p, psize, u, ierr)
+      call expect_code(ierr, TETHER_ERR_RANK, 'tether_program_universe_rank past the last rank')
+      first = first + psize
+    end do
+    call tether_program_universe_rank(count, 0, u, ierr)
+    call expect_code(ierr, TETHER_ERR_ARG, 'tether_program_universe_rank of an unknown program id')
     print '("identity ", a, " rank ", i0, " universe ", i0, " of ", i0)', trim(name), rank, me, n
   end subroutine identity
 
@@ -253,10 +271,12 @@ contains
 
   ! Bad arguments come back as error classes, with a message.
   subroutine bad_arguments()
-    real(real64) :: d(3, 4, 5)
+    real(real64) :: d(3, 4, 5), got(3, 4, 5)
     character(len=TETHER_MAX_ERROR_STRING) :: msg
-    integer :: e, size
+    integer :: e, size, req, status(TETHER_STATUS_SIZE)
     d = 0
+    d(2, 3, 4) = me + 0.5_real64
+    got = -1
     call tether_send(d(1, :, :), 20, TETHER_DOUBLE_PRECISION, next, 70, TETHER_COMM_UNIVERSE, ierr)
     call expect_code(ierr, TETHER_ERR_ARG, 'send of a non-contiguous section')
     call tether_send(d, 60, TETHER_DOUBLE_PRECISION, n, 70, TETHER_COMM_UNIVERSE, ierr)
@@ -264,6 +284,18 @@ contains
     call tether_last_error(msg, e)
     call check(e, 'last_error')
     call expect(len_trim(msg) > 0, 'a last error message after TETHER_ERR_RANK')
+    ! TETHER_TAG_UB, the largest tag (huge(0): every non-negative default
+    ! integer), travels; a negative tag is refused.
+    call expect(TETHER_TAG_UB == huge(0), 'TETHER_TAG_UB is huge(0)')
+    call tether_isend(d, 60, TETHER_DOUBLE_PRECISION, me, TETHER_TAG_UB, TETHER_COMM_UNIVERSE, req, ierr)
+    call check(ierr, 'isend with tag TETHER_TAG_UB')
+    call tether_recv(got, 60, TETHER_DOUBLE_PRECISION, me, TETHER_TAG_UB, TETHER_COMM_UNIVERSE, status, ierr)
+    call check(ierr, 'recv with tag TETHER_TAG_UB')
+    call expect(status(TETHER_TAG) == TETHER_TAG_UB .and. all(got == d), 'tag TETHER_TAG_UB: message and status')
+    call tether_wait(req, status, ierr)
+    call check(ierr, 'wait')
+    call tether_send(d, 60, TETHER_DOUBLE_PRECISION, me, -huge(0) - 1, TETHER_COMM_UNIVERSE, ierr)
+    call expect_code(ierr, TETHER_ERR_TAG, 'send with tag -huge(0) - 1')
     call tether_send(d, 60, 999, next, 70, TETHER_COMM_UNIVERSE, ierr)
     call expect_code(ierr, TETHER_ERR_TYPE, 'send with datatype 999')
     call tether_send(d, 60, TETHER_DOUBLE_PRECISION, next, 70, 12345, ierr)

@@ -251,6 +251,32 @@ def rejected(comm):
             check(False, "no error")
         except kind as e:
             check(e.code != 0 and e.message, repr(e))
+    # TAG_UB is the largest tag: it travels, by buffer and by object; one
+    # more is a TagError naming it, from every call that takes a tag.
+    check(tether.TAG_UB == 2**31 - 1, f"TAG_UB {tether.TAG_UB}")
+    req = comm.Isend(np.full(2, 7.0), comm.rank, tether.TAG_UB)
+    got = np.zeros(2)
+    status = comm.Recv(got, comm.rank, tag=tether.TAG_UB)
+    req.wait()
+    check(status.tag == tether.TAG_UB and list(got) == [7.0, 7.0], f"{status} {got}")
+    req = comm.isend({"ub": True}, comm.rank, tag=tether.TAG_UB)
+    check(comm.recv(comm.rank, tether.TAG_UB) == {"ub": True}, "object with tag TAG_UB")
+    req.wait()
+    over = tether.TAG_UB + 1
+    for call in (
+        lambda: comm.Send(a, comm.rank, over),
+        lambda: comm.Isend(a, comm.rank, tag=over),
+        lambda: comm.Recv(a, comm.rank, over),
+        lambda: comm.Irecv(a, comm.rank, over),
+        lambda: comm.send(1, comm.rank, over),
+        lambda: comm.irecv(None, comm.rank, over),
+        lambda: comm.Send(a, comm.rank, -(2**40)),
+    ):
+        try:
+            call()
+            check(False, "tag TAG_UB + 1 accepted")
+        except tether.TagError as e:
+            check(e.code == tether.ERR_TAG and "is invalid" in e.message and "TAG_UB (2147483647)" in e.message, e.message)
 
 
 def identity(comm):
@@ -261,6 +287,25 @@ def identity(comm):
     me = tether.program_id()
     check(tether.universe_rank() == sum(p.size for p in progs[:me]) + tether.program_rank(), "ranks")
     check(comm.universe_rank(comm.rank) == comm.rank, "universe comm")
+    check(tether.program_universe_rank(me, tether.program_rank()) == tether.universe_rank(), "my universe rank")
+    first = 0
+    for p in progs:
+        for r in range(p.size):
+            check(tether.program_universe_rank(p.name, r) == first + r, f"{p.name}:{r} by name")
+            check(tether.program_universe_rank(p.id, r) == first + r, f"{p.name}:{r} by id")
+            check(p.universe_rank(r) == first + r, f"Program.universe_rank {p.name}:{r}")
+        first += p.size
+    for call, kind, words in (
+        (lambda: tether.program_universe_rank("beta", progs[1].size), tether.RankError, "rank 2 is outside program"),
+        (lambda: tether.program_universe_rank("beta", -1), tether.RankError, "rank -1"),
+        (lambda: tether.program_universe_rank(len(progs), 0), tether.ArgError, "program id 2"),
+        (lambda: tether.program_universe_rank("nobody", 0), tether.ArgError, "nobody"),
+    ):
+        try:
+            call()
+            check(False, f"no error for {words}")
+        except kind as e:
+            check(words in e.message, e.message)
     with tether.kernel():
         check(tether.hint_get("IN_KERNEL") == "1", "in kernel")
     check(tether.hint_get("IN_KERNEL") == "0", "kernel left")

@@ -160,6 +160,36 @@ pub extern "C" fn tether_program_size(id: c_int, size: *mut c_int) -> c_int {
     })
 }
 
+/// Universe rank of rank `rank` of program `id`: programs are ordered by
+/// name and their ranks concatenated, so this is the universe rank of the
+/// program's rank 0 plus `rank`. `TETHER_ERR_ARG` for an id outside
+/// 0..count-1, `TETHER_ERR_RANK` for a rank outside 0..size-1 of that
+/// program (as `tether_comm_universe_rank`).
+#[no_mangle]
+pub extern "C" fn tether_program_universe_rank(
+    id: c_int,
+    rank: c_int,
+    universe_rank: *mut c_int,
+) -> c_int {
+    query("tether_program_universe_rank", |rt| {
+        let p = program(rt, id)?;
+        let inside = u32::try_from(rank).ok().filter(|r| *r < p.size);
+        let Some(r) = inside else {
+            return Err(err(
+                ErrorClass::Rank,
+                format!(
+                    "rank {rank} is outside program {:?} (id {id}): its {} processes have ranks 0 to {}",
+                    p.name,
+                    p.size,
+                    p.size.saturating_sub(1)
+                ),
+            ));
+        };
+        *out(universe_rank, "universe_rank")? = (p.first + r) as c_int;
+        Ok(())
+    })
+}
+
 /// Name of program `id` into `name` (`len` bytes, `TETHER_MAX_PROGRAM_NAME` always suffice).
 #[no_mangle]
 pub extern "C" fn tether_program_name(id: c_int, name: *mut c_char, len: c_int) -> c_int {

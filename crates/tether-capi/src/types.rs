@@ -47,6 +47,14 @@ pub const TETHER_ERR_INTERNAL: c_int = 24;
 
 pub const TETHER_ANY_SOURCE: c_int = -1;
 pub const TETHER_ANY_TAG: c_int = -1;
+/// The largest valid tag (MPI's `MPI_TAG_UB`): tags are 0 to
+/// `TETHER_TAG_UB`, every non-negative `int`; a negative tag other than
+/// `TETHER_ANY_TAG` on a receive is `TETHER_ERR_TAG`.
+pub const TETHER_TAG_UB: c_int = 2147483647;
+const _: () = assert!(
+    TETHER_TAG_UB == tether::TAG_UB,
+    "the header's tag bound is the engine's"
+);
 /// A count or index that is not defined (`tether_get_count` of a size that
 /// is not a whole number of elements; `tether_waitany` with no active request).
 pub const TETHER_UNDEFINED: c_int = -32766;

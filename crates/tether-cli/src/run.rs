@@ -29,12 +29,18 @@ const START_FAILED: u8 = 127;
 #[derive(Args)]
 #[command(
     override_usage = "tether run [--timeout S] [--rendezvous SPEC] [--bind-to core|none] \
-                      --name NAME [-n N] CMD [ARGS...] [: --name NAME [-n N] CMD [ARGS...]]...",
+                      --name NAME [-n N] [--env K=V]... CMD [ARGS...] [: --name NAME ...]...",
     after_help = "Each program gets TETHER_RENDEZVOUS, TETHER_PROGRAMS, TETHER_PROGRAM and \
                   TETHER_RUN_ID (yours when set, else a fresh one); with -n N it is started N \
                   times with TETHER_RANK and \
                   TETHER_SIZE, without -n once (it starts its own ranks, e.g. through mpiexec). \
-                  Output lines are prefixed with [name:rank] ([name] without -n). When one \
+                  --env K=V (repeatable, before the command, as mpirun -x K=V) sets K to V in \
+                  the environment of that program's processes only; the launcher's own \
+                  environment is passed on to every program as it is. \
+                  Output lines are prefixed with [name:rank]. Without -n, a process's lines are \
+                  [name:rank] from the moment it joins (tether_init: it connects its stdout \
+                  and stderr to the launcher through TETHER_OUTPUT_RELAY), [name] before \
+                  that and for processes that never join. When one \
                   process fails, the others get SIGTERM, then SIGKILL 3 s later, and the run \
                   exits with the failed process's code."
 )]
@@ -54,7 +60,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "WHAT", default_value = "none")]
     bind_to: BindTo,
 
-    /// The programs, separated by `:`, each `--name NAME [-n N] CMD [ARGS...]`.
+    /// The programs, separated by `:`, each `--name NAME [-n N] [--env K=V]... CMD [ARGS...]`.
     #[arg(
         value_name = "PROGRAMS",
         required = true,
@@ -132,10 +138,25 @@ fn start_all(
                 .collect(),
             None => vec![(segment.name.clone(), None)],
         };
+        // Ranks behind the segment's own launcher label their output
+        // through a relay (tether::output); without one, lines are [name].
+        let relay = match segment.ranks {
+            Some(_) => None,
+            None => children
+                .listen(&segment.name)
+                .map_err(|e| {
+                    eprintln!(
+                        "tether run: no output relay for {} ({e}); its lines are labelled [{}] only",
+                        segment.name, segment.name
+                    )
+                })
+                .ok(),
+        };
         for (label, rank) in instances {
             let mut command = Command::new(&segment.command[0]);
             command.args(&segment.command[1..]);
-            environment.apply(&mut command, &segment.name, rank);
+            command.envs(segment.env.iter().map(|(k, v)| (k, v)));
+            environment.apply(&mut command, &segment.name, rank, relay.as_deref());
             if let (Some(cpus), Some(_)) = (cpus, rank) {
                 binding::bind(&mut command, binding::cpu_for(cpus, bound));
                 bound += 1;

@@ -337,6 +337,55 @@ fn a_command_that_cannot_start_gives_127() {
 }
 
 #[test]
+fn env_options_reach_only_their_own_segment() {
+    let show = "echo ${COLOUR-unset} ${SHAPE-unset} ${SIZE_HINT-unset} $INHERITED";
+    let done = run_with_env(
+        &[
+            "run",
+            "--name",
+            "a",
+            "-n",
+            "2",
+            "--env",
+            "COLOUR=red",
+            "--env=SHAPE=x=1",
+            "sh",
+            "-c",
+            show,
+            ":",
+            "--name",
+            "b",
+            "--env",
+            "COLOUR=blue",
+            "--env",
+            "INHERITED=mine",
+            "--env",
+            "COLOUR=green",
+            "sh",
+            "-c",
+            show,
+        ],
+        &[("INHERITED", "launcher"), ("SIZE_HINT", "kept")],
+    );
+    assert!(done.status.success(), "{}", done.stderr);
+    assert_eq!(
+        sorted_lines(&done.stdout),
+        [
+            "[a:0] red x=1 kept launcher",
+            "[a:1] red x=1 kept launcher",
+            "[b] green unset kept mine",
+        ]
+    );
+    let done = run(&["run", "--name", "a", "--env", "TETHER_SIZE=4", "true"]);
+    assert_eq!(done.status.code(), Some(2));
+    assert!(
+        done.stderr.contains("tether run sets TETHER_SIZE itself"),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
 fn invalid_syntax_is_a_usage_error() {
     for args in [
         &["run"][..],
@@ -347,6 +396,7 @@ fn invalid_syntax_is_a_usage_error() {
         &["run", "--name", "a", "true", ":"],
         &["run", "--timeout", "soon", "--name", "a", "true"],
         &["run", "--name", "a", "true", ":", "--name", "a", "true"],
+        &["run", "--name", "a", "--env", "NOVALUE", "true"],
     ] {
         let done = run(args);
         assert_eq!(done.status.code(), Some(2), "{args:?}");

@@ -227,8 +227,9 @@ impl Comm {
         py: Python<'_>,
         bufs: Vec<Bound<'_, PyAny>>,
         dest: i32,
-        tag: i32,
+        tag: &Bound<'_, PyAny>,
     ) -> PyResult<Request> {
+        let tag = crate::error::tag(py, tag)?;
         let buffers = bufs
             .iter()
             .map(|b| Buffer::get(b, Access::Read, "isend"))
@@ -263,9 +264,10 @@ impl Comm {
         py: Python<'_>,
         buf: &Bound<'_, PyAny>,
         source: i32,
-        tag: i32,
+        tag: &Bound<'_, PyAny>,
         finish: Py<PyAny>,
     ) -> PyResult<Request> {
+        let tag = crate::error::tag(py, tag)?;
         let buffer = Buffer::get(buf, Access::Write, "irecv")?;
         let mut req = TETHER_REQUEST_NULL;
         let code = tether_irecv(

@@ -7,6 +7,7 @@
 
 use std::ffi::{c_char, c_int};
 
+use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
@@ -31,12 +32,31 @@ fn last_error() -> String {
 /// The exception for `code`, carrying the last detailed message (and the
 /// status of the operation, where there is one, as `.status`).
 pub fn error(py: Python<'_>, code: c_int, status: Option<Status>) -> PyErr {
-    match raise(py, code, status) {
+    match raise(py, code, last_error(), status) {
         Ok(e) | Err(e) => e,
     }
 }
 
-fn raise(py: Python<'_>, code: c_int, status: Option<Status>) -> PyResult<PyErr> {
+/// A tag argument as the C int the C API takes. An integer that does not
+/// fit one (above `TAG_UB`, or below every valid value) is a `TagError`
+/// naming it, as the C layer's own check gives for other bad tags; what
+/// is not an integer keeps the usual `TypeError`.
+pub fn tag(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<i32> {
+    match value.extract::<i32>() {
+        Err(e) if e.is_instance_of::<PyOverflowError>(py) => {
+            let message = format!(
+                "TETHER_ERR_TAG: tag {value} is invalid: tags are 0 to TAG_UB ({TETHER_TAG_UB}), \
+                 or ANY_TAG to receive"
+            );
+            Err(match raise(py, TETHER_ERR_TAG, message, None) {
+                Ok(e) | Err(e) => e,
+            })
+        }
+        other => other,
+    }
+}
+
+fn raise(py: Python<'_>, code: c_int, message: String, status: Option<Status>) -> PyResult<PyErr> {
     let classes = CLASSES.get_or_try_init(py, || -> PyResult<Py<PyDict>> {
         let dict = py.import("tether.errors")?.getattr("by_code")?;
         Ok(dict.cast_into::<PyDict>()?.unbind())
@@ -46,7 +66,7 @@ fn raise(py: Python<'_>, code: c_int, status: Option<Status>) -> PyResult<PyErr>
         Some(c) => c,
         None => py.import("tether.errors")?.getattr("TetherError")?,
     };
-    let exc = class.call1((code, last_error()))?;
+    let exc = class.call1((code, message))?;
     if let Some(status) = status {
         exc.setattr("status", Py::new(py, status)?)?;
     }

@@ -251,6 +251,7 @@ unsafe fn call<'py>(
     }
     let integer = |i: usize| -> PyResult<i32> {
         match bound[i] {
+            Some(value) if method.params[i] == "tag" => crate::error::tag(py, &value),
             Some(value) => value.extract::<i32>().map_err(|e| {
                 if !e.is_instance_of::<PyTypeError>(py) {
                     return e;

@@ -27,6 +27,7 @@ const CONSTANTS: &[(&str, i32)] = &[
     ("SUCCESS", TETHER_SUCCESS),
     ("ANY_SOURCE", TETHER_ANY_SOURCE),
     ("ANY_TAG", TETHER_ANY_TAG),
+    ("TAG_UB", TETHER_TAG_UB),
     ("UNDEFINED", TETHER_UNDEFINED),
     ("COMM_UNIVERSE", TETHER_COMM_UNIVERSE),
     ("REQUEST_NULL", TETHER_REQUEST_NULL),
@@ -121,6 +122,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(universe::program_size, m)?)?;
     m.add_function(wrap_pyfunction!(universe::program_name, m)?)?;
     m.add_function(wrap_pyfunction!(universe::program_find, m)?)?;
+    m.add_function(wrap_pyfunction!(universe::program_universe_rank, m)?)?;
     m.add_function(wrap_pyfunction!(universe::hint, m)?)?;
     m.add_function(wrap_pyfunction!(universe::hint_get, m)?)?;
     m.add_function(wrap_pyfunction!(universe::error_string, m)?)?;

@@ -127,6 +127,13 @@ pub fn stats(py: Python<'_>) -> PyResult<std::collections::HashMap<String, i64>>
     Ok(out)
 }
 
+/// Universe rank of rank `rank` of program `id` (`ArgError` for an
+/// unknown id, `RankError` for a rank outside the program).
+#[pyfunction]
+pub fn program_universe_rank(py: Python<'_>, id: i32, rank: i32) -> PyResult<i32> {
+    get_int(py, |v| tether_program_universe_rank(id, rank, v))
+}
+
 /// Id of the program called `name`; `ArgError` if there is none.
 #[pyfunction]
 pub fn program_find(py: Python<'_>, name: &str) -> PyResult<i32> {

@@ -15,6 +15,7 @@ pub mod identity;
 pub mod log;
 pub mod membarrier;
 pub mod op;
+pub mod output;
 pub mod progress;
 pub mod router;
 pub mod runtime;
@@ -23,7 +24,7 @@ pub mod transport;
 pub mod universe;
 
 pub use error::{Error, ErrorClass, Result};
-pub use runtime::{Arg, Arrival, Layout, Runtime, Status, ANY_SOURCE, ANY_TAG, IN_PLACE};
+pub use runtime::{Arg, Arrival, Layout, Runtime, Status, ANY_SOURCE, ANY_TAG, IN_PLACE, TAG_UB};
 pub use tether_proto::ReqId;
 
 /// This library's version.

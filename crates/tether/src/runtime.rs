@@ -38,6 +38,8 @@ use direct::RingShortcut;
 pub const ANY_SOURCE: i32 = -1;
 /// Wildcard tag for receives and probes.
 pub const ANY_TAG: i32 = -1;
+/// The largest valid tag: every non-negative `i32` is one.
+pub const TAG_UB: i32 = i32::MAX;
 
 /// How an operation completed. `source` is a rank of the request's
 /// communicator; `bytes` the message's true size.
@@ -104,6 +106,7 @@ impl Runtime {
             None => identity::from_env(settings.program(), |k| std::env::var(k).ok())?,
         };
         crate::log::init(&settings, identity.rank);
+        crate::output::label_with_rank(settings.output_relay(), identity.rank);
         for w in warnings {
             tracing::warn!("{w}");
         }
@@ -185,7 +188,7 @@ impl Runtime {
     fn check_tag(tag: i32, wildcard_ok: bool) -> Result<Option<i32>> {
         match tag {
             ANY_TAG if wildcard_ok => Ok(None),
-            t if t >= 0 => Ok(Some(t)),
+            t if (0..=TAG_UB).contains(&t) => Ok(Some(t)),
             t => Err(bad_tag(t, wildcard_ok)),
         }
     }
@@ -770,8 +773,8 @@ fn bad_tag(tag: i32, wildcard_ok: bool) -> crate::error::Error {
     err(
         ErrorClass::Tag,
         format!(
-            "tag {tag} is invalid: tags are 0..={}{}",
-            i32::MAX,
+            "tag {tag} is invalid: tags are 0 to TETHER_TAG_UB ({}){}",
+            TAG_UB,
             if wildcard_ok {
                 " or TETHER_ANY_TAG"
             } else {

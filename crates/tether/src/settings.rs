@@ -369,6 +369,20 @@ settings! {
         hint: true,
         meaning: "seconds tether_finalize waits for queued data to leave and for connected peers to say goodbye",
     };
+    output_relay: Text = Setting {
+        key: "OUTPUT_RELAY",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "set by `tether run` for a program started without -n (through its own MPI launcher): the abstract Unix socket (@name) to which each process connects its stdout and stderr at init, so that its lines are labelled [name:rank]",
+    };
+    launcher: Text = Setting {
+        key: "LAUNCHER",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "path of the `tether` launcher that `python -m tether run` uses (else `tether` on PATH, else build/bin/tether of the checkout the Python package was installed from); the library itself does not read it",
+    };
     log_level: Choice = Setting {
         key: "LOG_LEVEL",
         default: "warn",

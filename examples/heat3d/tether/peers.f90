@@ -8,20 +8,15 @@ module peers
 
 contains
 
-  ! Universe rank of rank `rank` of program `name`: programs are ordered by
-  ! name and the universe ranks are their ranks concatenated in that order.
+  ! Universe rank of rank `rank` of program `name`.
   integer function universe_rank_of(name, rank) result(u)
     character(len=*), intent(in) :: name
     integer, intent(in) :: rank
-    integer :: id, i, size, ierr
+    integer :: id, ierr
     call tether_program_find(name, id, ierr)
     call check(ierr, 'tether_program_find ' // name)
-    u = rank
-    do i = 0, id - 1
-      call tether_program_size(i, size, ierr)
-      call check(ierr, 'tether_program_size')
-      u = u + size
-    end do
+    call tether_program_universe_rank(id, rank, u, ierr)
+    call check(ierr, 'tether_program_universe_rank ' // name)
   end function universe_rank_of
 
   integer function program_size_of(name) result(size)

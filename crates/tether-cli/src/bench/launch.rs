@@ -76,6 +76,7 @@ pub fn run_tether(
             name: program_name(p),
             ranks: Some(shape.procs),
             command: command.clone(),
+            env: Vec::new(),
         })
         .collect();
     let code = run::execute(&segments, None, Some(timeout), run::BindTo::None)?;

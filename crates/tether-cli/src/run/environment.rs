@@ -15,6 +15,20 @@ pub const RUN_ID: &str = "TETHER_RUN_ID";
 pub const RANK: &str = "TETHER_RANK";
 pub const SIZE: &str = "TETHER_SIZE";
 pub const LOCAL_PROCESSES: &str = "TETHER_LOCAL_PROCESSES";
+pub const OUTPUT_RELAY: &str = "TETHER_OUTPUT_RELAY";
+
+/// What [`RunEnvironment::apply`] sets (or removes) for each process:
+/// `--env` may not set these, or the run would not hold together.
+pub const SET_PER_PROCESS: &[&str] = &[
+    RENDEZVOUS,
+    PROGRAMS,
+    PROGRAM,
+    RUN_ID,
+    RANK,
+    SIZE,
+    LOCAL_PROCESSES,
+    OUTPUT_RELAY,
+];
 
 /// What every child of one run shares.
 #[derive(Debug, Clone)]
@@ -48,8 +62,20 @@ impl RunEnvironment {
     /// Sets the variables on `command` for `program`; `rank` is
     /// `Some((rank, size))` for a segment with `-n`. Without it, inherited
     /// `TETHER_RANK`/`TETHER_SIZE` are removed so that the program takes its
-    /// identity from its MPI launcher instead.
-    pub fn apply(&self, command: &mut Command, program: &str, rank: Option<(u32, u32)>) {
+    /// identity from its MPI launcher instead. `relay` is the program's
+    /// output relay (`TETHER_OUTPUT_RELAY`), for a segment without `-n`;
+    /// an inherited one is removed otherwise.
+    pub fn apply(
+        &self,
+        command: &mut Command,
+        program: &str,
+        rank: Option<(u32, u32)>,
+        relay: Option<&str>,
+    ) {
+        match relay {
+            Some(relay) => command.env(OUTPUT_RELAY, relay),
+            None => command.env_remove(OUTPUT_RELAY),
+        };
         command
             .env(RENDEZVOUS, &self.rendezvous)
             .env(PROGRAMS, &self.programs)

@@ -1,7 +1,9 @@
 //! The program segments of `tether run`, MPMD style:
-//! `--name A -n 2 cmd args : --name B mpiexec -n 4 ./b`.
+//! `--name A -n 2 --env K=V cmd args : --name B mpiexec -n 4 ./b`.
 
 use std::collections::HashSet;
+
+use super::environment::SET_PER_PROCESS;
 
 /// Most ranks one segment may start.
 pub const MAX_RANKS: u32 = 4096;
@@ -20,6 +22,9 @@ pub struct Segment {
     pub ranks: Option<u32>,
     /// The command and its arguments; never empty.
     pub command: Vec<String>,
+    /// `--env K=V`, in the order given: set in this program's environment
+    /// (as `mpirun -x K=V`); a later one of the same name wins.
+    pub env: Vec<(String, String)>,
 }
 
 /// Why the segments cannot be used; the message is for a usage error.
@@ -28,12 +33,14 @@ pub struct Segment {
 pub struct SegmentError(String);
 
 /// Splits `tokens` at each `:` and parses every segment as
-/// `--name NAME [-n N] [--] CMD [ARGS...]` (options in any order before the
-/// command; `--name=NAME` and `-nN` also work).
+/// `--name NAME [-n N] [--env K=V]... [--] CMD [ARGS...]` (options in any
+/// order before the command; `--name=NAME`, `-nN` and `--env=K=V` also
+/// work).
 ///
-/// Errors: an empty segment, a missing or repeated option, an unknown option
-/// before the command, a missing command, an invalid name or rank count, or
-/// a name used by two segments.
+/// Errors: an empty segment, a missing or repeated option (`--env` may
+/// repeat), an unknown option before the command, a missing command, an
+/// invalid name, rank count or `--env` value, or a name used by two
+/// segments.
 pub fn parse(tokens: &[String]) -> Result<Vec<Segment>, SegmentError> {
     let groups: Vec<&[String]> = tokens.split(|token| token == SEPARATOR).collect();
     let mut segments = Vec::with_capacity(groups.len());
@@ -54,32 +61,34 @@ pub fn parse(tokens: &[String]) -> Result<Vec<Segment>, SegmentError> {
 
 fn parse_segment(tokens: &[String]) -> Result<Segment, String> {
     if tokens.is_empty() {
-        return Err("is empty (expected --name NAME [-n N] COMMAND [ARGS...])".into());
+        return Err(
+            "is empty (expected --name NAME [-n N] [--env K=V]... COMMAND [ARGS...])".into(),
+        );
     }
     let mut name = None;
     let mut ranks = None;
+    let mut env = Vec::new();
     let mut rest = tokens;
     while let Some((token, after)) = rest.split_first() {
         let token = token.as_str();
         let (option, inline) = match token.split_once('=') {
-            Some((option @ "--name", value)) => (option, Some(value)),
+            Some((option @ ("--name" | "--env"), value)) => (option, Some(value)),
             _ if token.starts_with("-n") && token.len() > 2 => ("-n", Some(&token[2..])),
             _ => (token, None),
         };
-        let slot = match option {
-            "--name" => &mut name,
-            "-n" => &mut ranks,
+        match option {
+            "--name" | "-n" | "--env" => {}
             "--" => {
                 rest = after;
                 break;
             }
             _ if option.starts_with('-') => {
                 return Err(format!(
-                    "unknown option {option:?} (before the command only --name NAME and -n N are allowed)"
+                    "unknown option {option:?} (before the command only --name NAME, -n N and --env K=V are allowed)"
                 ))
             }
             _ => break,
-        };
+        }
         let (value, after) = match inline {
             Some(value) => (value, after),
             None => match after.split_first() {
@@ -87,10 +96,18 @@ fn parse_segment(tokens: &[String]) -> Result<Segment, String> {
                 None => return Err(format!("{option} needs a value")),
             },
         };
+        rest = after;
+        let slot = match option {
+            "--name" => &mut name,
+            "-n" => &mut ranks,
+            _ => {
+                env.push(check_env(value)?);
+                continue;
+            }
+        };
         if slot.replace(value).is_some() {
             return Err(format!("{option} is given twice"));
         }
-        rest = after;
     }
     let name = check_name(name.ok_or("--name NAME is missing")?)?;
     let ranks = ranks.map(check_ranks).transpose()?;
@@ -101,7 +118,30 @@ fn parse_segment(tokens: &[String]) -> Result<Segment, String> {
         name,
         ranks,
         command: rest.to_vec(),
+        env,
     })
+}
+
+/// `--env K=V`: a non-empty name without `=` or NUL, not one that `tether
+/// run` sets itself; the value may be empty.
+fn check_env(value: &str) -> Result<(String, String), String> {
+    let Some((key, val)) = value.split_once('=') else {
+        return Err(format!(
+            "--env {value:?}: expected NAME=VALUE (the variables of the launcher's environment are passed on already)"
+        ));
+    };
+    if key.is_empty() || key.contains('\0') || val.contains('\0') {
+        return Err(format!(
+            "--env {value:?}: the name must not be empty and neither part may contain NUL"
+        ));
+    }
+    if SET_PER_PROCESS.contains(&key) {
+        return Err(format!(
+            "--env {key}: tether run sets {key} itself for each process ({})",
+            SET_PER_PROCESS.join(", ")
+        ));
+    }
+    Ok((key.to_owned(), val.to_owned()))
 }
 
 fn check_name(name: &str) -> Result<String, String> {
@@ -147,7 +187,25 @@ mod tests {
             assert_eq!(segment.name, name);
             assert_eq!(segment.ranks, ranks);
             assert_eq!(segment.command, tokens(command));
+            assert!(segment.env.is_empty());
         }
+    }
+
+    #[test]
+    fn env_options_repeat_in_order() {
+        let parsed = parse(&tokens(
+            "--env A=1 --name X -n 2 --env=B=x=y --env C= --env A=2 cmd --env D=4 : --name Y cmd",
+        ))
+        .unwrap();
+        let pairs: Vec<(&str, &str)> = parsed[0]
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(pairs, [("A", "1"), ("B", "x=y"), ("C", ""), ("A", "2")]);
+        // After the command, --env is the command's own argument.
+        assert_eq!(parsed[0].command, tokens("cmd --env D=4"));
+        assert!(parsed[1].env.is_empty());
     }
 
     #[test]
@@ -165,6 +223,13 @@ mod tests {
             ("--name A -n two cmd", "from 1 to"),
             ("--name a,b cmd", "invalid program name"),
             ("--name A cmd : --name A cmd", "given to two segments"),
+            ("--name A --env cmd", "--env \"cmd\": expected NAME=VALUE"),
+            ("--name A --env =1 cmd", "the name must not be empty"),
+            ("--name A --env", "--env needs a value"),
+            (
+                "--name A --env TETHER_RANK=3 cmd",
+                "sets TETHER_RANK itself",
+            ),
         ] {
             let message = parse(&tokens(line)).unwrap_err().to_string();
             assert!(message.contains(expected), "{line:?}: {message}");
