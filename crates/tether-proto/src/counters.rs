@@ -42,19 +42,21 @@ impl Counters {
     /// Counts a message of `bytes` sent to `peer`.
     pub fn sent(&mut self, peer: u32, bytes: u64, path: SendPath) {
         let counts = self.peer_mut(peer);
-        counts.messages_sent += 1;
-        counts.bytes_sent += bytes;
-        match path {
-            SendPath::Eager => counts.eager_sent += 1,
-            SendPath::Rendezvous => counts.rendezvous_sent += 1,
-        }
+        counts.messages_sent = counts.messages_sent.saturating_add(1);
+        counts.bytes_sent = counts.bytes_sent.saturating_add(bytes);
+        let path_count = match path {
+            SendPath::Eager => &mut counts.eager_sent,
+            SendPath::Rendezvous => &mut counts.rendezvous_sent,
+        };
+        *path_count = path_count.saturating_add(1);
     }
 
     /// Counts a message of `bytes` that arrived from `peer`.
     pub fn received(&mut self, peer: u32, bytes: u64) {
         let counts = self.peer_mut(peer);
-        counts.messages_received += 1;
-        counts.bytes_received += bytes;
+        counts.messages_received = counts.messages_received.saturating_add(1);
+        // Saturating: the sizes are a peer's word, which may be anything.
+        counts.bytes_received = counts.bytes_received.saturating_add(bytes);
     }
 
     /// Every peer with a count, by universe rank.
@@ -74,6 +76,14 @@ impl Counters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hostile_size_saturates_instead_of_overflowing() {
+        let mut c = Counters::default();
+        c.received(2, u64::MAX);
+        c.received(2, u64::MAX);
+        assert_eq!(c.peer(2).bytes_received, u64::MAX);
+    }
 
     #[test]
     fn counts_add_up_per_peer_and_skip_silent_peers() {
