@@ -35,7 +35,7 @@
 
 use std::collections::VecDeque;
 
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::counters::{Counters, SendPath};
 use crate::matching::{Envelope, PostedQueue, Selector, UnexpectedQueue};
@@ -206,6 +206,29 @@ struct Request {
     /// The owner's word for this request ([`Engine::set_user`]); zero
     /// until set.
     user: u64,
+    /// Its message's ordinal ([`Engine::enable_ordinals`]), once known.
+    ordinal: u64,
+}
+
+/// Marks a request whose message has no ordinal (yet, or at all).
+const NO_ORDINAL: u64 = u64::MAX;
+
+/// Message ordinals, for traces: the k-th message from one process to
+/// another with one (context, tag) is the k-th that both count — the
+/// sender when it starts the send, the receiver when a receive matches
+/// it — because MPI's order does not let messages of one sender overtake
+/// each other. A trace pairs every send with its receive by them, with
+/// nothing extra on the wire.
+#[derive(Debug, Default)]
+struct Ordinals {
+    sent: HashMap<(u32, u32, i32), u64>,
+    matched: HashMap<(u32, u32, i32), u64>,
+}
+
+fn next_ordinal(book: &mut HashMap<(u32, u32, i32), u64>, key: (u32, u32, i32)) -> u64 {
+    let next = book.entry(key).or_insert(0);
+    *next += 1;
+    *next - 1
 }
 
 /// The point-to-point engine of one process. See the module documentation
@@ -227,6 +250,8 @@ pub struct Engine {
     /// transport fills such a buffer completely.
     spare: BufferPool,
     counters: Counters,
+    /// Counted only while a trace is recorded.
+    ordinals: Option<Box<Ordinals>>,
 }
 
 /// Spare unexpected-message buffers kept at most, and the largest kept
@@ -249,6 +274,7 @@ impl Engine {
             peer_eager_limits: Vec::new(),
             spare: BufferPool::new(SPARE_BUFFERS, SPARE_MAX_BYTES),
             counters: Counters::default(),
+            ordinals: None,
         }
     }
 
@@ -322,7 +348,14 @@ impl Engine {
             },
             done: None,
             user: 0,
+            ordinal: NO_ORDINAL,
         });
+        if let Some(book) = self.ordinals.as_deref_mut() {
+            let ordinal = next_ordinal(&mut book.sent, (dest, context, tag));
+            if let Some(r) = self.requests.get_mut(req) {
+                r.ordinal = ordinal;
+            }
+        }
         let size = region.len as u64;
         let sent = Completion {
             source: self.config.me,
@@ -426,6 +459,7 @@ impl Engine {
             },
             done: None,
             user: 0,
+            ordinal: NO_ORDINAL,
         });
         match self.unexpected.take_match(&selector) {
             Some((envelope, Unexpected::Eager(data))) => {
@@ -521,6 +555,7 @@ impl Engine {
             kind: Kind::Generalized,
             done: None,
             user: 0,
+            ordinal: NO_ORDINAL,
         })
     }
 
@@ -590,6 +625,39 @@ impl Engine {
     }
 
     /// Number of requests not yet freed.
+    /// Starts counting message ordinals (see [`Engine::ordinal`]); for
+    /// messages started and matched from now on.
+    pub fn enable_ordinals(&mut self) {
+        self.ordinals.get_or_insert_with(Box::default);
+    }
+
+    /// The ordinal of the message of send or receive `req` among those
+    /// between the two processes with its context and tag (from 0; a
+    /// receive's once it matched), while ordinals are counted.
+    pub fn ordinal(&self, req: ReqId) -> Option<u64> {
+        let r = self.requests.get(req)?;
+        (r.ordinal != NO_ORDINAL).then_some(r.ordinal)
+    }
+
+    /// Counts a message moved outside the engine (the runtime's short
+    /// path) and gives its ordinal, while ordinals are counted: `sent`
+    /// to `peer`, else received from it.
+    pub fn ordinal_outside(
+        &mut self,
+        peer: u32,
+        context: u32,
+        tag: i32,
+        sent: bool,
+    ) -> Option<u64> {
+        let book = self.ordinals.as_deref_mut()?;
+        let map = if sent {
+            &mut book.sent
+        } else {
+            &mut book.matched
+        };
+        Some(next_ordinal(map, (peer, context, tag)))
+    }
+
     /// Messages and bytes moved so far, per peer.
     pub fn counters(&self) -> &Counters {
         &self.counters
@@ -952,7 +1020,21 @@ impl Engine {
         }
     }
 
+    /// Gives a receive the ordinal of the message it matched, once.
+    fn note_match(&mut self, req: ReqId, envelope: &Envelope) {
+        let Some(book) = self.ordinals.as_deref_mut() else {
+            return;
+        };
+        if let Some(r) = self.requests.get_mut(req) {
+            if r.ordinal == NO_ORDINAL {
+                let key = (envelope.source, envelope.context, envelope.tag);
+                r.ordinal = next_ordinal(&mut book.matched, key);
+            }
+        }
+    }
+
     fn set_matched(&mut self, req: ReqId, envelope: Envelope, size: u64, granted: u64) {
+        self.note_match(req, &envelope);
         if let Some(Request {
             kind: Kind::Recv { state, .. },
             ..
@@ -1001,6 +1083,7 @@ impl Engine {
     }
 
     fn finish_recv(&mut self, req: ReqId, envelope: Envelope, size: u64, region: Region) {
+        self.note_match(req, &envelope);
         let error = (size > region.len as u64).then_some(CompletionError::Truncated);
         self.complete(
             req,

@@ -514,3 +514,40 @@ fn gathered_sends_deliver_their_runs_in_order_eager_rendezvous_truncated_and_to_
     assert_eq!(done(&mut w.engines[0], s).error, None);
     assert_eq!(dst, want);
 }
+
+#[test]
+fn ordinals_pair_each_send_with_the_receive_that_matched_it() {
+    // Three messages with tag 4 and one with tag 5, eager and rendezvous
+    // mixed; the receiver posts tag 5 first and takes the tag-4 messages
+    // partly from the unexpected queue, partly posted before they came.
+    let mut w = World::new(2);
+    for e in &mut w.engines {
+        e.enable_ordinals();
+    }
+    let lens = [8usize, EAGER as usize + 100, 16, 3];
+    let tags = [4, 4, 5, 4];
+    let mut srcs: Vec<Vec<u8>> = lens.iter().map(|&n| pattern(n, 1)).collect();
+    let mut dsts: Vec<Vec<u8>> = lens.iter().map(|&n| vec![0u8; n]).collect();
+    let early = w.engines[1].irecv(Some(0), 0, Some(5), region(&mut dsts[2]));
+    let sends: Vec<ReqId> = (0..4)
+        .map(|i| w.engines[0].isend(1, 0, tags[i], region(&mut srcs[i])))
+        .collect();
+    w.pump();
+    let late: Vec<ReqId> = [0usize, 1, 3]
+        .iter()
+        .map(|&i| w.engines[1].irecv(Some(0), 0, Some(4), region(&mut dsts[i])))
+        .collect();
+    w.pump();
+    let sent: Vec<Option<u64>> = sends.iter().map(|&r| w.engines[0].ordinal(r)).collect();
+    assert_eq!(sent, vec![Some(0), Some(1), Some(0), Some(2)]);
+    assert_eq!(w.engines[1].ordinal(early), Some(0));
+    let got: Vec<Option<u64>> = late.iter().map(|&r| w.engines[1].ordinal(r)).collect();
+    assert_eq!(got, vec![Some(0), Some(1), Some(2)]);
+    for r in late.into_iter().chain([early]) {
+        assert_eq!(done(&mut w.engines[1], r).error, None);
+    }
+    assert_eq!(dsts, srcs);
+    assert_eq!(w.engines[1].ordinal_outside(0, 0, 4, false), Some(3));
+    let mut quiet = World::new(1);
+    assert_eq!(quiet.engines[0].ordinal_outside(0, 0, 4, true), None);
+}
