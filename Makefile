@@ -208,9 +208,10 @@ demo-python: build python
 	bash examples/python_coupling_demo.sh
 
 # The README's demo: examples/heat3d, file-coupled, Tether and (with Open MPI
-# installed beside MPICH) mixed-MPI versions.
+# installed beside MPICH) mixed-MPI versions; TRACE=dir records them
+# (TETHER_TRACE) and prints who waited for whom.
 demo: build
-	bash examples/heat3d/run.sh
+	bash examples/heat3d/run.sh $(if $(TRACE),--trace $(TRACE))
 
 # The online-learning showcase: a Fortran/MPI simulation and a Python
 # model that trains on its fields as they arrive, over each transport.

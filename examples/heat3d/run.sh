@@ -7,7 +7,7 @@
 # (mpifort.mpich, mpiexec.mpich) and Code-3 by Open MPI (mpifort.openmpi,
 # mpirun.openmpi).
 #
-#   run.sh [--mode steps|wallclock] [--out DIR] [--quiet] [--no-mixed]
+#   run.sh [--mode steps|wallclock] [--out DIR] [--quiet] [--no-mixed] [--trace DIR]
 #
 # --mode steps (the default) advances the source by step count, so all
 # versions compute the same temperatures; wallclock is the original
@@ -18,20 +18,26 @@
 # solver in the mixed version, the probe temperatures per step (not with
 # --quiet) and, in steps mode, how far the versions are apart. Needs
 # `make build` first; mpich, gfortran (and openmpi-bin, libopenmpi-dev
-# for the mixed version; make deps installs them).
+# for the mixed version; make deps installs them). --trace DIR records
+# a trace of the Tether and mixed versions into DIR/<version>
+# (TETHER_TRACE, docs/tracing.md) and prints the Tether version's
+# `tether trace summary`.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-mode=steps out="$root/build/examples/heat3d" quiet=0 mixed=1
+mode=steps out="$root/build/examples/heat3d" quiet=0 mixed=1 trace=
 while (($#)); do
     case "$1" in
         --mode) mode=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --quiet) quiet=1; shift ;;
         --no-mixed) mixed=0; shift ;;
-        *) echo "usage: $0 [--mode steps|wallclock] [--out DIR] [--quiet] [--no-mixed]" >&2; exit 2 ;;
+        --trace) trace=$2; shift 2 ;;
+        *) echo "usage: $0 [--mode steps|wallclock] [--out DIR] [--quiet] [--no-mixed] [--trace DIR]" >&2; exit 2 ;;
     esac
 done
+# The programs run in their own directories: the trace directory is made absolute.
+[[ -z $trace ]] || trace=$(mkdir -p "$trace" && cd "$trace" && pwd)
 [[ $mode == steps || $mode == wallclock ]] || { echo "$0: --mode is steps or wallclock, not '$mode'" >&2; exit 2; }
 for tool in mpifort mpiexec; do
     command -v $tool >/dev/null || { echo "$0: $tool not found (Debian: apt-get install mpich libmpich-dev gfortran, or make deps)" >&2; exit 1; }
@@ -120,7 +126,12 @@ run() {
     [[ $version == mixed ]] && code2=("${mpich[@]}") code3=("${openmpi[@]}")
     cp "$here/s1.dat" "$here/heat.dat" "$dir/"
     rm -f "$dir"/s1.out "$dir"/s2.out "$dir"/s1.out.tmp "$dir"/s2.out.tmp
-    (cd "$dir" && "$root/build/bin/tether" run --timeout 300 \
+    local traced=()
+    if [[ -n $trace && $version != file ]]; then
+        rm -rf "$trace/$version"
+        traced=(env "TETHER_TRACE=$trace/$version")
+    fi
+    (cd "$dir" && "${traced[@]}" "$root/build/bin/tether" run --timeout 300 \
         --name code1 -n 1 ./code1 "$mode" : \
         --name code2 "${code2[@]}" -n 2 ./code2 : \
         --name code3 "${code3[@]}" -n 2 ./code3)
@@ -166,3 +177,8 @@ if mode == "steps":
         print(f"== {len(code2)} steps: {version} and Tether versions differ by at most {diff:.1e}"
               f" ({'bit for bit the same' if same else 'NOT the same text'}; code2 and code3 probes) ==")
 PY
+
+if [[ -n $trace ]]; then
+    echo "== who waited for whom in the Tether version: tether trace summary $trace/tether =="
+    "$root/build/bin/tether" trace summary "$trace/tether"
+fi

@@ -5,6 +5,7 @@ mod bench;
 mod info;
 mod rendezvous;
 mod run;
+mod trace;
 
 use std::process::ExitCode;
 
@@ -14,7 +15,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "tether",
     version,
-    about = "Launch, inspect and benchmark Tether coupled runs."
+    about = "Launch, inspect, benchmark and trace Tether coupled runs."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,6 +31,7 @@ enum Command {
     #[command(hide = true)]
     BenchWorker(bench::worker::WorkerArgs),
     Rendezvous(rendezvous::RendezvousArgs),
+    Trace(trace::TraceArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,5 +41,6 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::main(args),
         Command::BenchWorker(args) => bench::worker::main(args),
         Command::Rendezvous(args) => rendezvous::main(args),
+        Command::Trace(args) => trace::main(args),
     }
 }

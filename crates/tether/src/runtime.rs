@@ -22,12 +22,14 @@ mod communicators;
 mod direct;
 mod fields;
 mod stats;
+mod traced;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::identity::{self, Identity};
 use crate::progress::{Polling, SpinPolicy};
 use crate::router::{LinkEvent, Transports};
 use crate::settings::Settings;
+use crate::trace::Span;
 use crate::universe::{self, addr_key, Universe};
 use activities::{Activities, Progress};
 pub use collectives::{Arg, Layout, IN_PLACE};
@@ -94,6 +96,12 @@ pub struct Runtime {
     blocked: Duration,
     /// The counters as of the last `snapshot_stats`.
     stats_snapshot: Vec<(String, u64)>,
+    /// The trace being recorded (`TETHER_TRACE`).
+    trace: Option<Box<crate::trace::Recorder>>,
+    /// `TETHER_TRACE_CLOCK_SHIFT_NS`.
+    trace_shift: i64,
+    /// Universe rank 0's answers to clock exchanges.
+    clock_server: traced::ClockServer,
 }
 
 impl Runtime {
@@ -159,8 +167,12 @@ impl Runtime {
             field_generations: HashMap::default(),
             blocked: Duration::ZERO,
             stats_snapshot: Vec::new(),
+            trace: None,
+            trace_shift: 0,
+            clock_server: traced::ClockServer::default(),
         };
         runtime.choose_polling();
+        runtime.start_tracing()?;
         if runtime.settings.connect() == "eager" {
             runtime.connect_all();
         }
@@ -207,10 +219,18 @@ impl Runtime {
     ) -> Result<ReqId> {
         let (peer, context, tag) = self.destination(dest, tag, comm)?;
         self.note_peer(peer);
+        let started = self.trace_now();
         let req = self
             .engine
             .isend(peer, context, tag, Region::from_const(buf, len));
         self.engine.set_user(req, comm_word(comm));
+        if let Some(start) = started {
+            let mut span = Span::new("send", start);
+            (span.peer, span.context, span.tag, span.bytes) =
+                (Some(peer), context, tag, len as u64);
+            span.ordinal = self.engine.ordinal(req);
+            self.trace_open(req, span);
+        }
         self.push_transmits();
         self.progress_activities();
         Ok(req)
@@ -232,10 +252,16 @@ impl Runtime {
         if let Some(peer) = source {
             self.note_peer(peer);
         }
+        let started = self.trace_now();
         let req = self
             .engine
             .irecv(source, context, tag, Region { ptr: buf, len });
         self.engine.set_user(req, comm_word(comm));
+        if let Some(start) = started {
+            let mut span = Span::new("recv", start);
+            span.context = context;
+            self.trace_open(req, span);
+        }
         self.push_transmits();
         self.progress_activities();
         Ok(req)
@@ -316,7 +342,17 @@ impl Runtime {
     /// The status carries the detailed error of a failed activity's
     /// request (a collective's: which member failed it and why).
     pub fn take(&mut self, req: ReqId) -> Option<Status> {
+        let ordinal = self.trace.as_ref().and_then(|_| self.engine.ordinal(req));
         let (completion, word) = self.engine.take_completion_with_user(req)?;
+        if self.trace.is_some() {
+            self.trace_close(
+                req,
+                completion.source,
+                completion.bytes,
+                ordinal,
+                completion.tag,
+            );
+        }
         let mut status = self.status(completion, comm_of(word));
         if let Some(error) = self.activities.take_error(req) {
             status.error = Some(error);
@@ -496,6 +532,9 @@ impl Runtime {
             self.push_transmits();
         }
         self.absorb_link_events();
+        if self.me == 0 {
+            self.serve_clock();
+        }
         active
     }
 
@@ -557,6 +596,7 @@ impl Runtime {
         }
         let mut idle = IdleClock::default();
         let blocked_since = Instant::now();
+        let traced_since = self.trace_now();
         loop {
             let timeout = if idle.past(window) {
                 MAX_SLEEP
@@ -567,6 +607,9 @@ impl Runtime {
             if done(self) {
                 self.spin.record(idle.tail());
                 self.blocked += blocked_since.elapsed();
+                if let Some(start) = traced_since {
+                    self.trace_wait(start);
+                }
                 return;
             }
             if moved {
@@ -642,6 +685,7 @@ impl Runtime {
     /// so no data in flight is lost by closing early.
     pub fn finalize(mut self) -> Result<()> {
         self.free_fields();
+        self.finish_trace();
         if self.settings.stats() {
             self.print_stats();
         }

@@ -325,6 +325,20 @@ settings! {
         hint: true,
         meaning: "longest time a wait polls before it sleeps in the kernel, in microseconds (adapts down when polling does not pay, e.g. more processes than cores)",
     };
+    trace: Text = Setting {
+        key: "TRACE",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "directory to write this process's trace into at finalize (<program>.<rank>.jsonl: its sends, receives, waits, collectives and field steps, with its clock's offset to universe rank 0's), for `tether trace merge|summary` (docs/tracing.md); unset: no trace",
+    };
+    trace_clock_shift_ns: Text = Setting {
+        key: "TRACE_CLOCK_SHIFT_NS",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "for tests of trace alignment: nanoseconds added to this process's trace clock (and to the clock universe rank 0 answers with), as if its host's clock were off",
+    };
     stats: Flag = Setting {
         key: "STATS",
         default: "0",

@@ -181,6 +181,9 @@ impl Runtime {
         let running = self.running(plan)?;
         let req = self.engine.start_generalized();
         self.engine.set_user(req, comm_word(comm));
+        if let Some(start) = self.trace_now() {
+            self.trace_open(req, crate::trace::Span::new(what, start));
+        }
         self.activities
             .push(Box::new(Collective::running(req, what, comm, running)));
         self.advance_activities();
@@ -195,8 +198,13 @@ impl Runtime {
     /// (docs/journal/2026-11-24-collectives.md).
     fn run_plan(&mut self, plan: Plan) -> Result<()> {
         let (comm, what) = (plan.comm, plan.what);
+        let started = self.trace_now();
         let mut running = self.running(plan)?;
-        match self.run_to_end(&mut running) {
+        let outcome = self.run_to_end(&mut running);
+        if let Some(start) = started {
+            self.trace_push(crate::trace::Span::new(what, start));
+        }
+        match outcome {
             Ok(()) => {
                 running.recycle(&mut self.scratch);
                 Ok(())

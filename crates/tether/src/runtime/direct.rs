@@ -44,6 +44,8 @@ use crate::router::{Direct, Transports, Wanted};
 use crate::{Runtime, Status};
 use tether_proto::{Engine, Region, SendPath};
 
+use crate::trace::Span;
+
 /// How many times a blocking receive polls its peer's ring before it
 /// waits in the engine: many times a shared-memory round trip (an empty
 /// poll is a few dozen instructions and a pause hint), and few enough
@@ -131,6 +133,7 @@ impl Runtime {
         if !self.activities.is_idle() || peer == self.me {
             return Ok(false);
         }
+        let started = self.trace_now();
         let sent = send_now(
             &mut self.transport,
             &self.engine,
@@ -144,6 +147,13 @@ impl Runtime {
             self.engine
                 .counters_mut()
                 .sent(peer, len as u64, SendPath::Eager);
+            if let Some(start) = started {
+                let mut span = Span::new("send", start);
+                (span.peer, span.context, span.tag, span.bytes) =
+                    (Some(peer), context, tag, len as u64);
+                span.ordinal = self.engine.ordinal_outside(peer, context, tag, true);
+                self.trace_push(span);
+            }
         }
         Ok(sent)
     }
@@ -183,6 +193,7 @@ impl Runtime {
             return Ok(None);
         }
         self.note_peer(peer);
+        let started = self.trace_now();
         let polls = self.direct_polls();
         let polling = self.polling;
         // Nothing reaches the engine while the transport polls, so the
@@ -197,6 +208,13 @@ impl Runtime {
         ) {
             Direct::Taken { tag, bytes } => {
                 self.engine.counters_mut().received(peer, bytes);
+                if let Some(start) = started {
+                    let mut span = Span::new("recv", start);
+                    (span.peer, span.context, span.tag, span.bytes) =
+                        (Some(peer), context, tag, bytes);
+                    span.ordinal = self.engine.ordinal_outside(peer, context, tag, false);
+                    self.trace_push(span);
+                }
                 Ok(Some(Arrival { tag, bytes }))
             }
             Direct::Other | Direct::Empty => Ok(None),

@@ -13,6 +13,7 @@ use crate::error::{err, Error, ErrorClass, Result};
 use crate::field::wire::{self, Kind, CONTROL_CONTEXT, END};
 use crate::field::{LocalDist, Mode};
 use crate::runtime::Runtime;
+use crate::trace::Span;
 
 impl Runtime {
     /// Creates field `name` of `datatype` elements distributed by `local`
@@ -264,6 +265,7 @@ impl Runtime {
         mode: Mode,
         copy: bool,
     ) -> Result<ReqId> {
+        let tracing = self.trace.is_some();
         let field = self.field(handle)?;
         if field.mode() != mode {
             let (asked, made) = match mode {
@@ -312,7 +314,20 @@ impl Runtime {
             local
         };
         field.last_step = Some(step);
+        let name = tracing.then(|| (field.name.clone(), field.other_side()));
         let request = self.engine.start_generalized();
+        if let (Some(start), Some((name, other_side))) = (self.trace_now(), name) {
+            let mut span = Span::new(
+                match mode {
+                    Mode::Put => "field_put",
+                    Mode::Get => "field_get",
+                },
+                start,
+            );
+            (span.detail, span.step, span.bytes) = (Some(name), Some(step), len as u64);
+            span.peer = other_side;
+            self.trace_open(request, span);
+        }
         let field = self.field(handle)?;
         field.queue(request, step, Region { ptr, len }, copy);
         self.progress_once(Some(Duration::ZERO));

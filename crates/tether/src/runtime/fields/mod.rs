@@ -181,6 +181,12 @@ impl Field {
         self.freed
     }
 
+    /// The first process of the first program on the other side (for
+    /// traces: whom a step waits for).
+    pub(in crate::runtime) fn other_side(&self) -> Option<u32> {
+        self.peers.first().map(|p| p.first)
+    }
+
     pub(in crate::runtime) fn mode(&self) -> Mode {
         self.mode
     }
