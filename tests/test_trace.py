@@ -8,6 +8,7 @@ one receive, no receive may end before its send started once clocks are
 aligned (within the measured round trip), and the summary must blame the
 late program for the others' waiting."""
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -96,6 +97,13 @@ def test_three_languages_merge_align_and_the_late_program_is_blamed(programs, tm
         assert line.endswith("of its time on late"), summary
         assert int(line.split()[2].rstrip("%")) >= 50, summary
     assert f"csim         -> late         {transport}" in summary, summary
+
+    if importlib.util.find_spec("matplotlib") is not None:
+        png = tmp_path / "waits.png"
+        drawn = subprocess.run([str(TETHER), "trace", "summary", str(trace_dir), "--plot", str(png)],
+                               capture_output=True, text=True, env=clean_env(PYTHON=sys.executable))
+        assert drawn.returncode == 0, drawn.stderr
+        assert png.read_bytes().startswith(b"\x89PNG"), "--plot wrote no PNG"
 
 
 def test_a_trace_directory_that_cannot_be_made_fails_at_init(programs, tmp_path):

@@ -35,5 +35,6 @@ else:
     assert got == {"messages_received": 4, "bytes_received": want_bytes}, got
     assert stats["unexpected_now"] == 0, stats
     assert stats["blocked_ns"] >= 0 and "unexpected_max" in stats, stats
+assert stats["connect_retries"] >= 0, stats
 print(f"ok stats {me} {len(stats)} counters", flush=True)
 tether.finalize()

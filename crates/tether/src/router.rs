@@ -122,6 +122,8 @@ pub struct Transports {
     file_eager_limit: u64,
     hybrid_inline_warned: bool,
     pub events_out: Vec<LinkEvent>,
+    /// Lookups of a pending route after its first (counters).
+    route_retries: u64,
 }
 
 /// What the file transport needs besides the universe, read at start-up.
@@ -258,6 +260,7 @@ impl Transports {
             file: None,
             file_settings,
             hybrid: HashSet::default(),
+            route_retries: 0,
             hybrid_threshold: settings.hybrid_threshold(),
             file_eager_limit: settings.file_eager_limit(),
             hybrid_inline_warned: false,
@@ -552,6 +555,7 @@ impl Transports {
             }) => {
                 *p = problem;
                 retry.tried(now);
+                self.route_retries += 1;
             }
             _ => {
                 let mut retry = Retry::starting(now);
@@ -794,6 +798,12 @@ impl Transports {
     }
 
     /// Peers known to share this host (those reached by shared memory).
+    /// Connection set-up tries that were retries: TCP connects and
+    /// lookups of a peer's shared memory or address after the first.
+    pub fn connect_retries(&self) -> u64 {
+        self.tcp.connect_retries + self.route_retries
+    }
+
     /// The transport that carries messages to `peer` (`"self"` for this
     /// process), or `None` while none is chosen yet.
     pub fn transport_of(&self, peer: u32, me: u32) -> Option<&'static str> {

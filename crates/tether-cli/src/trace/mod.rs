@@ -4,6 +4,7 @@
 mod load;
 mod merge;
 mod pairs;
+mod plot;
 mod summary;
 
 use std::path::PathBuf;
@@ -35,6 +36,10 @@ enum TraceCommand {
     Summary {
         /// The directory TETHER_TRACE named.
         dir: PathBuf,
+        /// Also draw the waiting matrix and every process's waits over
+        /// time into this PNG (python3 with matplotlib).
+        #[arg(long, value_name = "FILE")]
+        plot: Option<PathBuf>,
     },
 }
 
@@ -70,9 +75,14 @@ fn run(args: TraceArgs) -> Result<(), String> {
             }
             Ok(())
         }
-        TraceCommand::Summary { dir } => {
+        TraceCommand::Summary { dir, plot } => {
             let processes = load::load(&dir)?;
-            print!("{}", summary::summary(&processes));
+            let summary = summary::summary(&processes);
+            print!("{}", summary.text);
+            if let Some(png) = plot {
+                plot::draw(&summary.plot, &png)?;
+                println!("tether trace: plot written to {}", png.display());
+            }
             Ok(())
         }
     }

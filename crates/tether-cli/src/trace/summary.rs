@@ -15,10 +15,18 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
+use serde_json::{json, Value};
+
 use super::load::{Process, Span};
 use super::pairs::At;
 
-pub fn summary(processes: &[Process]) -> String {
+/// The text, and what `--plot` draws: the matrix and every wait.
+pub struct Summary {
+    pub text: String,
+    pub plot: Value,
+}
+
+pub fn summary(processes: &[Process]) -> Summary {
     let programs: BTreeMap<u64, &str> = processes
         .iter()
         .map(|p| (p.program_id, p.program.as_str()))
@@ -33,6 +41,12 @@ pub fn summary(processes: &[Process]) -> String {
     let mut moved: BTreeMap<(u64, u64, String), (u64, u64)> = BTreeMap::new();
     let mut count: BTreeMap<u64, usize> = BTreeMap::new();
     let pairs = super::pairs::pairs(processes);
+    let origin = processes
+        .iter()
+        .flat_map(|p| p.spans.iter().map(|s| s.start))
+        .min()
+        .unwrap_or(0);
+    let mut waits = Vec::new();
     for (pi, p) in processes.iter().enumerate() {
         *count.entry(p.program_id).or_default() += 1;
         let first = p.spans.iter().map(|s| s.start).min().unwrap_or(0);
@@ -47,6 +61,9 @@ pub fn summary(processes: &[Process]) -> String {
                     .or_else(|| enclosing_peer(&p.spans, s));
                 let on = peer.and_then(|peer| program_of.get(&peer).copied());
                 *waited_on.entry((p.program_id, on)).or_default() += d;
+                waits.push(json!({"process": p.label(), "program": p.program_id,
+                                  "start_ms": (s.start - origin) as f64 / 1e6,
+                                  "ms": d as f64 / 1e6, "on": on}));
             } else if s.what == "send" {
                 if let Some(to) = s.peer.and_then(|peer| program_of.get(&peer)) {
                     let transport = s.transport.clone().unwrap_or_else(|| "?".into());
@@ -126,7 +143,27 @@ pub fn summary(processes: &[Process]) -> String {
             programs[from], programs[to], transport
         );
     }
-    out
+    let names: Vec<&str> = programs.values().copied().collect();
+    let matrix: Vec<Vec<f64>> = programs
+        .keys()
+        .map(|id| {
+            programs
+                .keys()
+                .map(Some)
+                .chain([None])
+                .map(|on| {
+                    share(
+                        waited_on.get(&(*id, on.copied())).copied().unwrap_or(0),
+                        total[id],
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let processes_in_order: Vec<String> = processes.iter().map(|p| p.label()).collect();
+    let plot = json!({"programs": names, "ids": programs.keys().collect::<Vec<_>>(), "matrix": matrix,
+                      "processes": processes_in_order, "waits": waits});
+    Summary { text: out, plot }
 }
 
 /// The peer whose lateness span `wait` of process `pi` waited for: see

@@ -12,6 +12,8 @@
 //! - `peer.<universe rank>.<transport>.<counter>`: one peer, with the
 //!   transport that carries it;
 //! - `blocked_ns`: time spent in waits that did not complete at once;
+//! - `connect_retries`: connection set-up tries after a first that found
+//!   the peer not there yet (its address, listener or shared memory);
 //! - `unexpected_now`, `unexpected_max`: messages waiting for their
 //!   receive now, and the most at once.
 //!
@@ -76,6 +78,10 @@ impl Runtime {
             }
         }
         out.push(("blocked_ns".to_string(), self.blocked.as_nanos() as u64));
+        out.push((
+            "connect_retries".to_string(),
+            self.transport.connect_retries(),
+        ));
         out.push((
             "unexpected_now".to_string(),
             self.engine.unexpected_len() as u64,

@@ -20,6 +20,7 @@ pub const MAX_DELAY: Duration = Duration::from_millis(100);
 pub struct Retry {
     next_try: Instant,
     delay: Duration,
+    tries: u32,
 }
 
 impl Retry {
@@ -28,6 +29,7 @@ impl Retry {
         Retry {
             next_try: now,
             delay: FIRST_DELAY,
+            tries: 0,
         }
     }
 
@@ -45,6 +47,12 @@ impl Retry {
     pub fn tried(&mut self, now: Instant) {
         self.next_try = now + self.delay;
         self.delay = (self.delay * 2).min(MAX_DELAY);
+        self.tries = self.tries.saturating_add(1);
+    }
+
+    /// How many tries were made (the ones after the first are retries).
+    pub fn tries(&self) -> u32 {
+        self.tries
     }
 }
 
@@ -67,5 +75,6 @@ mod tests {
         }
         let ms: Vec<u128> = delays.iter().map(Duration::as_millis).collect();
         assert_eq!(ms, [1, 2, 4, 8, 16, 32, 64, 100, 100, 100]);
+        assert_eq!(retry.tries(), 10);
     }
 }

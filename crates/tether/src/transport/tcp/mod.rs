@@ -114,6 +114,8 @@ pub struct TcpTransport {
     pub events: Events,
     /// What the last read delivered (kept to reuse its memory).
     incoming: Vec<Incoming>,
+    /// Connect tries after a first one failed (counters).
+    pub connect_retries: u64,
 }
 
 impl TcpTransport {
@@ -172,6 +174,7 @@ impl TcpTransport {
             config,
             events: Events::default(),
             incoming: Vec::new(),
+            connect_retries: 0,
         }
     }
 
@@ -217,7 +220,11 @@ impl TcpTransport {
         let link = self.links.get_mut(&peer).expect("link exists");
         let attempt = link.attempt.as_mut().expect("attempt exists");
         let now = Instant::now();
+        let retried = attempt.retry.tries() > 0;
         attempt.retry.tried(now);
+        self.connect_retries += u64::from(retried);
+        let link = self.links.get_mut(&peer).expect("link exists");
+        let attempt = link.attempt.as_mut().expect("attempt exists");
         let address = match looked_up {
             Ok(Some(text)) => {
                 match PeerAddress::decode(&text).and_then(|a| a.tcp.parse::<SocketAddr>().ok()) {
