@@ -211,12 +211,21 @@ def errors(comm):
         (lambda: comm.Bcast(np.zeros(2), comm.size), tether.RankError),
         (lambda: comm.Gatherv(np.zeros(1), (np.zeros(3), [1, 2], [0]), 0), ValueError),
         (lambda: comm.Bcast(np.zeros(4)[::2]), ValueError),
+        # Two element types cannot be combined: refused, not garbage.
+        (lambda: comm.Allreduce(np.full(3, 2.0), np.zeros(3, "i8")), TypeError),
+        (lambda: comm.Iallreduce(np.full(3, 2.0), np.zeros(3, "f4")), TypeError),
+        (lambda: comm.Reduce(np.ones(3, "i4"), np.zeros(3, "f4"), tether.SUM, 0), TypeError),
+        (lambda: comm.Reduce_scatter_block(np.ones(comm.size), np.zeros(1, "i8")), TypeError),
     ):
         try:
             call()
             check(False, "no error")
         except kind:
             pass
+    try:
+        comm.Allreduce(np.full(3, 2.0), np.zeros(3, "i8"))
+    except TypeError as e:
+        check('format "d" (8 bytes)' in str(e) and ('"l" (8 bytes)' in str(e) or '"q" (8 bytes)' in str(e)), str(e))
     comm.Barrier()
 
 

@@ -18,7 +18,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
@@ -113,6 +113,32 @@ impl Unit {
             _ => (TETHER_BYTE, 1),
         };
         Unit { datatype, size }
+    }
+
+    /// The type a reduction combines: `datatype` when given, else the
+    /// buffers' own, which must be one type — elements of two types
+    /// cannot be combined (mpi4py refuses too; a float64 summed into an
+    /// int64 buffer would be garbage).
+    fn reduced(
+        py: Python<'_>,
+        what: &str,
+        send: &Side,
+        recv: &Side,
+        datatype: Option<tether_datatype>,
+    ) -> PyResult<Unit> {
+        if let (Some(s), Some(r)) = (send.buffer(), recv.buffer()) {
+            if s.format() != r.format() || s.itemsize() != r.itemsize() {
+                return Err(PyTypeError::new_err(format!(
+                    "{what}: sendbuf has items of format {:?} ({} bytes) but recvbuf of {:?} ({} bytes); \
+                     a reduction combines elements of one type",
+                    s.format(),
+                    s.itemsize(),
+                    r.format(),
+                    r.itemsize()
+                )));
+            }
+        }
+        Unit::typed(py, recv.buffer().or(send.buffer()), datatype)
     }
 
     /// The buffer's own datatype, or `datatype` when given.
@@ -337,7 +363,7 @@ impl Comm {
         orphans::reap();
         let send = Side::get(Some(sendbuf), Access::Read, "Reduce sendbuf")?;
         let recv = Side::get(recvbuf, Access::Write, "Reduce recvbuf")?;
-        let unit = Unit::typed(py, send.buffer().or(recv.buffer()), datatype)?;
+        let unit = Unit::reduced(py, "Reduce", &send, &recv, datatype)?;
         let (sp, _, _) = send.arg(unit)?;
         let (rp, rcount, _) = recv.arg(unit)?;
         let count = match &send {
@@ -389,7 +415,7 @@ impl Comm {
         orphans::reap();
         let send = Side::get(Some(sendbuf), Access::Read, "Allreduce sendbuf")?;
         let recv = Side::get(Some(recvbuf), Access::Write, "Allreduce recvbuf")?;
-        let unit = Unit::typed(py, recv.buffer().or(send.buffer()), datatype)?;
+        let unit = Unit::reduced(py, "Allreduce", &send, &recv, datatype)?;
         let (sp, _, _) = send.arg(unit)?;
         let (rp, count, _) = recv.arg(unit)?;
         let mut req = TETHER_REQUEST_NULL;
@@ -427,7 +453,7 @@ impl Comm {
         orphans::reap();
         let send = Side::get(Some(sendbuf), Access::Read, "Reduce_scatter_block sendbuf")?;
         let recv = Side::get(Some(recvbuf), Access::Write, "Reduce_scatter_block recvbuf")?;
-        let unit = Unit::typed(py, recv.buffer().or(send.buffer()), datatype)?;
+        let unit = Unit::reduced(py, "Reduce_scatter_block", &send, &recv, datatype)?;
         let (sp, _, _) = send.arg(unit)?;
         let (rp, count, _) = recv.arg(unit)?;
         let mut req = TETHER_REQUEST_NULL;
