@@ -855,6 +855,8 @@ int tether_init_as(const char *program, int rank, int size);
 
 /*
  Leaves the universe after delivering what is in flight (see docs).
+ A process joins once: a later `tether_init` fails with
+ `TETHER_ERR_INIT`, as MPI forbids `MPI_Init` after `MPI_Finalize`.
  */
 int tether_finalize(void);
 

@@ -563,6 +563,11 @@ int main(int argc, char **argv) {
     if (!strcmp(what, "abort")) abort_universe();
     if (!strcmp(what, "victim")) victim();
     CHECK(tether_finalize());
+    /* A process joins once (as MPI): a second init is refused. */
+    int flag = 1, again = tether_init(&argc, &argv);
+    EXPECT(again == TETHER_ERR_INIT, "tether_init after tether_finalize returned %d, not TETHER_ERR_INIT", again);
+    CHECK(tether_initialized(&flag));
+    EXPECT(flag == 0, "tether_initialized says 1 after finalize");
     printf("ok %s\n", what);
     return 0;
 }

@@ -21,6 +21,8 @@ pub(crate) struct State {
     pub early_hints: Vec<(String, String)>,
     /// Distributions made by this process.
     pub dists: crate::fields::Dists,
+    /// Whether `tether_finalize` ran: a process joins once.
+    pub finalized: bool,
 }
 
 impl State {
@@ -32,6 +34,7 @@ impl State {
             },
             early_hints: Vec::new(),
             dists: crate::fields::Dists::new(),
+            finalized: false,
         }
     }
 }

@@ -15,6 +15,12 @@ fn start(call: &'static str, identity: Option<identity::Identity>) -> Result<()>
     if st.runtime.is_some() {
         return Err(err(ErrorClass::Init, "tether is already initialized"));
     }
+    if st.finalized {
+        return Err(err(
+            ErrorClass::Init,
+            "tether_init after tether_finalize: a process joins a universe once (as MPI_Init cannot follow MPI_Finalize); start a new process to join again",
+        ));
+    }
     let mut runtime = Runtime::init(identity)?;
     for (key, value) in std::mem::take(&mut st.early_hints) {
         runtime.hint(&key, &value)?;
@@ -44,6 +50,8 @@ pub extern "C" fn tether_init_as(program: *const c_char, rank: c_int, size: c_in
 }
 
 /// Leaves the universe after delivering what is in flight (see docs).
+/// A process joins once: a later `tether_init` fails with
+/// `TETHER_ERR_INIT`, as MPI forbids `MPI_Init` after `MPI_Finalize`.
 #[no_mangle]
 pub extern "C" fn tether_finalize() -> c_int {
     run("tether_finalize", || {
@@ -56,6 +64,7 @@ pub extern "C" fn tether_finalize() -> c_int {
         })?;
         st.requests.clear();
         st.dists.clear();
+        st.finalized = true;
         runtime.finalize()
     })
 }
