@@ -109,3 +109,31 @@ def test_abort_ends_every_process_of_the_universe(built, program, tmp_path, tran
     results = [p.communicate(timeout=30) for p in procs]
     assert [p.returncode for p in procs] == [7, 7], results
     assert "solo:1 aborted the universe with code 7" in results[0][1]
+
+
+def test_a_rank_claimed_twice_fails_at_join_naming_the_first_claimant(built, program, tmp_path):
+    """A forgotten TETHER_RANK: two processes claim sim:0. The second is
+    refused at once, naming the first (live) one; an entry left by a
+    process that is gone (the first, once killed) is replaced."""
+    rdv = tmp_path / "rdv"
+    env = clean_env(TETHER_RENDEZVOUS=str(rdv), TETHER_PROGRAM="sim", TETHER_PROGRAMS="sim,ocean",
+                    TETHER_RANK=0, TETHER_SIZE=1, TETHER_CONNECT_TIMEOUT=30)
+    first = subprocess.Popen([program("init_check")], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not (rdv / "addr%sim%0").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        start = time.monotonic()
+        out = subprocess.run([program("init_check")], env=env, capture_output=True, text=True, timeout=30).stdout
+        assert time.monotonic() - start < 10
+        assert out.startswith("rc=") and "TETHER_ERR_INIT" in out, out
+        assert f"sim:0 is claimed twice in rendezvous {rdv}: by pid {first.pid}" in out, out
+    finally:
+        first.kill()
+        first.wait()
+    # The killed claimant's entry stays behind; a new sim:0 replaces it and
+    # waits for ocean as usual (a timeout naming ocean, not a duplicate).
+    short = dict(env, TETHER_CONNECT_TIMEOUT="2")
+    out = subprocess.run([program("init_check")], env=short, capture_output=True, text=True, timeout=30).stdout
+    assert "TETHER_ERR_TIMEOUT" in out and "ocean" in out, out
+

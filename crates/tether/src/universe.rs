@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use tether_rendezvous::Rendezvous;
 
-use crate::error::{err, ErrorClass, Result};
+use crate::error::{err, Error, ErrorClass, Result};
 use crate::identity::{check_program_name, Identity};
 
 /// One program of the universe.
@@ -246,9 +246,7 @@ pub fn join(
     timeout: Duration,
 ) -> Result<Universe> {
     let rdv_err = |e: tether_rendezvous::RendezvousError| err(ErrorClass::Init, e.to_string());
-    rendezvous
-        .put(&addr_key(&me.program, me.rank), &address.encode())
-        .map_err(rdv_err)?;
+    claim(rendezvous, me, address)?;
     if me.rank == 0 {
         rendezvous
             .put(
@@ -302,12 +300,81 @@ pub fn join(
         sizes.push((name.clone(), size));
         nonces.push((name.as_str(), entry.nonce));
     }
+    // Two processes that claimed one identity at the same moment both
+    // found it free; the later write won: the other sees it now.
+    let key = addr_key(&me.program, me.rank);
+    if let Ok(Some(text)) = rendezvous.get(&key) {
+        if let Some(other) = PeerAddress::decode(&text).filter(|other| other != address) {
+            return Err(claimed_twice(me, &other, address, rendezvous));
+        }
+    }
     let mut universe = Universe::new(&sizes, me)?;
     universe.run_nonce = nonces
         .iter()
         .find(|(name, _)| *name == universe.programs[0].name)
         .and_then(|(_, nonce)| *nonce);
     Ok(universe)
+}
+
+/// Publishes this process's address as `me`, unless a live process holds
+/// that identity already (a forgotten `TETHER_RANK`, two launches of one
+/// rank): then the error names both. An entry that a process now gone
+/// left (an earlier or crashed run on the same rendezvous) is replaced.
+fn claim(rendezvous: &Rendezvous, me: &Identity, address: &PeerAddress) -> Result<()> {
+    let rdv_err = |e: tether_rendezvous::RendezvousError| err(ErrorClass::Init, e.to_string());
+    let key = addr_key(&me.program, me.rank);
+    if let Some(text) = rendezvous.get(&key).map_err(rdv_err)? {
+        if let Some(other) = PeerAddress::decode(&text) {
+            if other != *address && holds(&other, address) {
+                return Err(claimed_twice(me, &other, address, rendezvous));
+            }
+            tracing::info!(
+                "rendezvous {}: {key} named pid {} on {}, which is gone (an earlier run); replaced",
+                rendezvous.describe(),
+                other.pid,
+                other.host
+            );
+        }
+    }
+    rendezvous.put(&key, &address.encode()).map_err(rdv_err)
+}
+
+/// Whether the process `other` describes still runs: on this host, by
+/// its pid and start time; elsewhere, by whether its listener answers.
+fn holds(other: &PeerAddress, me: &PeerAddress) -> bool {
+    if other.host == me.host {
+        return match other.start {
+            Some(start) => crate::host::is_alive(other.pid, start),
+            None => crate::host::start_time(other.pid).is_some(),
+        };
+    }
+    other
+        .tcp
+        .parse::<std::net::SocketAddr>()
+        .is_ok_and(|a| std::net::TcpStream::connect_timeout(&a, Duration::from_millis(300)).is_ok())
+}
+
+fn claimed_twice(
+    me: &Identity,
+    other: &PeerAddress,
+    address: &PeerAddress,
+    rendezvous: &Rendezvous,
+) -> Error {
+    err(
+        ErrorClass::Init,
+        format!(
+            "{}:{} is claimed twice in rendezvous {}: by pid {} on {} (tcp {}) and by this process, pid {} on {}; \
+             give each process its own rank (TETHER_RANK, or the MPI launcher's), or a fresh rendezvous",
+            me.program,
+            me.rank,
+            rendezvous.describe(),
+            other.pid,
+            other.host,
+            other.tcp,
+            address.pid,
+            address.host
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -406,5 +473,64 @@ mod tests {
             Some(7),
             "beta must use universe rank 0's nonce"
         );
+    }
+
+    #[test]
+    fn a_live_claimant_is_refused_and_a_gone_one_replaced() {
+        let dir = std::env::temp_dir().join(format!("tether-claim-{}", std::process::id()));
+        let rendezvous = Rendezvous::open(&dir.to_string_lossy()).unwrap();
+        let pid = std::process::id();
+        let mine = PeerAddress {
+            tcp: "127.0.0.1:2".into(),
+            host: "h".into(),
+            pid,
+            start: crate::host::start_time(pid),
+            shm: None,
+        };
+        let names = ["alpha".to_string()];
+        let wait = Duration::from_secs(5);
+        // A gone process of an earlier run (pid 1's start time is not 7).
+        let gone = PeerAddress {
+            pid: 1,
+            start: Some(7),
+            ..mine.clone()
+        };
+        rendezvous
+            .put(&addr_key("alpha", 0), &gone.encode())
+            .unwrap();
+        join(&rendezvous, &names, &me("alpha", 0, 1), &mine, 1, wait).unwrap();
+        assert_eq!(
+            rendezvous.get(&addr_key("alpha", 0)).unwrap(),
+            Some(mine.encode())
+        );
+        // A live one (this test process, listening elsewhere).
+        let twin = PeerAddress {
+            tcp: "127.0.0.1:3".into(),
+            ..mine.clone()
+        };
+        let e = join(&rendezvous, &names, &me("alpha", 0, 1), &twin, 1, wait).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Init);
+        assert!(
+            e.message.contains("alpha:0 is claimed twice"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message
+                .contains(&format!("by pid {pid} on h (tcp 127.0.0.1:2)")),
+            "{}",
+            e.message
+        );
+        // On another host whose listener does not answer: gone.
+        let elsewhere = PeerAddress {
+            host: "other".into(),
+            tcp: "127.0.0.1:1".into(),
+            ..mine.clone()
+        };
+        rendezvous
+            .put(&addr_key("alpha", 0), &elsewhere.encode())
+            .unwrap();
+        join(&rendezvous, &names, &me("alpha", 0, 1), &mine, 1, wait).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
