@@ -470,6 +470,10 @@ static void lost(void) {
         static char big[1 << 20];
         rc = tether_send(big, sizeof big, TETHER_BYTE, 1, 3, TETHER_COMM_UNIVERSE);
         EXPECT(rc == TETHER_ERR_PEER_LOST, "send to a lost peer: %d", rc);
+        char sent[TETHER_MAX_ERROR_STRING];
+        CHECK(tether_last_error(sent, sizeof sent));
+        EXPECT(strstr(sent, "alpha:1") != NULL && strstr(sent, "alpha:0") == NULL,
+               "the send's error names the lost peer, not this process: %s", sent);
         printf("peer loss reported: %s\n", msg);
     }
 }

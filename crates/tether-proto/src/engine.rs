@@ -364,7 +364,8 @@ impl Engine {
             error: None,
         };
         if self.lost.contains(&dest) {
-            self.complete(req, sent.with_error(CompletionError::PeerLost));
+            // Named by the peer it was for, as every failed send is.
+            self.fail(req, CompletionError::PeerLost);
             return req;
         }
         let envelope = Envelope {
@@ -1123,13 +1124,6 @@ impl Engine {
                 request.done = Some(completion);
             }
         }
-    }
-}
-
-impl Completion {
-    fn with_error(mut self, error: CompletionError) -> Completion {
-        self.error = Some(error);
-        self
     }
 }
 
