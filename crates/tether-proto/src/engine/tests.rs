@@ -309,7 +309,11 @@ fn generalized_requests_complete_only_by_their_owner() {
         error: None,
     };
     w.engines[0].complete_generalized(g, done);
-    w.engines[0].complete_generalized(g, done.with_error(CompletionError::Cancelled));
+    let cancelled = Completion {
+        error: Some(CompletionError::Cancelled),
+        ..done
+    };
+    w.engines[0].complete_generalized(g, cancelled);
     assert_eq!(w.engines[0].take_completion(g), Some(done));
     assert!(!w.engines[0].is_live(g));
 }
