@@ -137,3 +137,31 @@ def test_a_rank_claimed_twice_fails_at_join_naming_the_first_claimant(built, pro
     out = subprocess.run([program("init_check")], env=short, capture_output=True, text=True, timeout=30).stdout
     assert "TETHER_ERR_TIMEOUT" in out and "ocean" in out, out
 
+
+def test_tether_run_names_the_killed_process_not_the_one_it_took_down(built, python_package, tmp_path):
+    """kill -9 of one process makes its peer fail within milliseconds: the
+    launcher sees both exits, in the scheduler's order, and must name the
+    killed one (5 trials)."""
+    import os
+    import signal
+    import sys
+
+    from conftest import ROOT
+
+    script = str(ROOT / "tests" / "python" / "blame_peer.py")
+    for trial in range(5):
+        launcher = subprocess.Popen(
+            [str(TETHER), "run", "--timeout", "60", "--name", "a", "-n", "1", sys.executable, script, "victim", ":",
+             "--name", "b", "-n", "1", sys.executable, script, "witness"],
+            env=clean_env(TETHER_TRANSPORTS="tcp"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            line = launcher.stdout.readline()
+            assert "victim pid" in line, line
+            os.kill(int(line.split()[-1]), signal.SIGKILL)
+            out, err = launcher.communicate(timeout=60)
+        finally:
+            launcher.kill()
+        blamed = [ln for ln in err.splitlines() if ln.startswith("tether run: ")]
+        assert blamed and blamed[0].startswith("tether run: a:0 killed by signal 9"), (trial, err)
+        assert launcher.returncode == 128 + 9, (trial, launcher.returncode, err)
+

@@ -6,7 +6,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use super::children::Children;
+use super::children::{Children, Exit};
 use super::signals;
 
 /// Time between SIGTERM and SIGKILL.
@@ -32,12 +32,14 @@ pub struct Timeout {
 }
 
 /// Waits for every child in `children` and returns the run's exit code:
-/// 0 when all exited 0; otherwise the code of the first failure (a child's
+/// 0 when all exited 0; otherwise the code of the failure it names (a child's
 /// exit code, 128 + a signal that killed it, 124 for the timeout, 128 + a
 /// signal the launcher received, or `failed_start` when the caller could not
 /// start every child).
 ///
-/// On the first failure it prints one line to stderr, sends SIGTERM to every
+/// On the first failure it gathers the failures that follow within 200 ms
+/// and prints one line to stderr naming the one a signal killed (else the
+/// first seen) and then the others; it sends SIGTERM to every
 /// child's process group (the launcher's own SIGINT/SIGTERM/SIGHUP are passed
 /// on as they are), and SIGKILL 3 s later, at a second signal, or as soon as
 /// every child ended (to reach what they left in their groups). Blocks until
@@ -53,9 +55,19 @@ pub fn supervise(children: &Children, timeout: Option<Timeout>, failed_start: Op
     while running > 0 {
         if let Some(exit) = children.next_exit(TICK) {
             running -= 1;
-            if let (None, Some(code)) = (ending.code, failure_code(&exit.status)) {
-                let label = children.label(exit.index);
-                eprintln!("tether run: {label} {}", describe(&exit.status));
+            if let (None, Some(_)) = (ending.code, failure_code(&exit.status)) {
+                let (first, others) = first_failure(children, exit, &mut running);
+                let code = failure_code(&first.status).unwrap_or(1);
+                let label = children.label(first.index);
+                let mut line = format!("tether run: {label} {}", describe(&first.status));
+                if !others.is_empty() {
+                    let then: Vec<String> = others
+                        .iter()
+                        .map(|e| format!("{} {}", children.label(e.index), describe(&e.status)))
+                        .collect();
+                    line += &format!(" (then {})", then.join(", "));
+                }
+                eprintln!("{line}");
                 ending.begin(children, code, libc::SIGTERM);
             }
         }
@@ -88,6 +100,46 @@ pub fn supervise(children: &Children, timeout: Option<Timeout>, failed_start: Op
     }
     children.drain_output(OUTPUT_DRAIN);
     ending.code.unwrap_or(0)
+}
+
+/// How long, after a first failure, the exits that follow it are
+/// gathered before one is named: a process killed by a signal takes its
+/// peers down with it (they fail on the lost peer within milliseconds),
+/// and the order their exits are seen in is the scheduler's.
+const BLAME_WINDOW: Duration = Duration::from_millis(200);
+
+/// The failure to name among `exit` and the failures that follow it within
+/// [`BLAME_WINDOW`]: one killed by a signal the launcher did not send (the
+/// process that died first, whose death failed the others), else the first
+/// seen; with the other failures, in the order seen.
+fn first_failure(children: &Children, exit: Exit, running: &mut usize) -> (Exit, Vec<Exit>) {
+    let until = Instant::now() + BLAME_WINDOW;
+    let mut failures = vec![exit];
+    while *running > 0 {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let Some(next) = children.next_exit(left) else {
+            break;
+        };
+        *running -= 1;
+        if failure_code(&next.status).is_some() {
+            failures.push(next);
+        }
+    }
+    blame(failures)
+}
+
+/// Of `failures` (in the order seen, at least one), the one to name —
+/// the first killed by a signal, else the first — and the others.
+fn blame(mut failures: Vec<Exit>) -> (Exit, Vec<Exit>) {
+    let killed = failures
+        .iter()
+        .position(|e| matches!(&e.status, Ok(s) if s.signal().is_some()))
+        .unwrap_or(0);
+    let first = failures.remove(killed);
+    (first, failures)
 }
 
 /// Where the ending of a run stands.
@@ -163,5 +215,20 @@ mod tests {
         assert_eq!(describe(&exited(3)), "exited with code 3");
         assert_eq!(describe(&killed(9)), "killed by signal 9");
         assert_eq!(failure_code(&Err(io::Error::other("x"))), Some(1));
+    }
+
+    #[test]
+    fn the_process_a_signal_killed_is_named_before_those_it_took_down() {
+        let exit = |index: usize, raw: i32| Exit {
+            index,
+            status: Ok(ExitStatus::from_raw(raw)),
+        };
+        // The witness's exit (code 1) was seen before the victim's (SIGKILL).
+        let (named, others) = blame(vec![exit(1, 1 << 8), exit(0, 9), exit(2, 1 << 8)]);
+        assert_eq!(named.index, 0);
+        assert_eq!(others.iter().map(|e| e.index).collect::<Vec<_>>(), [1, 2]);
+        // No signal: the first seen.
+        let (named, others) = blame(vec![exit(2, 3 << 8), exit(1, 1 << 8)]);
+        assert_eq!((named.index, others.len()), (2, 1));
     }
 }
