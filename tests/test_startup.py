@@ -165,3 +165,39 @@ def test_tether_run_names_the_killed_process_not_the_one_it_took_down(built, pyt
         assert blamed and blamed[0].startswith("tether run: a:0 killed by signal 9"), (trial, err)
         assert launcher.returncode == 128 + 9, (trial, launcher.returncode, err)
 
+
+def test_a_stale_size_entry_fails_fast_naming_the_rendezvous(built, program, tmp_path):
+    """An earlier run left size/alpha = 2 in the rendezvous directory; beta
+    starts first and believes it, alpha (1 process now) rewrites it: the
+    two joined different universes. Their handshake is refused for good,
+    so alpha's operations fail at once naming the directory, with one
+    warning per process instead of one per retry."""
+    rdv = tmp_path / "rdv"
+    rdv.mkdir()
+    (rdv / "size%alpha").write_text("2 nonce=0000000000000001")
+    prog = program("p2p_suite")
+
+    def env(name):
+        return clean_env(TETHER_RENDEZVOUS=str(rdv), TETHER_PROGRAM=name, TETHER_PROGRAMS="alpha,beta",
+                         TETHER_RANK=0, TETHER_SIZE=1, TETHER_CONNECT_TIMEOUT=3, TETHER_TRANSPORTS="tcp")
+
+    beta = subprocess.Popen([prog, "pairs"], env=env("beta"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not (rdv / "addr%beta%0").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        start = time.monotonic()
+        alpha = subprocess.run([prog, "pairs"], env=env("alpha"), capture_output=True, text=True, timeout=30)
+        took = time.monotonic() - start
+        beta_out, _ = beta.communicate(timeout=30)
+    finally:
+        beta.kill()
+        beta.wait()
+    out = alpha.stdout + alpha.stderr
+    assert alpha.returncode != 0, out
+    assert "TETHER_ERR_INIT: beta:0 joined another universe than this process (alpha of 1, beta of 1)" in out, out
+    assert f"rendezvous {rdv} holds entries of an earlier run" in out, out
+    assert took < 2.5, f"alpha took {took:.1f} s, less than its 3 s connect timeout expected"
+    assert out.count("WARN") <= 2 and beta_out.count("WARN") <= 2, out + beta_out
+

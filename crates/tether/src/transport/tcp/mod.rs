@@ -42,6 +42,9 @@ const LISTENER: Token = TCP_TOKENS.token(0);
 pub const DIRECT_POLL_MAX: usize = 2;
 /// Why a `Hello` lost to a simultaneous connection; not an error.
 const REJECT_DUPLICATE: &str = "duplicate connection";
+/// How a refusal for a hello of another universe begins: no retry can
+/// change that, so both sides give the peer up at once.
+const REJECT_OTHER_UNIVERSE: &str = "another universe: ";
 
 /// The listener, registered in the reactor, before the universe is known.
 pub type Bound = (TcpListener, SocketAddr);
@@ -549,7 +552,7 @@ impl TcpTransport {
         let hello = Hello::decode(payload).map_err(|e| e.to_string())?;
         if hello.universe_id != self.universe.id {
             return Err(format!(
-                "process {}:{} belongs to another universe (id {:#x}, expected {:#x}): a process of another run sharing the rendezvous?",
+                "{REJECT_OTHER_UNIVERSE}process {}:{} belongs to another universe (id {:#x}, expected {:#x})",
                 hello.program, hello.program_rank, hello.universe_id, self.universe.id
             ));
         }
@@ -575,6 +578,14 @@ impl TcpTransport {
             Err(reason) => {
                 tracing::warn!("refusing connection from {remote}: {reason}");
                 self.reject(token, &reason);
+                if reason.starts_with(REJECT_OTHER_UNIVERSE) {
+                    if let Some(peer) = Hello::decode(payload)
+                        .ok()
+                        .and_then(|h| self.universe_rank_of(&h))
+                    {
+                        self.lose_to_other_universe(peer);
+                    }
+                }
                 return;
             }
         };
@@ -612,7 +623,13 @@ impl TcpTransport {
                     self.universe.describe(expected)
                 ),
             ),
-            Err(reason) => self.retry_later(token, reason),
+            Err(reason) => {
+                let other_universe = reason.starts_with(REJECT_OTHER_UNIVERSE);
+                self.retry_later(token, reason);
+                if other_universe {
+                    self.lose_to_other_universe(expected);
+                }
+            }
         }
     }
 
@@ -621,7 +638,46 @@ impl TcpTransport {
             let remote = self.entries[&token].conn.remote;
             tracing::warn!("connection to {remote} refused: {reason}");
         }
+        let peer = self.entries.get(&token).and_then(|e| e.peer);
+        let other_universe = reason.starts_with(REJECT_OTHER_UNIVERSE);
         self.retry_later(token, reason);
+        if let (true, Some(peer)) = (other_universe, peer) {
+            self.lose_to_other_universe(peer);
+        }
+    }
+
+    /// The rank in this universe of the process a hello names, if this
+    /// universe has one of that name.
+    fn universe_rank_of(&self, hello: &Hello) -> Option<u32> {
+        let program = self.universe.find(&hello.program)?;
+        let p = &self.universe.programs[program];
+        (hello.program_rank < p.size).then(|| p.first + hello.program_rank)
+    }
+
+    /// Gives `peer` up: it joined from other rendezvous entries than this
+    /// process (an earlier run's left behind, or another run's), which no
+    /// retry changes; its operations fail now, naming the rendezvous.
+    fn lose_to_other_universe(&mut self, peer: u32) {
+        if self.links.get(&peer).is_some_and(|l| l.finished) {
+            return;
+        }
+        let mine: Vec<String> = self
+            .universe
+            .programs
+            .iter()
+            .map(|p| format!("{} of {}", p.name, p.size))
+            .collect();
+        let message = format!(
+            "{} joined another universe than this process ({}): rendezvous {} holds entries of an earlier run, or another run shares it; \
+             start again with a fresh rendezvous (an empty directory, or a new server)",
+            self.universe.describe(peer),
+            mine.join(", "),
+            self.rendezvous.describe()
+        );
+        if let Some(token) = self.links.get(&peer).and_then(|l| l.connecting) {
+            self.close(token, Some(peer));
+        }
+        self.lose(peer, err(ErrorClass::Init, message));
     }
 
     /// Drops an outgoing attempt; the link retries (or the winning
