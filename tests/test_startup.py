@@ -201,3 +201,27 @@ def test_a_stale_size_entry_fails_fast_naming_the_rendezvous(built, program, tmp
     assert took < 2.5, f"alpha took {took:.1f} s, less than its 3 s connect timeout expected"
     assert out.count("WARN") <= 2 and beta_out.count("WARN") <= 2, out + beta_out
 
+
+@pytest.mark.parametrize("transports", ["tcp", "shm,tcp"])
+def test_a_receive_from_a_peer_that_died_before_contact_fails(built, python_package, tmp_path, transports):
+    """Separately launched: `b` receives from `a`, which joined and died
+    before sending anything. The receive links with `a` (a route and a
+    connection are made for a receive too), so the death is seen: an
+    error within the connect timeout, not a wait for ever."""
+    import sys
+
+    from conftest import ROOT
+
+    script = str(ROOT / "tests" / "python" / "early_death.py")
+    common = dict(TETHER_RENDEZVOUS=str(tmp_path / "rdv"), TETHER_PROGRAMS="a,b", TETHER_RANK=0, TETHER_SIZE=1,
+                  TETHER_CONNECT_TIMEOUT=3, TETHER_TRANSPORTS=transports)
+    crash = subprocess.Popen([sys.executable, script, "crash"], env=clean_env(TETHER_PROGRAM="a", **common))
+    start = time.monotonic()
+    waiter = subprocess.run([sys.executable, script, "wait", "0"], env=clean_env(TETHER_PROGRAM="b", **common),
+                            capture_output=True, text=True, timeout=60)
+    crash.wait(timeout=30)
+    assert crash.returncode == 3
+    assert waiter.stdout.startswith("ok "), waiter.stdout + waiter.stderr
+    assert "a:0" in waiter.stdout, waiter.stdout
+    assert time.monotonic() - start < 20
+

@@ -470,6 +470,17 @@ impl Transports {
         }
     }
 
+    /// Chooses the transport for `peer` and connects, unless a route
+    /// exists: a receive from a peer this process never sent to links
+    /// with it, so that its death is seen (a closed connection, a
+    /// refused one, a segment that never becomes ready) instead of
+    /// waited for. One lookup when the route exists.
+    pub fn reach(&mut self, peer: u32, engine: &mut Engine) {
+        if !self.routes.contains_key(&peer) {
+            self.resolve(peer, engine, None);
+        }
+    }
+
     /// Chooses the transport for `peer` now and connects (eager
     /// connections, kernels).
     pub fn start_connect(&mut self, peer: u32, engine: &mut Engine) {

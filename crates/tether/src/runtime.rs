@@ -251,6 +251,9 @@ impl Runtime {
         let (source, context, tag) = self.selector(source, tag, comm)?;
         if let Some(peer) = source {
             self.note_peer(peer);
+            if peer != self.me {
+                self.transport.reach(peer, &mut self.engine);
+            }
         }
         let started = self.trace_now();
         let req = self
