@@ -669,6 +669,15 @@ impl Engine {
         &mut self.counters
     }
 
+    /// The peers that posted receives wait for by name (for linking with
+    /// them, so that their death is seen).
+    pub fn awaited_sources(&self) -> Vec<u32> {
+        let mut sources: Vec<u32> = self.posted.sources().collect();
+        sources.sort_unstable();
+        sources.dedup();
+        sources
+    }
+
     /// Messages that arrived before their receive, waiting for it now.
     pub fn unexpected_len(&self) -> usize {
         self.unexpected.len()

@@ -109,6 +109,11 @@ impl PostedQueue {
         self.items.len()
     }
 
+    /// The sources that posted receives name (wildcards left out).
+    pub fn sources(&self) -> impl Iterator<Item = u32> + '_ {
+        self.items.iter().filter_map(|(s, _)| s.source)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

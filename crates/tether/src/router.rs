@@ -471,10 +471,13 @@ impl Transports {
     }
 
     /// Chooses the transport for `peer` and connects, unless a route
-    /// exists: a receive from a peer this process never sent to links
-    /// with it, so that its death is seen (a closed connection, a
-    /// refused one, a segment that never becomes ready) instead of
-    /// waited for. One lookup when the route exists.
+    /// exists: a wait for a receive from a peer this process never sent
+    /// to links with it, so that its death is seen (a closed connection,
+    /// a refused one, a process gone) instead of waited for.
+    pub fn has_route(&self, peer: u32) -> bool {
+        self.routes.contains_key(&peer)
+    }
+
     pub fn reach(&mut self, peer: u32, engine: &mut Engine) {
         if !self.routes.contains_key(&peer) {
             self.resolve(peer, engine, None);
@@ -525,7 +528,28 @@ impl Transports {
             self.universe.describe(peer),
             reasons.join("; ")
         );
-        self.fail(peer, err(ErrorClass::Transport, message), engine);
+        // A peer whose process is gone is lost, whatever else failed.
+        let class = if self.is_gone(peer) {
+            ErrorClass::PeerLost
+        } else {
+            ErrorClass::Transport
+        };
+        self.fail(peer, err(class, message), engine);
+    }
+
+    /// Whether `peer`'s process is known to have ended: it runs on this
+    /// host and its pid no longer runs with its start time.
+    fn is_gone(&self, peer: u32) -> bool {
+        let Some((program, rank)) = self.universe.locate(peer) else {
+            return false;
+        };
+        let key = addr_key(&self.universe.programs[program].name, rank);
+        let Ok(Some(text)) = self.rendezvous.get(&key) else {
+            return false;
+        };
+        PeerAddress::decode(&text).is_some_and(|a| {
+            a.host == self.host && a.start.is_some_and(|start| !host::is_alive(a.pid, start))
+        })
     }
 
     /// Attaches to `peer`'s segment. `Err(Some(why))`: shm cannot reach

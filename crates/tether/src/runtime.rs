@@ -251,9 +251,6 @@ impl Runtime {
         let (source, context, tag) = self.selector(source, tag, comm)?;
         if let Some(peer) = source {
             self.note_peer(peer);
-            if peer != self.me {
-                self.transport.reach(peer, &mut self.engine);
-            }
         }
         let started = self.trace_now();
         let req = self
@@ -600,8 +597,13 @@ impl Runtime {
         let mut idle = IdleClock::default();
         let blocked_since = Instant::now();
         let traced_since = self.trace_now();
+        let mut reached = false;
         loop {
             let timeout = if idle.past(window) {
+                if !reached {
+                    reached = true;
+                    self.reach_awaited();
+                }
                 MAX_SLEEP
             } else {
                 Duration::ZERO
@@ -619,6 +621,30 @@ impl Runtime {
                 idle = IdleClock::default();
             } else if timeout.is_zero() {
                 self.polling.pause();
+            }
+        }
+    }
+
+    /// Links with every peer a posted receive waits for by name, before a
+    /// wait sleeps: a peer that died before it ever sent to this process
+    /// is then seen (its left address refuses, its process is gone)
+    /// instead of waited for. Only before sleeping: by then the polls
+    /// took in whatever such a peer sent before it died (a ring needs no
+    /// route to be read, and a failed route loses the peer).
+    fn reach_awaited(&mut self) {
+        let awaited = self.engine.awaited_sources();
+        if awaited
+            .iter()
+            .all(|&peer| peer == self.me || self.transport.has_route(peer))
+        {
+            return;
+        }
+        // One more round first, so that what arrived since the last one
+        // is taken before a peer found gone is given up.
+        self.progress_once(Some(Duration::ZERO));
+        for peer in self.engine.awaited_sources() {
+            if peer != self.me {
+                self.transport.reach(peer, &mut self.engine);
             }
         }
     }
