@@ -511,6 +511,14 @@ impl Transports {
                     } else {
                         match self.try_shm(peer) {
                             Ok(()) => return self.route(peer, Route::Shm, engine),
+                            Err(Some(problem)) if self.is_gone(peer) => {
+                                // No transport reaches a process that ended.
+                                let message = format!(
+                                    "{} exited or was killed: {problem}",
+                                    self.universe.describe(peer)
+                                );
+                                return self.fail(peer, err(ErrorClass::PeerLost, message), engine);
+                            }
                             Err(Some(problem)) => reasons.push(format!("shm: {problem}")),
                             Err(None) => return,
                         }
@@ -528,13 +536,7 @@ impl Transports {
             self.universe.describe(peer),
             reasons.join("; ")
         );
-        // A peer whose process is gone is lost, whatever else failed.
-        let class = if self.is_gone(peer) {
-            ErrorClass::PeerLost
-        } else {
-            ErrorClass::Transport
-        };
-        self.fail(peer, err(class, message), engine);
+        self.fail(peer, err(ErrorClass::Transport, message), engine);
     }
 
     /// Whether `peer`'s process is known to have ended: it runs on this
