@@ -93,6 +93,16 @@ enum Route {
     },
 }
 
+/// Why shared memory did not reach a peer (yet).
+enum ShmMiss {
+    /// Not yet: its address or segment is not there; retried.
+    NotYet,
+    /// It cannot, for this reason; the next transport decides.
+    Cannot(String),
+    /// Its process has ended.
+    Gone(String),
+}
+
 pub struct Transports {
     reactor: Reactor,
     /// Payloads that wait in files (`hybrid`), delivered on a socket or
@@ -511,16 +521,13 @@ impl Transports {
                     } else {
                         match self.try_shm(peer) {
                             Ok(()) => return self.route(peer, Route::Shm, engine),
-                            Err(Some(problem)) if self.is_gone(peer) => {
-                                // No transport reaches a process that ended.
-                                let message = format!(
-                                    "{} exited or was killed: {problem}",
-                                    self.universe.describe(peer)
-                                );
-                                return self.fail(peer, err(ErrorClass::PeerLost, message), engine);
+                            Err(ShmMiss::Gone(problem)) => {
+                                return self.lose_gone(peer, &problem, engine)
                             }
-                            Err(Some(problem)) => reasons.push(format!("shm: {problem}")),
-                            Err(None) => return,
+                            Err(ShmMiss::Cannot(problem)) => {
+                                reasons.push(format!("shm: {problem}"))
+                            }
+                            Err(ShmMiss::NotYet) => return,
                         }
                     }
                     if name == "hybrid" {
@@ -539,46 +546,44 @@ impl Transports {
         self.fail(peer, err(ErrorClass::Transport, message), engine);
     }
 
-    /// Whether `peer`'s process is known to have ended: it runs on this
-    /// host and its pid no longer runs with its start time.
-    fn is_gone(&self, peer: u32) -> bool {
-        let Some((program, rank)) = self.universe.locate(peer) else {
-            return false;
-        };
-        let key = addr_key(&self.universe.programs[program].name, rank);
-        let Ok(Some(text)) = self.rendezvous.get(&key) else {
-            return false;
-        };
-        PeerAddress::decode(&text).is_some_and(|a| {
-            a.host == self.host && a.start.is_some_and(|start| !host::is_alive(a.pid, start))
-        })
+    /// No transport reaches a process that ended: `peer` is lost.
+    fn lose_gone(&mut self, peer: u32, problem: &str, engine: &mut Engine) {
+        let message = format!(
+            "{} exited or was killed: {problem}",
+            self.universe.describe(peer)
+        );
+        self.fail(peer, err(ErrorClass::PeerLost, message), engine);
     }
 
-    /// Attaches to `peer`'s segment. `Err(Some(why))`: shm cannot reach
-    /// it; `Err(None)`: not yet (the route is pending).
-    fn try_shm(&mut self, peer: u32) -> std::result::Result<(), Option<String>> {
+    /// Attaches to `peer`'s segment. `Err(ShmMiss::Cannot(why))`: shm cannot reach
+    /// it; `Err(ShmMiss::NotYet)`: not yet (the route is pending);
+    /// `Err(ShmMiss::Gone(why))`: its process ended.
+    fn try_shm(&mut self, peer: u32) -> std::result::Result<(), ShmMiss> {
         let Some(shm) = self.shm.as_mut() else {
-            return Err(Some(self.shm_problem.clone()));
+            return Err(ShmMiss::Cannot(self.shm_problem.clone()));
         };
         let (program, rank) = self.universe.locate(peer).expect("peer in universe");
         let key = addr_key(&self.universe.programs[program].name, rank);
         let problem = match self.rendezvous.get(&key) {
             Ok(Some(text)) => {
                 let Some(address) = PeerAddress::decode(&text) else {
-                    return Err(Some(format!("its rendezvous entry {text:?} is malformed")));
+                    return Err(ShmMiss::Cannot(format!(
+                        "its rendezvous entry {text:?} is malformed"
+                    )));
                 };
                 if address.host != self.host {
-                    return Err(Some(format!(
+                    return Err(ShmMiss::Cannot(format!(
                         "it is on another host ({}; this one is {})",
                         address.host, self.host
                     )));
                 }
                 let (Some(start), Some(fd)) = (address.start, address.shm) else {
-                    return Err(Some("it offers no shared memory".into()));
+                    return Err(ShmMiss::Cannot("it offers no shared memory".into()));
                 };
                 match shm.attach(peer, address.pid, start, fd, self.reactor.registry()) {
                     Ok(()) => return Ok(()),
-                    Err(AttachError::Unusable(why)) => return Err(Some(why)),
+                    Err(AttachError::Unusable(why)) => return Err(ShmMiss::Cannot(why)),
+                    Err(AttachError::Gone(why)) => return Err(ShmMiss::Gone(why)),
                     Err(AttachError::NotReady) => "its shared segment never became ready".into(),
                 }
             }
@@ -608,7 +613,7 @@ impl Transports {
                 );
             }
         }
-        Err(None)
+        Err(ShmMiss::NotYet)
     }
 
     /// Settles the route of `peer`, sending what waited for it in order.
@@ -674,7 +679,7 @@ impl Transports {
         for peer in due {
             match self.try_shm(peer) {
                 Ok(()) => self.route(peer, Route::Shm, engine),
-                Err(None) => {
+                Err(ShmMiss::NotYet) => {
                     if let Some(Route::Pending {
                         deadline, problem, ..
                     }) = self.routes.get(&peer)
@@ -689,7 +694,8 @@ impl Transports {
                         }
                     }
                 }
-                Err(Some(why)) => {
+                Err(ShmMiss::Gone(why)) => self.lose_gone(peer, &why, engine),
+                Err(ShmMiss::Cannot(why)) => {
                     // Shared memory turned out not to reach it: the next
                     // transport in the order decides, with the queue kept.
                     let queue = match self.remove_route(peer) {

@@ -62,6 +62,15 @@ impl Span {
     }
 }
 
+/// The trace clock: nanoseconds of this host's real-time clock plus
+/// `shift` (`TETHER_TRACE_CLOCK_SHIFT_NS`, for tests of the alignment).
+pub fn clock(shift: i64) -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    since.as_nanos() as i64 + shift
+}
+
 /// One measurement of this process's clock against universe rank 0's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClockSample {
@@ -135,10 +144,7 @@ impl Recorder {
 
     /// Nanoseconds of the real-time clock, shifted.
     pub fn now(&self) -> i64 {
-        let since = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        since.as_nanos() as i64 + self.shift
+        clock(self.shift)
     }
 
     /// Keeps `span` until request `req` completes.

@@ -12,7 +12,7 @@
 //! `TETHER_CONNECT_TIMEOUT`.
 
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use tether_proto::{Region, ReqId};
 
@@ -65,12 +65,10 @@ impl Runtime {
         Ok(())
     }
 
-    /// The trace clock: real time plus the test shift.
+    /// The trace clock, also when this process records no trace (rank 0
+    /// answers clock questions either way).
     fn trace_clock(&self) -> i64 {
-        let since = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        since.as_nanos() as i64 + self.trace_shift
+        crate::trace::clock(self.trace_shift)
     }
 
     /// Now, if a trace is recorded.
@@ -125,9 +123,13 @@ impl Runtime {
         };
         let asked = *asked;
         if self.engine.completion(asked).is_none() {
-            self.clock_server
-                .answers
-                .retain(|(req, _)| self.engine.is_live(*req));
+            if !self.clock_server.answers.is_empty() {
+                // An answer sent is taken, freeing its request and buffer.
+                let engine = &mut self.engine;
+                self.clock_server
+                    .answers
+                    .retain(|(req, _)| engine.take_completion(*req).is_none());
+            }
             return;
         }
         let completion = self.engine.take_completion(asked);

@@ -279,13 +279,13 @@ impl ShmTransport {
             return Ok(());
         }
         if !host::is_alive(pid, start) {
-            return Err(AttachError::Unusable(format!(
+            return Err(AttachError::Gone(format!(
                 "its process {pid} is not running (any more)"
             )));
         }
         let mapping = segment::attach(pid, fd, self.universe.id, self.me_rank(), self.me)?;
         if !host::is_alive(pid, start) {
-            return Err(AttachError::Unusable(format!(
+            return Err(AttachError::Gone(format!(
                 "its process {pid} ended while attaching"
             )));
         }

@@ -310,6 +310,8 @@ pub enum AttachError {
     /// This transport cannot reach the peer (another reason: permissions,
     /// another universe); the message says why.
     Unusable(String),
+    /// The peer's process has ended: no transport reaches it.
+    Gone(String),
 }
 
 /// Maps the segment of process `pid` (descriptor `fd`) and claims slot
