@@ -230,3 +230,28 @@ def test_launcher_falls_back_on_the_checkout(python_package):
     code = "import tether._launcher as l; print(l._checkouts())"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert "PosixPath(" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("setup, sender_put, receiver_got", [
+    ("shm", 1 << 19, 1 << 19),
+    ("shm-no-split", 1 << 20, 0),
+    ("shm-no-cma", 0, 0),
+    ("tcp", 0, 0),
+])
+def test_large_messages_move_by_remote_memory_where_the_transport_reaches_it(python_package, setup,
+                                                                          sender_put, receiver_got):
+    """On one host the engine's rendezvous writes the message into the
+    receive buffer (and, from TETHER_SHM_SPLIT_BYTES on, the receiver reads
+    the second half itself), which the counters show; without cross-memory
+    attach, or over TCP, the data goes through the link."""
+    env = {"shm": {"TETHER_TRANSPORTS": "shm"},
+           "shm-no-split": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_SPLIT_BYTES": "0"},
+           "shm-no-cma": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_CMA": "0"},
+           "tcp": {"TETHER_TRANSPORTS": "tcp"}}[setup]
+    transport = env["TETHER_TRANSPORTS"]
+    script = str(ROOT / "tests" / "python" / "remote_memory_check.py")
+    proc = tether_run(["--name", "a", "-n", "2", sys.executable, script, transport],
+                      env=clean_env(**env))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"remote 0 put {sender_put} got 0" in proc.stdout, proc.stdout
+    assert f"remote 1 put 0 got {receiver_got}" in proc.stdout, proc.stdout

@@ -14,9 +14,14 @@
 //! nothing more is read from it. The engine must never panic; besides,
 //! the target checks what the runtime relies on:
 //! - every region the engine hands out (a payload sink, a borrowed send
-//!   payload, the region an `Rts` announces or a `Cts` grants,
+//!   payload, the memory the key of an `Rts` announces or of a `Cts`
+//!   grants, the local memory of a remote memory operation,
 //!   `eager_destination`) lies inside the buffer of a live request, a
 //!   receive's or a send's as it should be;
+//! - remote memory is used only with peer 1, the one whose memory the
+//!   script says is reachable (when it says so: the first byte), and an
+//!   operation's access lies inside its key; operations end as the
+//!   script's counter says (done, refused, or failed);
 //! - a sink of nothing follows only a header without payload, and a sink
 //!   takes exactly the header's payload;
 //! - frames off the data path (`Hello`, `Bye`, ...) are refused;
@@ -25,12 +30,12 @@
 //!   buffer, a truncated one more; a send that succeeded sent its buffer;
 //!   `Cancelled` exactly for cancelled receives;
 //! - once every peer is lost, every request that needs a peer has
-//!   completed and nothing is left to send.
+//!   completed and nothing is left to send or to copy.
 
-use tether_proto::wire::{FLAG_PAYLOAD_IN_FILE, HEADER_LEN};
+use tether_proto::wire::{FLAG_PAYLOAD_IN_FILE, FLAG_REMOTE_KEY, FLAG_SPLIT, HEADER_LEN};
 use tether_proto::{
-    Completion, CompletionError, Engine, EngineConfig, FrameHeader, FrameKind, PayloadSink, Region,
-    ReqId, SinkToken, TransmitPayload,
+    Completion, CompletionError, Engine, EngineConfig, FrameHeader, FrameKind, PayloadSink,
+    PutSource, Region, RemoteKey, ReqId, RmaKind, RmaStatus, SinkToken, TransmitPayload,
 };
 
 use crate::input::Input;
@@ -50,6 +55,11 @@ pub fn engine(data: &[u8]) {
     };
     let eager_limit = [0, 1, 64, MAX_EAGER][usize::from(first % 4)];
     let mut h = Harness::new(eager_limit);
+    if first & 4 != 0 {
+        h.engine.set_remote_memory(PEERS[0], u64::MAX);
+        h.engine
+            .set_split_bytes([0, 1, 4096, 8192][usize::from((first >> 3) % 4)]);
+    }
     while let Some(op) = input.u8() {
         if h.step(op, &mut input).is_none() {
             break;
@@ -75,8 +85,16 @@ struct Tracked {
 
 /// A payload the link has not finished reading.
 enum Pending {
-    Region { region: Region, token: SinkToken },
-    Owned { buf: Vec<u8>, token: SinkToken },
+    Region {
+        region: Region,
+        token: SinkToken,
+    },
+    Owned {
+        buf: Vec<u8>,
+        token: SinkToken,
+        /// For a remote key: one that fits what its frame says.
+        key: Option<RemoteKey>,
+    },
 }
 
 struct Harness {
@@ -95,6 +113,8 @@ struct Harness {
     /// `Cts` the engine sent: (peer, receiver_req, granted).
     cts_sent: Vec<(u32, u64, u64)>,
     fill: u8,
+    /// Remote memory operations carried out, for how the next one ends.
+    copies: u8,
 }
 
 impl Harness {
@@ -112,6 +132,7 @@ impl Harness {
             rts_sent: Vec::new(),
             cts_sent: Vec::new(),
             fill: 0,
+            copies: 0,
         }
     }
 
@@ -246,7 +267,7 @@ impl Harness {
             HelloReject,
             Bye,
             Abort,
-            PartRead,
+            ReadDone,
         ];
         let b = input.u8()?;
         let mut header = FrameHeader::new(KINDS[usize::from(b % 16)]);
@@ -264,6 +285,10 @@ impl Harness {
                     u64::from(input.u16()?)
                 };
                 header.sender_req = u64::from(input.u8()?);
+                if b & 0x20 != 0 {
+                    header.flags = FLAG_REMOTE_KEY;
+                    header.payload_len = RemoteKey::ENCODED_LEN as u64;
+                }
             }
             Cts => {
                 let sent: Vec<_> = self.rts_sent.iter().filter(|r| r.0 == from).collect();
@@ -284,6 +309,14 @@ impl Harness {
                     }
                 }
                 header.receiver_req = u64::from(input.u8()?);
+                let keyed = input.u8()?;
+                if keyed & 1 != 0 {
+                    header.flags = FLAG_REMOTE_KEY;
+                    header.payload_len = RemoteKey::ENCODED_LEN as u64;
+                    if keyed & 2 != 0 {
+                        header.flags |= FLAG_SPLIT;
+                    }
+                }
             }
             Data => {
                 let sent: Vec<_> = self.cts_sent.iter().filter(|r| r.0 == from).collect();
@@ -304,7 +337,16 @@ impl Harness {
                 }
             }
             Hello | HelloAck | HelloReject => header.payload_len = u64::from(input.u8()?),
-            Bye | Abort | PartRead => {}
+            ReadDone => {
+                let sent: Vec<_> = self.rts_sent.iter().filter(|r| r.0 == from).collect();
+                let i = usize::from(input.u8()?);
+                header.sender_req = match sent.get(i % sent.len().max(1)) {
+                    Some(&&(_, sender_req, _)) => sender_req,
+                    None => u64::from(input.u8()?),
+                };
+                header.tag = i32::from(b & 0x20 != 0);
+            }
+            Bye | Abort => {}
         }
         Some(header.encode())
     }
@@ -330,7 +372,11 @@ impl Harness {
         assert!(
             matches!(
                 header.kind,
-                FrameKind::Eager | FrameKind::Rts | FrameKind::Cts | FrameKind::Data
+                FrameKind::Eager
+                    | FrameKind::Rts
+                    | FrameKind::Cts
+                    | FrameKind::Data
+                    | FrameKind::ReadDone
             ),
             "the engine took a frame off the data path: {header:?}"
         );
@@ -354,7 +400,15 @@ impl Harness {
             }
             PayloadSink::Owned { buf, token } => {
                 assert_eq!(buf.len() as u64, header.payload_len, "{header:?}");
-                Pending::Owned { buf, token }
+                let key = (header.flags & FLAG_REMOTE_KEY != 0).then(|| RemoteKey {
+                    id: match header.kind {
+                        FrameKind::Rts => header.sender_req,
+                        _ => header.receiver_req,
+                    },
+                    addr: 0x1000,
+                    len: header.msg_size.min(u64::MAX - 0x1000),
+                });
+                Pending::Owned { buf, token, key }
             }
         };
         self.pending[peer] = Some(pending);
@@ -380,8 +434,15 @@ impl Harness {
                 unsafe { region.copy_from(&bytes) };
                 self.engine.payload_done(token, None);
             }
-            Pending::Owned { mut buf, token } => {
-                buf.fill(self.fill);
+            Pending::Owned {
+                mut buf,
+                token,
+                key,
+            } => {
+                match key {
+                    Some(key) if self.fill & 1 == 0 => buf.copy_from_slice(&key.encode()),
+                    _ => buf.fill(self.fill),
+                }
                 self.engine.payload_done(token, Some(buf));
             }
         }
@@ -407,7 +468,28 @@ impl Harness {
                 FrameKind::Rts => self.rts_sent.push((t.peer, h.sender_req, h.msg_size)),
                 FrameKind::Cts => self.cts_sent.push((t.peer, h.receiver_req, h.msg_size)),
                 FrameKind::Eager | FrameKind::Data => {}
+                FrameKind::ReadDone => assert_eq!(t.peer, PEERS[0], "{h:?}"),
                 other => panic!("the engine sent a {other:?} frame"),
+            }
+            if h.flags & FLAG_REMOTE_KEY != 0 {
+                assert_eq!(t.peer, PEERS[0], "a key for a peer out of reach: {h:?}");
+                let TransmitPayload::Owned(bytes) = &t.payload else {
+                    panic!("a keyed frame without its key: {h:?}");
+                };
+                let key = RemoteKey::decode(bytes).expect("the engine's key decodes");
+                // An Rts announces its send's buffer, a Cts grants part of
+                // its receive's.
+                let (req, recv) = match h.kind {
+                    FrameKind::Rts => (h.sender_req, false),
+                    FrameKind::Cts => (h.receiver_req, true),
+                    other => panic!("a {other:?} frame with a key"),
+                };
+                assert_eq!((key.id, key.len), (req, h.msg_size), "{h:?}");
+                let region = Region {
+                    ptr: key.addr as *mut u8,
+                    len: key.len as usize,
+                };
+                self.check_region(region, recv);
             }
             if let TransmitPayload::Borrowed(region) = t.payload {
                 let req = t.completes.expect("a borrowed payload names its send");
@@ -420,25 +502,30 @@ impl Harness {
                 let buf = &self.buffers[self.tracked[i].buf];
                 assert!(inside(region, buf), "send payload outside its buffer");
             }
-            if let TransmitPayload::Rendezvous(region) = t.payload {
-                // An Rts announces its send's buffer, a Cts grants part of
-                // its receive's.
-                let (req, recv) = match h.kind {
-                    FrameKind::Rts => (h.sender_req, false),
-                    FrameKind::Cts => (h.receiver_req, true),
-                    other => panic!("a {other:?} frame with a rendezvous region"),
-                };
-                let owner = self
-                    .tracked
-                    .iter()
-                    .find(|x| x.req.to_wire() == req && !x.freed)
-                    .expect("a rendezvous region of a live request");
-                assert_eq!(matches!(owner.role, Role::Recv { .. }), recv);
-                assert!(inside(region, &self.buffers[owner.buf]), "{region:?}");
-                assert_eq!(region.len as u64, h.msg_size, "{h:?}");
-            }
             if let Some(req) = t.completes {
                 self.engine.transmit_done(req);
+            }
+        }
+        while let Some(op) = self.engine.poll_rma() {
+            assert_eq!(op.peer, PEERS[0], "remote memory of a peer out of reach");
+            assert!(!self.closed[0], "remote memory of a lost peer");
+            assert!(op.remote_address().is_some(), "outside its key: {op:?}");
+            match &op.kind {
+                RmaKind::Put(PutSource::Region(r)) => self.check_region(*r, false),
+                RmaKind::Put(PutSource::Gathered(_)) => panic!("the script gathers nothing"),
+                RmaKind::Get(r) => self.check_region(*r, true),
+            }
+            self.copies = self.copies.wrapping_add(1);
+            let status = [
+                RmaStatus::Done,
+                RmaStatus::Done,
+                RmaStatus::Refused,
+                RmaStatus::Failed,
+            ][usize::from(self.copies % 4)];
+            self.engine.rma_done(op, status);
+            // A failed copy is followed by the loss of the peer.
+            if status == RmaStatus::Failed {
+                self.lose(0);
             }
         }
     }
@@ -501,6 +588,7 @@ impl Harness {
         if let Some(t) = self.engine.poll_transmit() {
             panic!("a frame after every peer was lost: {t:?}");
         }
+        assert!(!self.engine.has_rma(), "a copy after every peer was lost");
         for i in 0..self.tracked.len() {
             let t = &self.tracked[i];
             if t.freed {

@@ -1,5 +1,6 @@
-//! What the engine moved, per peer: messages and bytes each way, and how
-//! the sends went (eager or rendezvous). Pure counting, read by the runtime's statistics
+//! What the engine moved, per peer: messages and bytes each way, how
+//! the sends went (eager or rendezvous), and the bytes moved by remote
+//! memory access. Pure counting, read by the runtime's statistics
 //! (`tether_stats`); a message moved outside the engine (the runtime's
 //! short path for blocking eager messages) is added by its mover.
 
@@ -15,6 +16,10 @@ pub struct PeerCounters {
     /// Messages that arrived from the peer, matched or not yet.
     pub messages_received: u64,
     pub bytes_received: u64,
+    /// Bytes this process wrote into the peer's memory, and read from it,
+    /// by remote memory access (the zero-copy rendezvous on one host).
+    pub bytes_put: u64,
+    pub bytes_got: u64,
 }
 
 /// How a send went.
@@ -57,6 +62,17 @@ impl Counters {
         counts.messages_received = counts.messages_received.saturating_add(1);
         // Saturating: the sizes are a peer's word, which may be anything.
         counts.bytes_received = counts.bytes_received.saturating_add(bytes);
+    }
+
+    /// Counts `bytes` written into (`put`) or read from `peer`'s memory.
+    pub fn remote(&mut self, peer: u32, put: bool, bytes: u64) {
+        let counts = self.peer_mut(peer);
+        let count = if put {
+            &mut counts.bytes_put
+        } else {
+            &mut counts.bytes_got
+        };
+        *count = count.saturating_add(bytes);
     }
 
     /// Every peer with a count, by universe rank.

@@ -6,8 +6,8 @@
 //! 1. the transport decodes a header with [`FrameHeader::decode`] and
 //!    asks [`classify`] what it is. Which frames a link may carry depends
 //!    on its [`LinkKind`]: handshakes only on a stream, data only once the
-//!    stream's peer is known, `PartRead` only on a shared-memory ring, a
-//!    payload in a file nowhere but beside a socket or ring. A frame a
+//!    stream's peer is known, a payload in a file nowhere but beside a
+//!    socket or ring. A frame a
 //!    link may not carry is a [`WireError::UnexpectedFrame`]: the peer
 //!    broke the protocol. The transport handles the link's own frames and
 //!    reports a data-path frame to the router, reading nothing more from
@@ -49,7 +49,8 @@ impl LinkKind {
 /// for [`deliver`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
-    /// A data-path frame (`Eager`, `Rts`, `Cts`, `Data`) for the engine.
+    /// A data-path frame (`Eager`, `Rts`, `Cts`, `Data`, `ReadDone`) for
+    /// the engine.
     Data,
     /// A handshake frame (`Hello`, `HelloAck`, `HelloReject`): read its
     /// payload and hand both to the link's handshake.
@@ -58,9 +59,6 @@ pub enum Class {
     Bye,
     /// The peer aborts the universe with this exit code.
     Abort(i32),
-    /// Shared memory's split copy: the receiver read its part of
-    /// `sender_req`'s buffer (`ok`), or could not.
-    PartRead { sender_req: u64, ok: bool },
 }
 
 /// Says what `header`, which arrived on a link of `kind`, is; a frame
@@ -79,20 +77,22 @@ pub fn classify(header: &FrameHeader, kind: LinkKind, open: bool) -> Result<Clas
             LinkKind::Stream => Ok(Class::Handshake),
             other => unexpected(other.describe()),
         },
-        FrameKind::PartRead => match kind {
-            LinkKind::Ring => Ok(Class::PartRead {
-                sender_req: header.sender_req,
-                ok: header.tag == 0,
-            }),
-            LinkKind::Stream => unexpected("on a TCP connection (shared memory only)"),
-            LinkKind::File => unexpected("in a message file (shared memory only)"),
-        },
         FrameKind::Bye => Ok(Class::Bye),
         FrameKind::Abort => Ok(Class::Abort(header.tag)),
-        FrameKind::Eager | FrameKind::Rts | FrameKind::Cts | FrameKind::Data if !open => {
+        FrameKind::Eager
+        | FrameKind::Rts
+        | FrameKind::Cts
+        | FrameKind::Data
+        | FrameKind::ReadDone
+            if !open =>
+        {
             unexpected("before the handshake completed")
         }
-        FrameKind::Eager | FrameKind::Rts | FrameKind::Cts | FrameKind::Data => {
+        FrameKind::Eager
+        | FrameKind::Rts
+        | FrameKind::Cts
+        | FrameKind::Data
+        | FrameKind::ReadDone => {
             if header.flags & FLAG_PAYLOAD_IN_FILE != 0 {
                 if kind == LinkKind::File {
                     return unexpected("in a message file (a payload in another file)");
@@ -216,6 +216,7 @@ mod tests {
             FrameKind::Rts,
             FrameKind::Cts,
             FrameKind::Data,
+            FrameKind::ReadDone,
         ] {
             let header = frame(kind);
             assert!(refused(classify(&header, LinkKind::Stream, false)));
@@ -233,22 +234,6 @@ mod tests {
             assert_eq!(classify(&frame(FrameKind::Bye), link, true), Ok(Class::Bye));
             assert_eq!(classify(&abort, link, true), Ok(Class::Abort(3)));
         }
-    }
-
-    #[test]
-    fn part_read_only_on_rings() {
-        let mut header = frame(FrameKind::PartRead);
-        header.sender_req = 9;
-        header.tag = 1;
-        assert_eq!(
-            classify(&header, LinkKind::Ring, true),
-            Ok(Class::PartRead {
-                sender_req: 9,
-                ok: false
-            })
-        );
-        assert!(refused(classify(&header, LinkKind::Stream, true)));
-        assert!(refused(classify(&header, LinkKind::File, true)));
     }
 
     #[test]

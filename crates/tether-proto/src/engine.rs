@@ -12,6 +12,14 @@
 //!   bytes its buffer takes; the sender then sends one `Data` frame of
 //!   exactly that size, read straight into the receive buffer. A truncated
 //!   receive therefore moves only what fits, and the link stays in step.
+//! - **rendezvous by remote memory** (`engine/remote.rs`), with a peer
+//!   whose transport reaches its memory by address
+//!   ([`Engine::set_remote_memory`]): the `Cts` carries a key to the
+//!   granted buffer and the sender writes the data there itself, then
+//!   sends an empty `Data` that says so; with both sides' consent
+//!   (`Rts` with a key to the send buffer, `Cts` flagged split) each side
+//!   copies half. The data still goes through the link whenever remote
+//!   access is refused.
 //! - **self**: a message to oneself is copied between the two buffers once
 //!   both exist (or buffered if small).
 //!
@@ -24,7 +32,11 @@
 //!    call [`Engine::on_header`], fill the returned [`PayloadSink`] from the
 //!    link, then call [`Engine::payload_done`] with its token;
 //! 3. when a link to a peer fails, call [`Engine::peer_lost`];
-//! 4. a blocking call may move an eager message without the engine (the
+//! 4. after the frames of step 1, drain [`Engine::poll_rma`], carry out
+//!    each operation on the peer's transport and report how it ended with
+//!    [`Engine::rma_done`] (which may queue more frames); a frame that
+//!    waited for its peer's route goes through [`Engine::revisit`] first;
+//! 5. a blocking call may move an eager message without the engine (the
 //!    runtime's short path): a send may hand its own `Eager` frame (no
 //!    request handle) to the link when [`Engine::eager_limit`] allows it
 //!    and the peer is not lost; a receive may take an `Eager` frame
@@ -41,7 +53,12 @@ use crate::counters::{Counters, SendPath};
 use crate::matching::{Envelope, PostedQueue, Selector, UnexpectedQueue};
 use crate::pool::BufferPool;
 use crate::request::{Completion, CompletionError, Gather, Region, ReqId, Slab};
-use crate::wire::{FrameHeader, FrameKind, WireError};
+use crate::rma::{RemoteKey, RmaOp};
+use crate::wire::{FrameHeader, FrameKind, WireError, FLAG_REMOTE_KEY};
+
+mod remote;
+
+use remote::{key_sink, PutState, RemoteRecv};
 
 /// Settings of one engine.
 #[derive(Debug, Clone, Copy)]
@@ -59,11 +76,6 @@ pub enum TransmitPayload {
     /// User memory: valid until the request in `completes` completes.
     Borrowed(Region),
     Owned(Vec<u8>),
-    /// Nothing follows the header on the wire: the frame announces (`Rts`)
-    /// or grants (`Cts`) this user memory, for transports that move the
-    /// data by remote memory access (cross-memory attach). Valid until the
-    /// request that owns it completes.
-    Rendezvous(Region),
     /// User memory in runs, sent as one payload in their order: valid
     /// until the request in `completes` completes. A transport that cannot
     /// gather packs it ([`Gather::to_vec`]).
@@ -73,7 +85,7 @@ pub enum TransmitPayload {
 impl TransmitPayload {
     pub fn len(&self) -> usize {
         match self {
-            TransmitPayload::None | TransmitPayload::Rendezvous(_) => 0,
+            TransmitPayload::None => 0,
             TransmitPayload::Borrowed(r) => r.len,
             TransmitPayload::Owned(v) => v.len(),
             TransmitPayload::Gathered(g) => g.len(),
@@ -82,14 +94,6 @@ impl TransmitPayload {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// The memory a rendezvous frame announces or grants.
-    pub fn rendezvous(&self) -> Option<Region> {
-        match self {
-            TransmitPayload::Rendezvous(region) => Some(*region),
-            _ => None,
-        }
     }
 }
 
@@ -118,6 +122,11 @@ pub struct SinkToken(Token);
 enum Token {
     Recv(ReqId),
     Unexpected(Envelope),
+    /// The remote key of a keyed `Rts` or `Cts` from `peer`.
+    Key {
+        peer: u32,
+        header: FrameHeader,
+    },
 }
 
 /// What the runtime must do with the payload that follows a header.
@@ -142,6 +151,8 @@ enum Unexpected {
     Rts {
         sender_req: u64,
         size: u64,
+        /// The sender's key to its buffer, offering a split copy.
+        key: Option<RemoteKey>,
     },
     /// A large message to oneself, waiting for its receive.
     Local(ReqId),
@@ -152,10 +163,13 @@ enum SendState {
     /// Handed out as an eager frame, or waiting in this engine's unexpected
     /// queue as a self-send.
     Eager,
-    /// `Rts` sent; waiting for the receiver's `Cts`.
-    AwaitCts,
+    /// `Rts` sent (`offered`: with a key to the send buffer); waiting for
+    /// the receiver's `Cts`.
+    AwaitCts { offered: bool },
     /// `Data` handed out.
     Data,
+    /// Writing into the receiver's memory (`engine/remote.rs`).
+    Put(PutState),
 }
 
 #[derive(Debug)]
@@ -167,6 +181,8 @@ enum RecvState {
         tag: i32,
         size: u64,
         granted: u64,
+        /// Whether the data comes by remote memory.
+        remote: RemoteRecv,
     },
 }
 
@@ -252,6 +268,16 @@ pub struct Engine {
     counters: Counters,
     /// Counted only while a trace is recorded.
     ordinals: Option<Box<Ordinals>>,
+    /// By peer, the largest message whose data may move by remote memory
+    /// (0: none); see [`Engine::set_remote_memory`].
+    remote_memory: Vec<u64>,
+    /// Rendezvous data from this many bytes on is copied by both sides
+    /// at once (0: never).
+    split_bytes: u64,
+    /// Peers whose memory the system refused to let this process read.
+    reads_refused: HashSet<u32>,
+    /// Remote memory operations for the transports ([`Engine::poll_rma`]).
+    rma: VecDeque<RmaOp>,
 }
 
 /// Spare unexpected-message buffers kept at most, and the largest kept
@@ -275,6 +301,10 @@ impl Engine {
             spare: BufferPool::new(SPARE_BUFFERS, SPARE_MAX_BYTES),
             counters: Counters::default(),
             ordinals: None,
+            remote_memory: Vec::new(),
+            split_bytes: 0,
+            reads_refused: HashSet::default(),
+            rma: VecDeque::new(),
         }
     }
 
@@ -405,16 +435,29 @@ impl Engine {
                 copy_if_blocked: true,
             });
         } else {
-            self.set_send_state(req, SendState::AwaitCts);
+            // Runs offer no one address to read from: the receiver grants
+            // its buffer and the sender writes into it.
+            let offer = match runs {
+                Some(_) => None,
+                None => self.offer(dest, req, region),
+            };
+            self.set_send_state(
+                req,
+                SendState::AwaitCts {
+                    offered: offer.is_some(),
+                },
+            );
+            let payload = match offer {
+                Some(key) => {
+                    header.flags |= FLAG_REMOTE_KEY;
+                    TransmitPayload::Owned(key.encode().to_vec())
+                }
+                None => TransmitPayload::None,
+            };
             self.outbox.push_back(Transmit {
                 peer: dest,
                 header,
-                // Runs offer no one address to read from: the receiver
-                // grants its buffer and the sender writes into it.
-                payload: match runs {
-                    Some(_) => TransmitPayload::None,
-                    None => TransmitPayload::Rendezvous(region),
-                },
+                payload,
                 completes: None,
                 copy_if_blocked: false,
             });
@@ -467,8 +510,15 @@ impl Engine {
                 self.deliver(req, envelope, &data);
                 self.spare.give(data);
             }
-            Some((envelope, Unexpected::Rts { sender_req, size })) => {
-                self.grant(req, envelope, sender_req, size);
+            Some((
+                envelope,
+                Unexpected::Rts {
+                    sender_req,
+                    size,
+                    key,
+                },
+            )) => {
+                self.grant(req, envelope, sender_req, size, key);
             }
             Some((envelope, Unexpected::Local(send))) => {
                 let send_region = match self.requests.get(send).map(|r| &r.kind) {
@@ -738,20 +788,22 @@ impl Engine {
             }
             FrameKind::Rts => {
                 self.counters.received(peer, header.msg_size);
-                match self.posted.take_match(&envelope) {
-                    Some(req) => self.grant(req, envelope, header.sender_req, header.msg_size),
-                    None => self.unexpected.push(
-                        envelope,
-                        Unexpected::Rts {
-                            sender_req: header.sender_req,
-                            size: header.msg_size,
-                        },
-                    ),
+                if header.flags & FLAG_REMOTE_KEY != 0 {
+                    return Ok(key_sink(peer, header));
                 }
+                self.on_rts(envelope, header, None);
                 Ok(PayloadSink::None)
             }
-            FrameKind::Cts => self.on_cts(peer, header),
+            FrameKind::Cts => {
+                self.check_cts(peer, header)?;
+                if header.flags & FLAG_REMOTE_KEY != 0 {
+                    return Ok(key_sink(peer, header));
+                }
+                self.on_cts(peer, header, None);
+                Ok(PayloadSink::None)
+            }
             FrameKind::Data => self.on_data(peer, header),
+            FrameKind::ReadDone => self.on_read_done(peer, header),
             other => Err(WireError::UnexpectedFrame {
                 got: other,
                 state: "on the data path",
@@ -768,7 +820,7 @@ impl Engine {
                     return PayloadSink::None;
                 }
                 let fits = (region.len as u64).min(len);
-                self.set_matched(req, envelope, len, fits);
+                self.set_matched(req, envelope, len, fits, RemoteRecv::Link { offer: None });
                 PayloadSink::Region {
                     region: region.prefix(fits as usize),
                     discard: len - fits,
@@ -787,63 +839,116 @@ impl Engine {
         }
     }
 
-    fn on_cts(&mut self, peer: u32, header: &FrameHeader) -> Result<PayloadSink, WireError> {
+    /// An `Rts` (its key read, if it has one): matched now or kept.
+    fn on_rts(&mut self, envelope: Envelope, header: &FrameHeader, key: Option<RemoteKey>) {
+        match self.posted.take_match(&envelope) {
+            Some(req) => self.grant(req, envelope, header.sender_req, header.msg_size, key),
+            None => self.unexpected.push(
+                envelope,
+                Unexpected::Rts {
+                    sender_req: header.sender_req,
+                    size: header.msg_size,
+                    key,
+                },
+            ),
+        }
+    }
+
+    /// Checks that a `Cts` from `peer` answers one of our sends that
+    /// waits for it, and grants no more than it has.
+    fn check_cts(&self, peer: u32, header: &FrameHeader) -> Result<(), WireError> {
         let req = ReqId::from_wire(header.sender_req);
-        let (region, runs) = match self.requests.get(req) {
+        match self.requests.get(req) {
             Some(Request {
                 kind:
                     Kind::Send {
                         peer: p,
                         region,
-                        gather,
-                        state: SendState::AwaitCts,
+                        state: SendState::AwaitCts { offered },
                         ..
                     },
                 done: None,
                 ..
-            }) if *p == peer => (
+            }) if *p == peer => {
+                if header.msg_size > region.len as u64 {
+                    return Err(WireError::DataLength {
+                        expected: region.len as u64,
+                        got: header.msg_size,
+                    });
+                }
+                if header.flags & crate::wire::FLAG_SPLIT != 0 && !offered {
+                    // Only a send that offered its buffer can be split.
+                    return Err(WireError::BadFlags {
+                        kind: FrameKind::Cts,
+                        got: header.flags,
+                    });
+                }
+                Ok(())
+            }
+            _ => Err(WireError::UnknownHandle {
+                kind: FrameKind::Cts,
+                handle: header.sender_req,
+            }),
+        }
+    }
+
+    /// A checked `Cts` (its key read, if it has one): the data goes to
+    /// the receiver by remote memory when the key allows, else in a `Data`
+    /// frame. A send lost since the header came does nothing.
+    fn on_cts(&mut self, peer: u32, header: &FrameHeader, key: Option<RemoteKey>) {
+        let req = ReqId::from_wire(header.sender_req);
+        let (region, runs) = match self.requests.get(req) {
+            Some(Request {
+                kind:
+                    Kind::Send {
+                        region,
+                        gather,
+                        state: SendState::AwaitCts { .. },
+                        ..
+                    },
+                done: None,
+                ..
+            }) => (
                 *region,
                 match gather {
                     Some(SendGather::Runs(g)) => Some(g.clone()),
                     _ => None,
                 },
             ),
-            _ => {
-                return Err(WireError::UnknownHandle {
-                    kind: FrameKind::Cts,
-                    handle: header.sender_req,
-                })
-            }
+            _ => return,
         };
-        if header.msg_size > region.len as u64 {
-            return Err(WireError::DataLength {
-                expected: region.len as u64,
-                got: header.msg_size,
-            });
+        if self.put_granted(peer, req, header, key, region, runs.as_ref()) {
+            return;
         }
+        self.send_data(peer, req, header, region, runs);
+    }
+
+    /// Sends the granted part of a send's data in a `Data` frame, which
+    /// completes the send once handed over.
+    fn send_data(
+        &mut self,
+        peer: u32,
+        req: ReqId,
+        cts: &FrameHeader,
+        region: Region,
+        runs: Option<Gather>,
+    ) {
         self.set_send_state(req, SendState::Data);
-        let mut data = FrameHeader::new(FrameKind::Data);
-        data.context = header.context;
-        data.tag = header.tag;
-        data.msg_size = header.msg_size;
-        data.sender_req = header.sender_req;
-        data.receiver_req = header.receiver_req;
         self.outbox.push_back(Transmit {
             peer,
-            header: data,
+            header: data_answering(cts),
             payload: match runs {
-                Some(g) => TransmitPayload::Gathered(g.prefix(header.msg_size as usize)),
-                None => TransmitPayload::Borrowed(region.prefix(header.msg_size as usize)),
+                Some(g) => TransmitPayload::Gathered(g.prefix(cts.msg_size as usize)),
+                None => TransmitPayload::Borrowed(region.prefix(cts.msg_size as usize)),
             },
             completes: Some(req),
             copy_if_blocked: false,
         });
-        Ok(PayloadSink::None)
     }
 
     fn on_data(&mut self, peer: u32, header: &FrameHeader) -> Result<PayloadSink, WireError> {
         let req = ReqId::from_wire(header.receiver_req);
-        let (region, source, tag, size, granted) = match self.requests.get(req) {
+        let (region, source, tag, size, granted, remote) = match self.requests.get(req) {
             Some(Request {
                 kind:
                     Kind::Recv {
@@ -854,12 +959,13 @@ impl Engine {
                                 tag,
                                 size,
                                 granted,
+                                remote,
                             },
                         ..
                     },
                 done: None,
                 ..
-            }) if *source == peer => (*region, *source, *tag, *size, *granted),
+            }) if *source == peer => (*region, *source, *tag, *size, *granted, *remote),
             _ => {
                 return Err(WireError::UnknownHandle {
                     kind: FrameKind::Data,
@@ -867,6 +973,15 @@ impl Engine {
                 })
             }
         };
+        if header.flags & crate::wire::FLAG_WRITTEN != 0 {
+            return self.on_written(req, header, remote, (source, tag, size, region));
+        }
+        if matches!(remote, RemoteRecv::Reading { .. }) {
+            return Err(WireError::UnexpectedFrame {
+                got: FrameKind::Data,
+                state: "while the receiver reads its part of the data",
+            });
+        }
         if header.payload_len != granted {
             return Err(WireError::DataLength {
                 expected: granted,
@@ -973,6 +1088,21 @@ impl Engine {
                     self.finish_recv(req, envelope, size, region);
                 }
             }
+            Token::Key { peer, header } => {
+                // A key that does not decode is not used: the data then
+                // comes through the link (rma.rs).
+                let key = owned.and_then(|bytes| RemoteKey::decode(&bytes).ok());
+                if header.kind == FrameKind::Rts {
+                    let envelope = Envelope {
+                        source: peer,
+                        context: header.context,
+                        tag: header.tag,
+                    };
+                    self.on_rts(envelope, &header, key);
+                } else {
+                    self.on_cts(peer, &header, key);
+                }
+            }
             Token::Unexpected(envelope) => {
                 let data = owned.unwrap_or_default();
                 match self.posted.take_match(&envelope) {
@@ -991,6 +1121,7 @@ impl Engine {
     pub fn peer_lost(&mut self, peer: u32) {
         self.lost.insert(peer);
         self.outbox.retain(|t| t.peer != peer);
+        self.rma.retain(|op| op.peer != peer);
         let mut failed: Vec<ReqId> = self.posted.take_from_source(peer);
         for (id, request) in self.requests.iter_mut() {
             if request.done.is_some() {
@@ -1043,7 +1174,14 @@ impl Engine {
         }
     }
 
-    fn set_matched(&mut self, req: ReqId, envelope: Envelope, size: u64, granted: u64) {
+    fn set_matched(
+        &mut self,
+        req: ReqId,
+        envelope: Envelope,
+        size: u64,
+        granted: u64,
+        remote: RemoteRecv,
+    ) {
         self.note_match(req, &envelope);
         if let Some(Request {
             kind: Kind::Recv { state, .. },
@@ -1055,32 +1193,51 @@ impl Engine {
                 tag: envelope.tag,
                 size,
                 granted,
+                remote,
             };
         }
     }
 
-    /// Matches a receive with a rendezvous announcement and grants the data.
-    fn grant(&mut self, req: ReqId, envelope: Envelope, sender_req: u64, size: u64) {
+    /// Matches a receive with a rendezvous announcement and grants the
+    /// data, with a key to the granted buffer where the peer's memory is
+    /// reachable (`engine/remote.rs`), reading its part itself where the
+    /// sender offered its buffer (`offer`).
+    fn grant(
+        &mut self,
+        req: ReqId,
+        envelope: Envelope,
+        sender_req: u64,
+        size: u64,
+        offer: Option<RemoteKey>,
+    ) {
         if self.lost.contains(&envelope.source) {
             self.fail(req, CompletionError::PeerLost);
             return;
         }
         let region = self.recv_region(req);
         let granted = (region.len as u64).min(size);
-        self.set_matched(req, envelope, size, granted);
         let mut cts = FrameHeader::new(FrameKind::Cts);
         cts.context = envelope.context;
         cts.tag = envelope.tag;
         cts.msg_size = granted;
         cts.sender_req = sender_req;
         cts.receiver_req = req.to_wire();
+        let granted_region = region.prefix(granted as usize);
+        let (remote, payload, read) =
+            self.remote_grant(req, &mut cts, granted_region, offer, envelope.source);
+        self.set_matched(req, envelope, size, granted, remote);
         self.outbox.push_back(Transmit {
             peer: envelope.source,
             header: cts,
-            payload: TransmitPayload::Rendezvous(region.prefix(granted as usize)),
+            payload,
             completes: None,
             copy_if_blocked: false,
         });
+        // After the `Cts`, so that the sender starts its part while this
+        // process reads its own.
+        if let Some(op) = read {
+            self.rma.push_back(op);
+        }
     }
 
     /// Copies a whole message that is already here into a receive.
@@ -1134,6 +1291,17 @@ impl Engine {
             }
         }
     }
+}
+
+/// The `Data` frame that answers `cts`: its envelope and handles.
+fn data_answering(cts: &FrameHeader) -> FrameHeader {
+    let mut data = FrameHeader::new(FrameKind::Data);
+    data.context = cts.context;
+    data.tag = cts.tag;
+    data.msg_size = cts.msg_size;
+    data.sender_req = cts.sender_req;
+    data.receiver_req = cts.receiver_req;
+    data
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@
 //! - [`dispatch`]: the one place a decoded frame header is routed;
 //! - [`engine::Engine`]: point-to-point requests with MPI semantics;
 //! - [`matching`]: the posted-receive and unexpected-message queues;
+//! - [`rma`]: remote keys and the put/get operations the engine asks a
+//!   transport for;
 //! - [`counters`]: messages and bytes moved, per peer;
 //! - [`link`]: one link to a peer (handshake, sequence numbers, goodbye,
 //!   deadlines) and the order of a peer's frames across several links;
@@ -26,6 +28,7 @@ pub mod link;
 pub mod matching;
 pub mod pool;
 pub mod request;
+pub mod rma;
 pub mod wire;
 
 pub use counters::{Counters, PeerCounters, SendPath};
@@ -33,6 +36,7 @@ pub use dispatch::{classify, deliver, Class, Delivery, FileData, LinkKind};
 pub use engine::{Engine, EngineConfig, PayloadSink, SinkToken, Transmit, TransmitPayload};
 pub use link::{Link, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};
 pub use request::{Completion, CompletionError, Gather, Region, ReqId};
+pub use rma::{PutSource, RemoteKey, RmaKind, RmaOp, RmaStatus};
 pub use wire::{FrameHeader, FrameKind, Hello, WireError};
 
 #[cfg(test)]

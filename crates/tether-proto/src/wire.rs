@@ -8,7 +8,7 @@
 //! | 0 | 4 | magic `b"TTHR"` |
 //! | 4 | 2 | protocol version |
 //! | 6 | 1 | frame kind |
-//! | 7 | 1 | flags: [`FLAG_PAYLOAD_IN_FILE`]; other bits reserved, 0 |
+//! | 7 | 1 | flags: [`FLAG_PAYLOAD_IN_FILE`], [`FLAG_REMOTE_KEY`], [`FLAG_SPLIT`], [`FLAG_WRITTEN`], each on the kinds it names; other bits reserved, 0 |
 //! | 8 | 8 | sequence number, per connection and direction, from 0 |
 //! | 16 | 8 | payload length in bytes |
 //! | 24 | 4 | communication context |
@@ -23,6 +23,8 @@
 
 use thiserror::Error;
 
+use crate::rma::RemoteKey;
+
 /// The four bytes every frame starts with.
 pub const MAGIC: [u8; 4] = *b"TTHR";
 /// The protocol version this build speaks; a peer with another version is refused.
@@ -35,6 +37,19 @@ pub const MAX_CONTROL_PAYLOAD: u64 = 4096;
 /// a file (the `hybrid` transport): `payload_len` is 0 and `msg_size`
 /// bytes wait in the file the receiver derives from the header.
 pub const FLAG_PAYLOAD_IN_FILE: u8 = 1;
+/// Flag of an `Rts` or `Cts` whose payload is a [`RemoteKey`] to the
+/// memory it announces (the send buffer) or grants (the receive buffer):
+/// the zero-copy rendezvous of `engine.rs`.
+///
+/// [`RemoteKey`]: crate::rma::RemoteKey
+pub const FLAG_REMOTE_KEY: u8 = 2;
+/// Flag of a keyed `Cts`: the receiver reads the part of the data from
+/// [`split_point`](crate::rma::split_point) on itself through the
+/// sender's key, and says so with a `ReadDone`.
+pub const FLAG_SPLIT: u8 = 4;
+/// Flag of a `Data` frame whose bytes the sender already wrote into the
+/// granted buffer through the receiver's key: no payload follows.
+pub const FLAG_WRITTEN: u8 = 8;
 
 /// What a frame carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,10 +73,11 @@ pub enum FrameKind {
     Bye = 8,
     /// The sender aborts the universe with exit code `tag`.
     Abort = 9,
-    /// Shared memory only: the receiver of a rendezvous whose data both
-    /// sides copy has finished reading its part of `sender_req`'s buffer
-    /// (`tag` 0), or could not read it (`tag` 1: the sender writes it).
-    PartRead = 10,
+    /// The receiver of a split rendezvous (a `Cts` with [`FLAG_SPLIT`])
+    /// has finished reading its part of `sender_req`'s buffer through the
+    /// sender's key (`tag` 0), or could not read it (`tag` 1: the sender
+    /// writes that part too). The sender's buffer is in use until then.
+    ReadDone = 10,
 }
 
 impl FrameKind {
@@ -76,7 +92,7 @@ impl FrameKind {
             7 => FrameKind::Data,
             8 => FrameKind::Bye,
             9 => FrameKind::Abort,
-            10 => FrameKind::PartRead,
+            10 => FrameKind::ReadDone,
             _ => return None,
         })
     }
@@ -157,10 +173,16 @@ impl FrameHeader {
         let kind = FrameKind::from_u8(bytes[6]).ok_or(WireError::UnknownKind { got: bytes[6] })?;
         let flags = bytes[7];
         let allowed = match kind {
-            FrameKind::Data => FLAG_PAYLOAD_IN_FILE,
+            FrameKind::Data => FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN,
+            FrameKind::Rts => FLAG_REMOTE_KEY,
+            FrameKind::Cts => FLAG_REMOTE_KEY | FLAG_SPLIT,
             _ => 0,
         };
-        if flags & !allowed != 0 {
+        let exclusive = FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN;
+        if flags & !allowed != 0
+            || flags & exclusive == exclusive
+            || (flags & FLAG_SPLIT != 0 && flags & FLAG_REMOTE_KEY == 0)
+        {
             return Err(WireError::BadFlags { kind, got: flags });
         }
         let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
@@ -175,12 +197,19 @@ impl FrameHeader {
         let max = match kind {
             FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => MAX_CONTROL_PAYLOAD,
             FrameKind::Eager => max_eager,
+            FrameKind::Data if flags & FLAG_WRITTEN != 0 => 0,
             FrameKind::Data => u64::MAX,
+            FrameKind::Rts | FrameKind::Cts if flags & FLAG_REMOTE_KEY != 0 => {
+                if payload_len != RemoteKey::ENCODED_LEN as u64 {
+                    return Err(WireError::BadKeyLength { got: payload_len });
+                }
+                RemoteKey::ENCODED_LEN as u64
+            }
             FrameKind::Rts
             | FrameKind::Cts
             | FrameKind::Bye
             | FrameKind::Abort
-            | FrameKind::PartRead => 0,
+            | FrameKind::ReadDone => 0,
         };
         if payload_len > max {
             return Err(WireError::BadLength {
@@ -224,6 +253,10 @@ pub enum WireError {
     UnexpectedFrame { got: FrameKind, state: &'static str },
     #[error("{kind:?} frame for unknown request handle {handle:#x}")]
     UnknownHandle { kind: FrameKind, handle: u64 },
+    #[error("a remote key is {} bytes, got {got}", RemoteKey::ENCODED_LEN)]
+    BadKeyLength { got: u64 },
+    #[error("remote key of {len} bytes at {addr:#x} wraps around the address space")]
+    KeyWraps { addr: u64, len: u64 },
     #[error("data frame of {got} bytes where {expected} were granted")]
     DataLength { expected: u64, got: u64 },
 }
@@ -337,6 +370,37 @@ mod tests {
         );
         data.flags = 0x80;
         assert!(FrameHeader::decode(&data.encode(), 7, 1024).is_err());
+    }
+
+    #[test]
+    fn remote_memory_flags_only_where_the_protocol_has_them() {
+        let decode = |h: FrameHeader| FrameHeader::decode(&h.encode(), 7, 1024);
+        let mut rts = sample();
+        rts.flags = FLAG_REMOTE_KEY;
+        rts.payload_len = RemoteKey::ENCODED_LEN as u64;
+        assert_eq!(decode(rts), Ok(rts));
+        rts.payload_len = 0;
+        assert_eq!(decode(rts), Err(WireError::BadKeyLength { got: 0 }));
+        let mut cts = sample();
+        cts.kind = FrameKind::Cts;
+        cts.flags = FLAG_SPLIT;
+        assert!(matches!(decode(cts), Err(WireError::BadFlags { .. })));
+        cts.flags = FLAG_REMOTE_KEY | FLAG_SPLIT;
+        cts.payload_len = RemoteKey::ENCODED_LEN as u64;
+        assert_eq!(decode(cts), Ok(cts));
+        let mut data = sample();
+        data.kind = FrameKind::Data;
+        data.flags = FLAG_WRITTEN;
+        assert_eq!(decode(data), Ok(data));
+        data.payload_len = 1;
+        assert!(matches!(decode(data), Err(WireError::BadLength { .. })));
+        data.payload_len = 0;
+        data.flags = FLAG_WRITTEN | FLAG_PAYLOAD_IN_FILE;
+        assert!(matches!(decode(data), Err(WireError::BadFlags { .. })));
+        let mut eager = sample();
+        eager.kind = FrameKind::Eager;
+        eager.flags = FLAG_REMOTE_KEY;
+        assert!(matches!(decode(eager), Err(WireError::BadFlags { .. })));
     }
 
     #[test]

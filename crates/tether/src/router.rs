@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashSet as HashSet;
 use tether_proto::{
-    deliver, Delivery, Engine, FileData, FrameKind, PayloadSink, Region, Transmit, TransmitPayload,
+    deliver, Delivery, Engine, FileData, FrameKind, PayloadSink, Region, RmaStatus, Transmit,
 };
 use tether_rendezvous::Rendezvous;
 
@@ -239,7 +239,6 @@ impl Transports {
                 .next_power_of_two()
                 .max(4096),
             cma: settings.shm_cma(),
-            split_bytes: settings.shm_split_bytes() as usize,
             membarrier: settings.shm_membarrier(),
         };
         let mut shm_problem = bound.shm_problem;
@@ -362,15 +361,6 @@ impl Transports {
         match self.routes.get_mut(&peer) {
             Some(Route::Tcp) => self.tcp.send(t),
             Some(Route::Shm) => {
-                // The send of data that goes by file completes once the
-                // file is written: its announcement names no buffer for
-                // shm to offer to the peer.
-                if t.header.kind == FrameKind::Rts
-                    && t.header.msg_size > self.hybrid_threshold
-                    && self.hybrid.contains(&peer)
-                {
-                    t.payload = TransmitPayload::None;
-                }
                 if let Some(shm) = self.shm.as_mut() {
                     shm.send(t);
                 }
@@ -397,6 +387,7 @@ impl Transports {
         let mut moved = false;
         loop {
             self.settle(engine);
+            self.route_next_shm_sender(engine);
             let in_file = &mut self.in_file;
             let delivered = deliver_next(&mut self.tcp, engine, in_file)
                 || self
@@ -430,6 +421,36 @@ impl Transports {
             }
         }
         moved
+    }
+
+    /// Settles the route of a peer whose frame arrives on a shared-memory
+    /// ring before the engine sees it, so that the engine's answer (a
+    /// `Cts`) knows whether the peer's memory is reachable.
+    #[inline]
+    fn route_next_shm_sender(&mut self, engine: &mut Engine) {
+        let next = self
+            .shm
+            .as_mut()
+            .and_then(|shm| shm.events().frames.front().map(|&(peer, _)| peer));
+        if let Some(peer) = next {
+            if !self.routes.contains_key(&peer) {
+                self.resolve(peer, engine, None);
+            }
+        }
+    }
+
+    /// Carries out the engine's remote memory operations on the transport
+    /// of each one's peer, then hands over what the transports reported
+    /// (a peer lost by a failed copy).
+    pub fn run_rma(&mut self, engine: &mut Engine) {
+        while let Some(op) = engine.poll_rma() {
+            let status = match (self.routes.get(&op.peer), self.shm.as_mut()) {
+                (Some(Route::Shm), Some(shm)) => shm.rma(&op),
+                _ => RmaStatus::Refused,
+            };
+            engine.rma_done(op, status);
+        }
+        self.hand_over(engine);
     }
 
     /// Hands every transport's completed sends and filled payloads to the
@@ -620,6 +641,7 @@ impl Transports {
     fn route(&mut self, peer: u32, route: Route, engine: &mut Engine) {
         let tcp = matches!(route, Route::Tcp);
         let file = matches!(route, Route::File);
+        let shm = matches!(route, Route::Shm);
         let queued = match self.set_route(peer, route) {
             Some(Route::Pending { queue, .. }) => queue,
             _ => VecDeque::new(),
@@ -628,6 +650,14 @@ impl Transports {
             tracing::info!("reaching {} over tcp", self.universe.describe(peer));
             self.tcp.start_connect(peer);
         }
+        if shm {
+            let remote = match self.shm.as_ref().map(|shm| shm.caps().remote_memory) {
+                Some(true) if self.hybrid.contains(&peer) => self.hybrid_threshold,
+                Some(true) => u64::MAX,
+                _ => 0,
+            };
+            engine.set_remote_memory(peer, remote);
+        }
         if file {
             tracing::info!("reaching {} through files", self.universe.describe(peer));
             // Without the transport, the first send fails the peer.
@@ -635,7 +665,8 @@ impl Transports {
                 engine.set_peer_eager_limit(peer, limit);
             }
         }
-        for t in queued {
+        for mut t in queued {
+            engine.revisit(&mut t);
             self.send(t, engine);
         }
     }
@@ -646,17 +677,14 @@ impl Transports {
         self.lose(peer, error, engine);
     }
 
-    /// `peer` is lost, whether a transport or the router found it: every
-    /// transport that keeps memory for its transfers lets go of it (a
-    /// payload waiting in a file, a split copy), so that none writes into
-    /// a receive that fails now; then the engine fails what needs the
-    /// peer, and the runtime hears why.
+    /// `peer` is lost, whether a transport or the router found it: the
+    /// file transport lets go of what it keeps for the peer's transfers (a
+    /// payload waiting in a file), so that it writes into no receive that
+    /// fails now; then the engine fails what needs the peer (and drops its
+    /// remote memory operations), and the runtime hears why.
     fn lose(&mut self, peer: u32, error: Error, engine: &mut Engine) {
         if let Some(file) = self.file.as_mut() {
             file.forget(peer);
-        }
-        if let Some(shm) = self.shm.as_mut() {
-            shm.forget_transfers(peer);
         }
         engine.peer_lost(peer);
         self.events_out.push(LinkEvent::Lost { peer, error });

@@ -136,7 +136,7 @@ impl Runtime {
         // When `file` comes first, it reaches every peer: its own eager
         // limit applies from the first message on.
         let file_first = settings.transports().first().map(String::as_str) == Some("file");
-        let engine = Engine::new(EngineConfig {
+        let mut engine = Engine::new(EngineConfig {
             me,
             eager_limit: if file_first {
                 settings.file_eager_limit()
@@ -144,6 +144,8 @@ impl Runtime {
                 settings.eager_limit()
             },
         });
+        // Used only with peers whose memory the transport reaches.
+        engine.set_split_bytes(settings.shm_split_bytes());
         let transport = Transports::new(bound, &settings, universe.clone(), rendezvous.clone());
         let mut runtime = Runtime {
             me,
@@ -219,6 +221,11 @@ impl Runtime {
     ) -> Result<ReqId> {
         let (peer, context, tag) = self.destination(dest, tag, comm)?;
         self.note_peer(peer);
+        if len as u64 > self.engine.eager_limit(peer) && !self.transport.has_route(peer) {
+            // The engine picks a rendezvous protocol by the peer's
+            // transport: the first large message to a peer finds it known.
+            self.transport.reach(peer, &mut self.engine);
+        }
         let started = self.trace_now();
         let req = self
             .engine
@@ -506,9 +513,18 @@ impl Runtime {
         self.progress_once(Some(Duration::ZERO));
     }
 
+    /// Sends the engine's frames, then carries out its remote memory
+    /// operations (after the frames: a receiver's read follows its
+    /// `Cts`, so that both sides copy at once), until neither is left.
     fn push_transmits(&mut self) {
-        while let Some(t) = self.engine.poll_transmit() {
-            self.transport.send(t, &mut self.engine);
+        loop {
+            while let Some(t) = self.engine.poll_transmit() {
+                self.transport.send(t, &mut self.engine);
+            }
+            if !self.engine.has_rma() {
+                break;
+            }
+            self.transport.run_rma(&mut self.engine);
         }
         self.absorb_link_events();
     }
@@ -526,7 +542,7 @@ impl Runtime {
             if !self.activities.is_idle() {
                 self.advance_activities();
             }
-            if !self.engine.has_transmit() {
+            if !self.engine.has_transmit() && !self.engine.has_rma() {
                 break;
             }
             self.push_transmits();

@@ -2,7 +2,15 @@
 //! harness (`crate::harness::World`): real header codec, real links.
 
 use super::*;
-use crate::harness::{World, EAGER};
+use crate::harness::{RemoteModel, World, EAGER};
+use crate::rma::RmaStatus;
+
+mod remote;
+
+const ALL_DONE: RemoteModel = RemoteModel {
+    puts: RmaStatus::Done,
+    gets: RmaStatus::Done,
+};
 
 fn region(buf: &mut [u8]) -> Region {
     Region {
@@ -364,34 +372,6 @@ fn granted_region_names_the_part_of_the_buffer_a_cts_grants() {
 }
 
 #[test]
-fn rendezvous_frames_carry_the_buffer_they_are_about() {
-    let mut w = World::new(2);
-    let mut dst = vec![0u8; 500];
-    w.engines[1].irecv(Some(0), 0, None, region(&mut dst));
-    let mut src = pattern(1000, 0);
-    w.engines[0].isend(1, 0, 0, region(&mut src));
-    let rts = w.engines[0].poll_transmit().unwrap();
-    assert_eq!(rts.header.kind, FrameKind::Rts);
-    let announced = rts
-        .payload
-        .rendezvous()
-        .expect("an Rts names the send buffer");
-    assert_eq!((announced.ptr, announced.len), (src.as_mut_ptr(), 1000));
-    w.engines[1].on_header(0, &rts.header).unwrap();
-    let cts = w.engines[1].poll_transmit().unwrap();
-    assert_eq!(cts.header.kind, FrameKind::Cts);
-    let granted = cts
-        .payload
-        .rendezvous()
-        .expect("a Cts names the granted buffer");
-    assert_eq!((granted.ptr, granted.len), (dst.as_mut_ptr(), 500));
-    w.engines[0].on_header(1, &cts.header).unwrap();
-    let data = w.engines[0].poll_transmit().unwrap();
-    assert_eq!(data.header.kind, FrameKind::Data);
-    assert_eq!(data.payload.rendezvous(), None);
-}
-
-#[test]
 fn a_peer_eager_limit_overrides_the_general_one_for_that_peer_only() {
     let mut e = Engine::new(EngineConfig {
         me: 0,
@@ -501,13 +481,15 @@ fn gathered_sends_deliver_their_runs_in_order_eager_rendezvous_truncated_and_to_
         }
         assert_eq!(done(&mut w.engines[0], s).error, None);
     }
-    // A rendezvous gather offers no address in its Rts: the receiver
-    // grants, the sender writes.
+    // A rendezvous gather offers no key in its Rts, even where remote
+    // memory reaches the peer: the receiver grants, the sender writes.
     let mut w = World::new(2);
+    w.enable_remote_memory(1, ALL_DONE);
     w.engines[0].isend_gather(1, 0, 0, runs(&cuts));
     let rts = w.engines[0].poll_transmit().unwrap();
     assert_eq!(rts.header.kind, FrameKind::Rts);
-    assert_eq!(rts.payload.rendezvous(), None);
+    assert_eq!(rts.header.flags, 0);
+    assert!(rts.payload.is_empty());
     // To itself, the runs are packed and matched like any send.
     let mut w = World::new(1);
     let mut dst = vec![0u8; want.len()];

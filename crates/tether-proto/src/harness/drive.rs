@@ -27,6 +27,9 @@ impl World {
                 let end = self.ends[rank][to].as_mut().expect("no frames to self");
                 end.pending.push_back(t);
             }
+            if self.remote.is_some() {
+                moved |= self.run_rma(rank);
+            }
             for peer in 0..self.engines.len() {
                 if peer != rank {
                     moved |= self.write_control(rank, peer);
@@ -223,7 +226,7 @@ impl World {
 fn encode(t: &Transmit, header: crate::wire::FrameHeader) -> Vec<u8> {
     let mut bytes = header.encode().to_vec();
     match &t.payload {
-        TransmitPayload::None | TransmitPayload::Rendezvous(_) => {}
+        TransmitPayload::None => {}
         // SAFETY: a transmitted region is valid until its request
         // completes, which `transmit_done` (after this copy) allows.
         TransmitPayload::Borrowed(r) => bytes.extend_from_slice(unsafe { r.as_slice() }),

@@ -15,6 +15,7 @@
 //! on the side that saw it, as the runtime does.
 
 mod drive;
+mod remote;
 mod rng;
 mod wire_model;
 
@@ -28,6 +29,7 @@ use crate::engine::{Engine, EngineConfig, Transmit};
 use crate::link::{Link, LinkConfig, LinkError, LinkEvent, LinkState, PeerSequence, Resequencer};
 use crate::wire::{FrameHeader, Hello};
 
+pub use remote::{RemoteModel, RmaRecord};
 use rng::XorShift;
 use wire_model::Wire;
 pub use wire_model::WireModel;
@@ -124,6 +126,10 @@ pub struct World {
     ends: Vec<Vec<Option<PeerEnd>>>,
     /// `wires[from][to][rail]`.
     wires: Vec<Vec<Vec<Wire>>>,
+    /// How remote memory operations end, once enabled.
+    pub remote: Option<remote::RemoteModel>,
+    /// Every remote memory operation carried out: (rank, put?, bytes, status).
+    pub rma_log: Vec<remote::RmaRecord>,
 }
 
 impl World {
@@ -206,6 +212,8 @@ impl World {
             rng: XorShift::new(config.seed),
             ends,
             wires,
+            remote: None,
+            rma_log: Vec::new(),
         }
     }
 

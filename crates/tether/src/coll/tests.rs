@@ -248,7 +248,7 @@ fn pump(engines: &mut [Engine], links: &mut Links, mut coin: Option<&mut Coin>) 
             let mut header: FrameHeader = t.header;
             header.payload_len = t.payload.len() as u64;
             let payload = match &t.payload {
-                TransmitPayload::None | TransmitPayload::Rendezvous(_) => Vec::new(),
+                TransmitPayload::None => Vec::new(),
                 // SAFETY: the region is valid until transmit_done.
                 TransmitPayload::Borrowed(r) => unsafe { r.as_slice() }.to_vec(),
                 TransmitPayload::Owned(v) => v.clone(),

@@ -308,7 +308,7 @@ impl Runtime {
                 transport: &mut self.transport,
             };
             let outcome = running.advance_via(&mut self.engine, &mut shortcut);
-            if outcome.is_some() || !self.engine.has_transmit() {
+            if outcome.is_some() || !(self.engine.has_transmit() || self.engine.has_rma()) {
                 return outcome;
             }
             self.push_transmits();

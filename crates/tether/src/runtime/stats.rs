@@ -5,7 +5,7 @@
 //!
 //! Names (the contract; `<counter>` is one of `messages_sent`,
 //! `bytes_sent`, `eager_sent`, `rendezvous_sent`, `messages_received`,
-//! `bytes_received`):
+//! `bytes_received`, `bytes_put`, `bytes_got`):
 //! - `<counter>`: over all peers;
 //! - `<transport>.<counter>`: over the peers that transport carries
 //!   (`tcp`, `shm`, `file`, `hybrid`, `self`);
@@ -29,13 +29,15 @@ use super::Runtime;
 type Read = fn(&PeerCounters) -> u64;
 
 /// The counters kept per peer, by name, and how to read each.
-const COUNTERS: [(&str, Read); 6] = [
+const COUNTERS: [(&str, Read); 8] = [
     ("messages_sent", |c| c.messages_sent),
     ("bytes_sent", |c| c.bytes_sent),
     ("eager_sent", |c| c.eager_sent),
     ("rendezvous_sent", |c| c.rendezvous_sent),
     ("messages_received", |c| c.messages_received),
     ("bytes_received", |c| c.bytes_received),
+    ("bytes_put", |c| c.bytes_put),
+    ("bytes_got", |c| c.bytes_got),
 ];
 
 impl Runtime {

@@ -17,7 +17,7 @@
 //! ([`Events::sent`]); a [`PayloadSink`] region stays valid until the
 //! transport reports it filled, or the peer lost.
 
-use tether_proto::{PayloadSink, Transmit, WireError};
+use tether_proto::{PayloadSink, RmaOp, RmaStatus, Transmit, WireError};
 
 use super::events::Events;
 
@@ -29,9 +29,9 @@ pub struct Caps {
     /// a larger eager message saves the rendezvous's two extra files).
     pub eager_limit: Option<u64>,
     /// The transport reaches a peer's memory by address (cross-memory
-    /// attach), so rendezvous data can move without passing through the
-    /// link. Today shm uses it inside its own rendezvous (`shm/split.rs`);
-    /// the engine's put/get protocol that will read it is to come.
+    /// attach), so it carries out the engine's remote memory operations
+    /// ([`Transport::rma`]): rendezvous data then moves without passing
+    /// through the link.
     pub remote_memory: bool,
 }
 
@@ -43,6 +43,18 @@ pub trait Transport {
     /// its bytes are handed over (or copied, where `copy_if_blocked`
     /// allows). A peer the transport has lost takes nothing.
     fn send(&mut self, t: Transmit);
+
+    /// Carries out one of the engine's remote memory operations with
+    /// `op.peer` (only where [`Caps::remote_memory`]): checks that the
+    /// access lies inside its key, then copies. Blocks for the copy only,
+    /// never for the peer. `Failed` means the transport reported the peer
+    /// lost, or will once it has read what the peer wrote; `Refused` that
+    /// the system does not allow it (transports without remote memory
+    /// refuse every operation).
+    fn rma(&mut self, op: &RmaOp) -> RmaStatus {
+        let _ = op;
+        RmaStatus::Refused
+    }
 
     /// Says where the payload of the data-path frame `peer`'s link
     /// reported goes (the engine's delivery); the link reads on. Ignored

@@ -42,7 +42,7 @@ impl FileTransport {
             Ok(class @ (Class::Bye | Class::Abort(_))) => {
                 return self.deliver_control(arrival, class)
             }
-            Ok(Class::Handshake | Class::PartRead { .. }) => {
+            Ok(Class::Handshake) => {
                 let e = WireError::UnexpectedFrame {
                     got: frame.kind,
                     state: "in a message file",
@@ -223,7 +223,7 @@ impl FileTransport {
                 .events
                 .links
                 .push(LinkEvent::Abort { peer: from, code }),
-            Class::Data | Class::Handshake | Class::PartRead { .. } => {}
+            Class::Data | Class::Handshake => {}
         }
         true
     }

@@ -961,7 +961,7 @@ impl Drop for FileTransport {
 /// slice is used (the engine keeps it so until the send completes).
 unsafe fn payload_bytes(payload: &TransmitPayload) -> &[u8] {
     match payload {
-        TransmitPayload::None | TransmitPayload::Rendezvous(_) => &[],
+        TransmitPayload::None => &[],
         TransmitPayload::Borrowed(r) => std::slice::from_raw_parts(r.ptr, r.len),
         TransmitPayload::Owned(v) => v,
         TransmitPayload::Gathered(_) => unreachable!("gathered payloads are packed in send"),

@@ -2,17 +2,10 @@
 //! padded to whole lines. An eager message of up to 40 bytes is one line
 //! that the receiver finds by polling it (`line.rs`); every other frame is
 //! a frame of `tether-proto` (56-byte header, then the payload) whose
-//! header is padded to a 64-byte *prefix* whose last 8 bytes are a
-//! transport word:
-//!
-//! - `Rts`: the address of the send buffer when the sender offers the
-//!   receiver to read part of it (a split copy, `split.rs`), else 0;
-//! - `Cts`: the address in the receiver's memory where the granted data
-//!   goes (0: send it through the ring), for cross-memory attach, with
-//!   bit 63 ([`SPLIT`]) set when the receiver reads the second part itself
-//!   and answers with a `PartRead` frame;
-//! - `Data`: 1 when the sender already wrote the data there (no payload
-//!   follows in the ring), 0 when the payload follows.
+//! header is padded to a 64-byte *prefix*, its last 8 bytes 0 (checked).
+//! Rendezvous data that moves by cross-memory attach is the engine's
+//! protocol (keys in the `Rts`/`Cts` payloads, `remote.rs`): the ring
+//! carries its frames like any other.
 //!
 //! The ring is a byte stream, so frames larger than the ring (eager
 //! messages, or data when cross-memory attach is refused) stream through
@@ -22,7 +15,7 @@
 use std::collections::VecDeque;
 use std::os::unix::net::SocketAddr;
 
-use tether_proto::wire::{FLAG_PAYLOAD_IN_FILE, HEADER_LEN};
+use tether_proto::wire::HEADER_LEN;
 use tether_proto::{
     classify, Class, FrameHeader, FrameKind, LinkKind, PayloadSink, Region, ReqId, SinkToken,
     Transmit, TransmitPayload, WireError,
@@ -36,14 +29,9 @@ use super::line::{self, LINE, RESERVE};
 use super::segment::{RingBytes, Shared};
 use crate::settings::MAX_EAGER_LIMIT;
 
-/// Bytes of a frame's prefix in the ring: header and transport word.
+/// Bytes of a frame's prefix in the ring: the header, padded to a line's
+/// first 64 bytes so that payloads start aligned.
 pub const PREFIX: usize = 64;
-/// Transport word of a `Data` frame whose bytes were written by
-/// cross-memory attach.
-pub const DATA_WRITTEN: u64 = 1;
-/// Bit of a `Cts` word: the receiver reads the part of the data from
-/// [`split_point`] on itself (user-space addresses never have it set).
-pub const SPLIT: u64 = 1 << 63;
 /// Payloads up to this size are written with their prefix in one copy.
 const SMALL_PAYLOAD: usize = 192;
 /// How far past the write position [`Outgoing::zero_ahead`] keeps line
@@ -80,20 +68,14 @@ impl OutFrame {
 }
 
 /// Encodes the prefix of frame number `seq`: `header` with `seq` and
-/// `payload_len` filled in, then the transport word.
-fn encode_prefix(
-    header: &FrameHeader,
-    seq: u64,
-    payload_len: usize,
-    word: u64,
-    out: &mut [u8; PREFIX],
-) {
+/// `payload_len` filled in, then zeros.
+fn encode_prefix(header: &FrameHeader, seq: u64, payload_len: usize, out: &mut [u8; PREFIX]) {
     let mut header = *header;
     header.seq = seq;
     header.payload_len = payload_len as u64;
     let (head, tail) = out.split_at_mut(HEADER_LEN);
     header.encode_into(head.try_into().expect("header length"));
-    tail.copy_from_slice(&word.to_le_bytes());
+    tail.fill(0);
 }
 
 /// The first word of an encoded prefix, which the writer stores as one
@@ -114,7 +96,7 @@ fn room(producer: &mut Producer<Shared<RingControl>, RingBytes>, want: usize) ->
 /// Where a frame's payload bytes start (null when it has none).
 fn payload_ptr(payload: &TransmitPayload) -> *const u8 {
     match payload {
-        TransmitPayload::None | TransmitPayload::Rendezvous(_) => std::ptr::null(),
+        TransmitPayload::None => std::ptr::null(),
         TransmitPayload::Borrowed(r) => r.ptr,
         TransmitPayload::Owned(v) => v.as_ptr(),
         TransmitPayload::Gathered(_) => unreachable!("ShmTransport::send_frame packs runs"),
@@ -161,9 +143,9 @@ impl Outgoing {
     }
 
     /// Numbers the next frame and encodes its prefix.
-    fn prefix(&mut self, header: &FrameHeader, payload_len: usize, word: u64) -> [u8; PREFIX] {
+    fn prefix(&mut self, header: &FrameHeader, payload_len: usize) -> [u8; PREFIX] {
         let mut prefix = [0u8; PREFIX];
-        encode_prefix(header, self.next_seq(), payload_len, word, &mut prefix);
+        encode_prefix(header, self.next_seq(), payload_len, &mut prefix);
         prefix
     }
 
@@ -176,16 +158,11 @@ impl Outgoing {
     /// before it and the ring has room for all of it (a small message,
     /// nearly always): no queueing, and the request it completes is
     /// returned. Otherwise gives `t` back, untouched, for `enqueue`.
-    pub fn write_now(
-        &mut self,
-        t: Transmit,
-        word: u64,
-        ringer: &Ringer,
-    ) -> Result<Option<ReqId>, Transmit> {
+    pub fn write_now(&mut self, t: Transmit, ringer: &Ringer) -> Result<Option<ReqId>, Transmit> {
         let payload = payload_ptr(&t.payload);
         // SAFETY: a borrowed payload is valid until its request completes,
         // after this; an owned one lives in `t`.
-        if unsafe { self.write_whole(&t.header, word, payload, t.payload.len(), ringer) } {
+        if unsafe { self.write_whole(&t.header, payload, t.payload.len(), ringer) } {
             Ok(t.completes)
         } else {
             Err(t)
@@ -219,11 +196,11 @@ impl Outgoing {
         header.tag = tag;
         header.msg_size = len as u64;
         // SAFETY: as this function's.
-        unsafe { self.write_whole(&header, 0, payload, len, ringer) }
+        unsafe { self.write_whole(&header, payload, len, ringer) }
     }
 
-    /// Writes a whole frame with `header`, transport word `word` and
-    /// `len` bytes at `payload`, when no frame waits before it and the
+    /// Writes a whole frame with `header` and `len` bytes at `payload`,
+    /// when no frame waits before it and the
     /// ring has room for all of it; returns whether it did (otherwise
     /// nothing was written).
     ///
@@ -233,12 +210,11 @@ impl Outgoing {
     unsafe fn write_whole(
         &mut self,
         header: &FrameHeader,
-        word: u64,
         payload: *const u8,
         len: usize,
         ringer: &Ringer,
     ) -> bool {
-        if line::fits(header, word, len) {
+        if line::fits(header, len) {
             // SAFETY: as this function's.
             return unsafe { self.write_line(header.context, header.tag, payload, len, ringer) };
         }
@@ -255,7 +231,7 @@ impl Outgoing {
             // assembled in `small` first.
             let (prefix, rest) = self.small.split_at_mut(PREFIX);
             let prefix: &mut [u8; PREFIX] = prefix.try_into().expect("prefix length");
-            encode_prefix(header, seq, len, word, prefix);
+            encode_prefix(header, seq, len, prefix);
             let first = first_word(prefix);
             // SAFETY: `payload` is valid for `len <= SMALL_PAYLOAD` reads by
             // contract, `rest` holds SMALL_PAYLOAD bytes; the room was
@@ -268,7 +244,7 @@ impl Outgoing {
             }
         } else {
             let mut prefix = [0u8; PREFIX];
-            encode_prefix(header, seq, len, word, &mut prefix);
+            encode_prefix(header, seq, len, &mut prefix);
             // SAFETY: as above, in two copies.
             unsafe {
                 self.producer
@@ -376,9 +352,9 @@ impl Outgoing {
         self.zeroed_to = self.zeroed_to.max(at);
     }
 
-    /// Queues an engine frame with transport word `word`; numbers it.
-    pub fn enqueue(&mut self, t: Transmit, word: u64) {
-        let prefix = self.prefix(&t.header, t.payload.len(), word);
+    /// Queues an engine frame; numbers it.
+    pub fn enqueue(&mut self, t: Transmit) {
+        let prefix = self.prefix(&t.header, t.payload.len());
         self.out.push_back(OutFrame {
             prefix,
             payload: t.payload,
@@ -392,16 +368,13 @@ impl Outgoing {
     pub fn enqueue_control(&mut self, kind: FrameKind, tag: i32) {
         let mut header = FrameHeader::new(kind);
         header.tag = tag;
-        self.enqueue(
-            Transmit {
-                peer: 0,
-                header,
-                payload: TransmitPayload::None,
-                completes: None,
-                copy_if_blocked: false,
-            },
-            0,
-        );
+        self.enqueue(Transmit {
+            peer: 0,
+            header,
+            payload: TransmitPayload::None,
+            completes: None,
+            copy_if_blocked: false,
+        });
     }
 
     pub fn has_output(&self) -> bool {
@@ -545,24 +518,6 @@ pub enum Delivered {
     /// The payload placed last is read: its token, and the buffer of an
     /// owned sink.
     Filled(SinkToken, Option<Vec<u8>>),
-    /// The peer granted `sender_req`'s data at `address` in its memory;
-    /// with `split`, it reads the second part itself.
-    Grant {
-        sender_req: u64,
-        address: u64,
-        split: bool,
-    },
-    /// The peer offers the data of its rendezvous `sender_req`, which is
-    /// at `address` in its memory, to be read in part.
-    Offer {
-        sender_req: u64,
-        address: u64,
-    },
-    /// The peer read its part of our `sender_req` (`ok`), or could not.
-    PartRead {
-        sender_req: u64,
-        ok: bool,
-    },
 }
 
 enum ReadState {
@@ -598,9 +553,6 @@ enum Source {
     Ring,
     /// In [`Incoming::line`]: the frame was one line.
     Line,
-    /// Already in the receive buffer: the sender wrote it by cross-memory
-    /// attach.
-    Written,
 }
 
 /// The receiving side of a channel: the ring the peer writes in this
@@ -821,13 +773,18 @@ impl Incoming {
                         prefix[..HEADER_LEN].try_into().expect("header length");
                     let header = FrameHeader::decode(bytes, self.seq, MAX_EAGER_LIMIT)?;
                     self.seq += 1;
-                    let word = u64::from_le_bytes(prefix[HEADER_LEN..].try_into().expect("8"));
+                    if prefix[HEADER_LEN..].iter().any(|&b| b != 0) {
+                        return Err(WireError::UnexpectedFrame {
+                            got: header.kind,
+                            state: "with nonzero padding after its header",
+                        });
+                    }
                     // The prefix is whole lines: the padding depends on
                     // the payload's length modulo a line (a peer's length,
                     // so no arithmetic on it that could overflow).
                     let payload = header.payload_len;
                     let padding = (LINE - (payload % LINE as u64) as usize) % LINE;
-                    self.state = Self::state_for(header, word, padding, delivered)?;
+                    self.state = Self::state_for(header, padding, delivered)?;
                 }
                 ReadState::Region {
                     region,
@@ -927,13 +884,10 @@ impl Incoming {
         Ok(())
     }
 
-    /// The state after a frame with its transport word, followed by
-    /// `padding` after its payload. Shared memory's own rendezvous
-    /// (`split.rs`, `cma.rs`) rides on the engine's frames in that word;
+    /// The state after a frame followed by `padding` after its payload;
     /// what the frame is, is [`classify`]'s to say.
     fn state_for(
-        mut header: FrameHeader,
-        word: u64,
+        header: FrameHeader,
         padding: usize,
         delivered: &mut Vec<Delivered>,
     ) -> Result<ReadState, WireError> {
@@ -941,9 +895,6 @@ impl Incoming {
         match classify(&header, LinkKind::Ring, true)? {
             Class::Bye => delivered.push(Delivered::Bye),
             Class::Abort(code) => delivered.push(Delivered::Abort(code)),
-            Class::PartRead { sender_req, ok } => {
-                delivered.push(Delivered::PartRead { sender_req, ok })
-            }
             Class::Handshake => {
                 return Err(WireError::UnexpectedFrame {
                     got: header.kind,
@@ -951,35 +902,11 @@ impl Incoming {
                 })
             }
             Class::Data => {
-                let in_file = header.flags & FLAG_PAYLOAD_IN_FILE != 0;
-                let mut source = Source::Ring;
-                match header.kind {
-                    FrameKind::Rts if word != 0 => delivered.push(Delivered::Offer {
-                        sender_req: header.sender_req,
-                        address: word,
-                    }),
-                    FrameKind::Cts if word != 0 => delivered.push(Delivered::Grant {
-                        sender_req: header.sender_req,
-                        address: word & !SPLIT,
-                        split: word & SPLIT != 0,
-                    }),
-                    FrameKind::Data if word == DATA_WRITTEN && !in_file => {
-                        if header.payload_len != 0 {
-                            return Err(WireError::DataLength {
-                                expected: 0,
-                                got: header.payload_len,
-                            });
-                        }
-                        header.payload_len = header.msg_size;
-                        source = Source::Written;
-                    }
-                    _ => {}
-                }
                 delivered.push(Delivered::Frame(header));
                 return Ok(ReadState::AwaitPlace {
                     payload: in_ring,
                     padding,
-                    source,
+                    source: Source::Ring,
                 });
             }
         }
@@ -992,9 +919,7 @@ impl Incoming {
 
     /// Says where the payload of the data-path frame this ring reported
     /// goes: read from the ring by the next [`Incoming::read`], or at once
-    /// from a one-line frame (reported filled in `delivered`). An error
-    /// means the peer broke the protocol (data written into memory that
-    /// was not granted).
+    /// from a one-line frame (reported filled in `delivered`).
     pub fn place(
         &mut self,
         sink: PayloadSink,
@@ -1010,20 +935,11 @@ impl Incoming {
         };
         let in_ring = match source {
             Source::Ring => (payload as usize).saturating_add(padding),
-            Source::Line | Source::Written => 0,
+            Source::Line => 0,
         };
         self.state = match (source, sink) {
             (_, PayloadSink::None) if in_ring > 0 => ReadState::Padding { left: in_ring },
             (_, PayloadSink::None) => ReadState::Prefix,
-            (Source::Written, PayloadSink::Region { token, .. }) => {
-                delivered.push(Delivered::Filled(token, None));
-                ReadState::Prefix
-            }
-            (Source::Written, PayloadSink::Owned { .. }) => {
-                // Written data goes into a granted buffer, never an owned one.
-                self.state = ReadState::Prefix;
-                return Err(WireError::data_not_awaited());
-            }
             (Source::Line, PayloadSink::Region { region, token, .. }) => {
                 // SAFETY: the region is the posted receive buffer, valid
                 // until its request completes; it takes at most the
@@ -1102,7 +1018,7 @@ mod tests {
     fn send(out: &mut Outgoing, ringer: &Ringer, tag: i32, payload: &[u8]) {
         // SAFETY: `payload` is valid for its length.
         let written =
-            unsafe { out.write_whole(&eager(tag), 0, payload.as_ptr(), payload.len(), ringer) };
+            unsafe { out.write_whole(&eager(tag), payload.as_ptr(), payload.len(), ringer) };
         assert!(written, "the ring has room");
     }
 
@@ -1253,7 +1169,7 @@ mod tests {
             "a line's room waits for the next call"
         );
         // SAFETY: a valid payload.
-        let full = unsafe { out.write_whole(&eager(63), 0, [1u8; 8].as_ptr(), 8, &ringer) };
+        let full = unsafe { out.write_whole(&eager(63), [1u8; 8].as_ptr(), 8, &ringer) };
         assert!(!full, "the writer does not see the taken line's room yet");
         assert!(inc.release_taken(true));
         assert!(!inc.release_taken(true), "nothing left to return");
@@ -1338,7 +1254,7 @@ mod tests {
             send(&mut out, &ringer, tag, &[1; 8]);
         }
         // SAFETY: a valid payload.
-        let full = unsafe { out.write_whole(&eager(63), 0, [1u8; 8].as_ptr(), 8, &ringer) };
+        let full = unsafe { out.write_whole(&eager(63), [1u8; 8].as_ptr(), 8, &ringer) };
         assert!(!full, "the last line stays free");
         for tag in 0..63 {
             assert!(matches!(take(&mut inc, &mut buf), Direct::Taken { tag: t, .. } if t == tag));

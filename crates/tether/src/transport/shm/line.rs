@@ -121,10 +121,10 @@ pub fn padded(len: usize) -> usize {
     len.next_multiple_of(LINE)
 }
 
-/// Whether a frame is written as one line: an eager message with no
-/// transport word whose payload fits.
-pub fn fits(header: &FrameHeader, word: u64, len: usize) -> bool {
-    header.kind == FrameKind::Eager && word == 0 && len <= LINE_PAYLOAD
+/// Whether a frame is written as one line: an eager message whose
+/// payload fits.
+pub fn fits(header: &FrameHeader, len: usize) -> bool {
+    header.kind == FrameKind::Eager && len <= LINE_PAYLOAD
 }
 
 /// The fields of a one-line frame between its marker and its payload:

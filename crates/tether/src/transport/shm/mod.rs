@@ -8,11 +8,13 @@
 //! first send, or at once when the peer attached to us first, so that
 //! goodbyes can always be said). Frames and framing are in `channel.rs`.
 //!
-//! Large rendezvous data moves with one copy by cross-memory attach
-//! (`cma.rs`): the receiver's `Cts` carries the address of the granted
-//! buffer, and the sender writes it with `process_vm_writev` and then
-//! sends a `Data` frame without payload. When the kernel refuses (or
-//! `TETHER_SHM_CMA=0`), the data streams through the ring instead.
+//! Large rendezvous data moves with one copy by cross-memory attach: the
+//! engine's rendezvous by remote memory (`tether-proto`'s
+//! `engine/remote.rs`) asks for writes into the receive buffer and reads
+//! from the send buffer through keys, which this transport carries out
+//! with `process_vm_writev`/`process_vm_readv` (`remote.rs`, `cma.rs`).
+//! When the kernel refuses (or `TETHER_SHM_CMA=0`), the data streams
+//! through the ring instead.
 //!
 //! Waiting: the owner's doorbell flag (`tether_ring::Doorbell`) and its
 //! abstract socket (`bell.rs`), registered in the router's reactor, let
@@ -32,8 +34,8 @@ mod bell;
 mod channel;
 mod cma;
 mod line;
+mod remote;
 mod segment;
-mod split;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,8 +44,9 @@ use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
-use rustc_hash::FxHashMap as HashMap;
-use tether_proto::{FrameKind, Gather, PayloadSink, Region, Transmit, TransmitPayload, WireError};
+use tether_proto::{
+    FrameKind, PayloadSink, Region, RmaOp, RmaStatus, Transmit, TransmitPayload, WireError,
+};
 use tether_ring::{Consumer, Doorbell, Producer};
 
 use crate::error::{err, ErrorClass};
@@ -54,13 +57,11 @@ use crate::transport::peer_table::PeerTable;
 use crate::transport::reactor::SHM_TOKENS;
 use crate::universe::Universe;
 use bell::{Bell, Ringer};
-use channel::{Delivered, Incoming, Outgoing, DATA_WRITTEN};
+use channel::{Delivered, Incoming, Outgoing};
 pub use channel::{Direct, Wanted};
 pub use segment::AttachError;
 use segment::{Segment, Shared, Writer};
 
-/// Offers of split copies kept per peer (`split.rs`); more are dropped.
-const MAX_OFFERS: usize = 4096;
 /// How often peers without a pidfd are looked up in the process table.
 pub const LIVENESS_PERIOD: Duration = Duration::from_millis(200);
 /// The doorbell's token in the reactor; a peer's pidfd has `1 + peer`.
@@ -77,9 +78,6 @@ pub struct ShmConfig {
     pub ring_bytes: usize,
     /// Whether cross-memory attach may be used.
     pub cma: bool,
-    /// Rendezvous messages of at least this many bytes are copied by both
-    /// processes at once (`split.rs`); 0: never.
-    pub split_bytes: usize,
     /// Whether this process may sleep with the barrier of `barrier.rs` and
     /// write to peers that do without fencing (`barrier.rs`).
     pub membarrier: bool,
@@ -136,42 +134,12 @@ pub fn availability() -> Result<String, String> {
     ))
 }
 
-/// What a cross-memory write of granted data came to.
-enum Granted {
-    Written,
-    /// The kernel refused; nothing was reported.
-    Refused,
-    /// The peer is gone or broken, and was reported.
-    Failed,
-}
-
-/// A grant from the receiver's `Cts`: the address of its buffer, and
-/// whether it reads the second part itself.
-struct Grant {
-    address: u64,
-    split: bool,
-}
-
 struct Channel {
     pid: u32,
     start: u64,
     out: Option<Outgoing>,
     inc: Option<Incoming>,
     pidfd: Option<OwnedFd>,
-    /// Where the peer wants the data of our rendezvous sends (by sender
-    /// request handle), from its `Cts`.
-    grants: HashMap<u64, Grant>,
-    /// Where the peer's rendezvous data is, by its sender request handle,
-    /// from its `Rts` (an offer to split the copy, `split.rs`).
-    offers: HashMap<u64, u64>,
-    /// Our split sends whose first part is done, waiting for `PartRead`.
-    parked: HashMap<u64, split::Parked>,
-    /// `PartRead`s that came before their send's first part was done.
-    reads_done: HashMap<u64, bool>,
-    /// Whether cross-memory writes to the peer may be tried.
-    cma: bool,
-    /// Whether cross-memory reads from the peer may be tried.
-    cma_read: bool,
     bye_sent: bool,
     bye_received: bool,
     lost: bool,
@@ -199,8 +167,6 @@ pub struct ShmTransport {
     /// checked at the next poll, which can read what they wrote first.
     suspects: Vec<u32>,
     delivered: Vec<Delivered>,
-    /// `PartRead`s read from a ring, handled after the read.
-    part_reads: Vec<(u64, bool)>,
     /// The sleep barrier failed once (said once in the log).
     barrier_failed: bool,
 }
@@ -253,7 +219,6 @@ impl ShmTransport {
             events: Events::default(),
             suspects: Vec::new(),
             delivered: Vec::new(),
-            part_reads: Vec::new(),
             barrier_failed: false,
         })
     }
@@ -314,7 +279,6 @@ impl ShmTransport {
     }
 
     fn channel(&mut self, peer: u32, pid: u32, start: u64, registry: &Registry) -> &mut Channel {
-        let cma = self.config.cma;
         self.channels.get_or_insert_with(peer, || {
             let pidfd = watch(pid, start, peer, registry);
             Channel {
@@ -323,12 +287,6 @@ impl ShmTransport {
                 out: None,
                 inc: None,
                 pidfd,
-                grants: HashMap::default(),
-                offers: HashMap::default(),
-                parked: HashMap::default(),
-                reads_done: HashMap::default(),
-                cma,
-                cma_read: cma,
                 bye_sent: false,
                 bye_received: false,
                 lost: false,
@@ -336,109 +294,12 @@ impl ShmTransport {
         })
     }
 
-    /// Writes rendezvous data to `address` in the receiver's memory by
-    /// cross-memory attach, then sends its `Data` frame; through the ring
-    /// when the kernel refuses.
-    fn send_whole(&mut self, t: Transmit, address: u64) {
-        let written = match &t.payload {
-            // SAFETY: the send buffer is valid until the request completes,
-            // which happens after this copy.
-            TransmitPayload::Borrowed(region) => unsafe {
-                self.write_granted(t.peer, region.ptr, address, region.len)
-            },
-            // SAFETY: as above, for every run.
-            TransmitPayload::Gathered(g) => unsafe { self.write_gathered(t.peer, g, address) },
-            _ => return self.send_frame(t, 0),
-        };
-        match written {
-            Granted::Written => self.send_written(t),
-            Granted::Refused => self.send_frame(t, 0),
-            Granted::Failed => {}
-        }
-    }
-
-    /// `write_granted` for a message in runs: the kernel gathers them.
-    ///
-    /// # Safety
-    /// Every run is valid for reads.
-    unsafe fn write_gathered(&mut self, peer: u32, gather: &Gather, address: u64) -> Granted {
-        let Some(channel) = self.channels.get(&peer) else {
-            return Granted::Failed;
-        };
-        let result = cma::write_gathered(channel.pid, gather, address);
-        self.granted(peer, address, result)
-    }
-
-    /// Writes `len` bytes from `src` to `address` in `peer`'s memory by
-    /// cross-memory attach. A refusal switches cross-memory writes to the
-    /// peer off (the data then goes through the ring); a peer that is gone
-    /// or granted memory it does not have is reported (`Failed`).
-    ///
-    /// # Safety
-    /// `src` is valid for `len` reads.
-    unsafe fn write_granted(
-        &mut self,
-        peer: u32,
-        src: *const u8,
-        address: u64,
-        len: usize,
-    ) -> Granted {
-        let Some(channel) = self.channels.get(&peer) else {
-            return Granted::Failed;
-        };
-        let result = cma::write(channel.pid, src, address, len);
-        self.granted(peer, address, result)
-    }
-
-    /// What a cross-memory write to `peer`'s `address` came to.
-    fn granted(&mut self, peer: u32, address: u64, result: Result<(), cma::CmaError>) -> Granted {
-        match result {
-            Ok(()) => Granted::Written,
-            Err(cma::CmaError::Refused(e)) => {
-                tracing::info!(
-                    "cross-memory attach to {} refused ({e}): its data goes through the ring",
-                    self.universe.describe(peer)
-                );
-                if let Some(channel) = self.channels.get_mut(&peer) {
-                    channel.cma = false;
-                }
-                Granted::Refused
-            }
-            Err(cma::CmaError::Gone) => {
-                self.failed(peer, split::Failure::Gone);
-                Granted::Failed
-            }
-            Err(cma::CmaError::BadAddress(e)) => {
-                let what =
-                    format!("the buffer it granted at {address:#x} is not mapped in it ({e})");
-                self.failed(peer, split::Failure::Broken(what));
-                Granted::Failed
-            }
-        }
-    }
-
-    /// Sends the `Data` frame of rendezvous data already written into
-    /// the receiver's buffer (no payload), and completes the send.
-    fn send_written(&mut self, mut t: Transmit) {
-        let Some(out) = self.channels.get_mut(&t.peer).and_then(|c| c.out.as_mut()) else {
-            return;
-        };
-        t.header.payload_len = 0;
-        t.payload = TransmitPayload::None;
-        if let Some(req) = t.completes.take() {
-            self.events.sent.push(req);
-        }
-        let peer = t.peer;
-        out.enqueue(t, DATA_WRITTEN);
-        self.flush(peer);
-    }
-
-    /// Writes frame `t` with transport word `word` into the ring to its
-    /// peer now, or queues it behind what waits.
-    fn send_frame(&mut self, mut t: Transmit, word: u64) {
+    /// Writes frame `t` into the ring to its peer now, or queues it
+    /// behind what waits.
+    fn send_frame(&mut self, mut t: Transmit) {
         if let TransmitPayload::Gathered(g) = &t.payload {
             // The ring takes contiguous bytes: runs are packed (a
-            // cross-memory write gathers them instead, `send_whole`).
+            // cross-memory write gathers them instead, `remote.rs`).
             // SAFETY: the runs are valid until `completes` is reported.
             t.payload = TransmitPayload::Owned(unsafe { g.to_vec() });
         }
@@ -446,14 +307,14 @@ impl ShmTransport {
         let Some(out) = live_out(&mut self.channels, peer) else {
             return;
         };
-        match out.write_now(t, word, &self.ringer) {
+        match out.write_now(t, &self.ringer) {
             Ok(completes) => {
                 if let Some(req) = completes {
                     self.events.sent.push(req);
                 }
             }
             Err(t) => {
-                out.enqueue(t, word);
+                out.enqueue(t);
                 self.flush(peer);
             }
         }
@@ -571,17 +432,13 @@ impl ShmTransport {
         if let (Ok(true), Some(out)) = (&result, channel.out.as_ref()) {
             out.wake_peer(&self.ringer);
         }
-        let moved = match result {
+        match result {
             Ok(moved) => moved,
             Err(e) => {
                 self.broke_protocol(peer, e);
                 true
             }
-        };
-        while let Some((sender_req, ok)) = self.part_reads.pop() {
-            self.on_part_read(peer, sender_req, ok);
         }
-        moved
     }
 
     /// Reports what `peer`'s ring delivered: data-path frames and filled
@@ -597,25 +454,6 @@ impl ShmTransport {
                 Delivered::Filled(token, owned) => self.events.filled.push((token, owned)),
                 Delivered::Bye => channel.bye_received = true,
                 Delivered::Abort(code) => self.events.links.push(LinkEvent::Abort { peer, code }),
-                Delivered::Grant {
-                    sender_req,
-                    address,
-                    split,
-                } => {
-                    channel.grants.insert(sender_req, Grant { address, split });
-                }
-                Delivered::Offer {
-                    sender_req,
-                    address,
-                } => {
-                    // Offers are only hints: those whose `Cts` went by
-                    // another transport are never taken, so few are kept.
-                    if channel.offers.len() >= MAX_OFFERS {
-                        channel.offers.clear();
-                    }
-                    channel.offers.insert(sender_req, address);
-                }
-                Delivered::PartRead { sender_req, ok } => self.part_reads.push((sender_req, ok)),
             }
         }
     }
@@ -700,18 +538,6 @@ impl ShmTransport {
         self.lose(peer, error);
     }
 
-    /// Drops what this transport keeps of rendezvous transfers with
-    /// `peer` (grants, offers, split sends waiting for `PartRead`): the
-    /// peer is lost, and its requests complete without them.
-    pub fn forget_transfers(&mut self, peer: u32) {
-        if let Some(channel) = self.channels.get_mut(&peer) {
-            channel.grants.clear();
-            channel.offers.clear();
-            channel.parked.clear();
-            channel.reads_done.clear();
-        }
-    }
-
     fn lose(&mut self, peer: u32, error: crate::error::Error) {
         if let Some(channel) = self.channels.get_mut(&peer) {
             if channel.lost {
@@ -721,7 +547,6 @@ impl ShmTransport {
             channel.out = None;
             channel.pidfd = None;
         }
-        self.forget_transfers(peer);
         self.events.lost(peer, error);
     }
 
@@ -780,34 +605,12 @@ impl Transport for ShmTransport {
         }
     }
 
-    /// An `Rts` that names its send buffer offers the data for a split
-    /// copy (`split.rs`); one whose data will not be read from the send
-    /// buffer (it goes by file) names none.
     fn send(&mut self, t: Transmit) {
-        let peer = t.peer;
-        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
-            return;
-        };
-        match t.header.kind {
-            FrameKind::Rts => {
-                let word = self.offer_word(peer, &t);
-                self.send_frame(t, word);
-            }
-            FrameKind::Cts => {
-                let (word, read) = self.grant_word(peer, &t);
-                let sender_req = t.header.sender_req;
-                self.send_frame(t, word);
-                if let Some((source, region)) = read {
-                    self.read_part(peer, sender_req, source, region);
-                }
-            }
-            FrameKind::Data => match channel.grants.remove(&t.header.sender_req) {
-                Some(grant) if grant.split => self.send_split(t, grant.address),
-                Some(grant) if channel.cma => self.send_whole(t, grant.address),
-                _ => self.send_frame(t, 0),
-            },
-            _ => self.send_frame(t, 0),
-        }
+        self.send_frame(t);
+    }
+
+    fn rma(&mut self, op: &RmaOp) -> RmaStatus {
+        self.execute(op)
     }
 
     /// Says where the payload of the data-path frame `peer`'s ring

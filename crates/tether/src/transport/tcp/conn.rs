@@ -66,7 +66,7 @@ impl OutFrame {
 
     fn payload_bytes(&self) -> &[u8] {
         match &self.payload {
-            TransmitPayload::None | TransmitPayload::Rendezvous(_) => &[],
+            TransmitPayload::None => &[],
             // SAFETY: a borrowed payload stays valid until `completes` is
             // reported, which happens only after it is written or copied.
             TransmitPayload::Borrowed(r) => unsafe { r.as_slice() },
@@ -387,12 +387,6 @@ impl Conn {
                             incoming.push(Incoming::Frame(header));
                             self.read = ReadState::AwaitPlace;
                             return Ok(true);
-                        }
-                        Class::PartRead { .. } => {
-                            return Err(ConnError::Wire(WireError::UnexpectedFrame {
-                                got: header.kind,
-                                state: "on a TCP connection (shared memory only)",
-                            }))
                         }
                     }
                 }
