@@ -10,16 +10,22 @@
 //! | [`rendezvous`] | `tether_rendezvous::protocol`: `read_line`, `Request::parse` (the server's side), `Reply::parse` (the client's side) |
 //! | [`engine`] | `tether_proto::Engine` fed a hostile peer's frames |
 //! | [`field_descriptions`] | fields' `Hello::decode`, `decode_local`, `decode_side` and `tether_redist::Dist::decode`, and what the runtime then does with a description (`check`, `plan`) |
+//! | [`dispatch`] | `tether_proto::classify` on every kind of link, then `tether_proto::deliver` |
+//! | [`link`] | `tether_proto::Link` (handshake, sequence numbers, goodbye, deadlines) and `tether_proto::link::Resequencer`, fed a hostile peer's frames on a virtual clock |
 //!
 //! A target returns normally for every input; a panic (a failed check
 //! included) is a finding. `fuzz/` (cargo-fuzz, nightly) wraps each one
 //! in a `fuzz_target!`, and `tests/corpus.rs` replays the committed
 //! corpora on stable. See docs/FUZZING.md.
 
+mod dispatch;
 mod engine;
 mod input;
+mod link;
 
+pub use dispatch::dispatch;
 pub use engine::engine;
+pub use link::link;
 
 use std::io::{BufReader, Cursor};
 
@@ -36,13 +42,15 @@ use input::Input;
 pub type Target = fn(&[u8]);
 
 /// The targets by name, as `fuzz/` and `fuzz/corpus/` spell them.
-pub const TARGETS: [(&str, Target); 6] = [
+pub const TARGETS: [(&str, Target); 8] = [
     ("frame_header", frame_header),
     ("hello", hello),
     ("file_prefix", file_prefix),
     ("rendezvous", rendezvous),
     ("engine", engine),
     ("field_descriptions", field_descriptions),
+    ("dispatch", dispatch),
+    ("link", link),
 ];
 
 /// `FrameHeader::decode` of the first [`HEADER_LEN`] bytes, against the

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::{LinkError, PeerName};
-use crate::wire::{FrameHeader, FrameKind, Hello, WireError, HEADER_LEN};
+use crate::wire::{FrameHeader, FrameKind, Hello, WireError, HEADER_LEN, MAX_CONTROL_PAYLOAD};
 
 /// Settings of one link.
 #[derive(Debug, Clone)]
@@ -282,8 +282,7 @@ impl Link {
         };
         self.peer = Some(hello.universe_rank);
         if let Some(reason) = refusal {
-            self.control
-                .push_back((FrameKind::HelloReject, reason.clone().into_bytes()));
+            self.queue_reject(&reason);
             return Err(self.fail(LinkError::Refused {
                 peer: self.name(),
                 reason,
@@ -322,17 +321,31 @@ impl Link {
         self.open(peer);
     }
 
-    /// Acceptor in `Verifying`: answers `HelloReject` with `reason` and
-    /// fails the link (drain [`Link::poll_transmit`] before dropping the
-    /// connection). Does nothing in any other state.
+    /// Acceptor in `Verifying`: answers `HelloReject` with `reason` (its
+    /// first [`MAX_CONTROL_PAYLOAD`] bytes at most) and fails the link
+    /// (drain [`Link::poll_transmit`] before dropping the connection).
+    /// Does nothing in any other state.
     pub fn reject_hello(&mut self, reason: &str) {
         if self.state != LinkState::Verifying {
             return;
         }
-        self.control
-            .push_back((FrameKind::HelloReject, reason.as_bytes().to_vec()));
+        self.queue_reject(reason);
         self.state = LinkState::Failed;
         self.deadline = None;
+    }
+
+    /// Queues a `HelloReject` the peer can read: the peer's decoder
+    /// refuses a control payload over [`MAX_CONTROL_PAYLOAD`] bytes, and
+    /// a reason may quote the peer's own program name, which alone may
+    /// be nearly that long. Cut at a character boundary, so that the
+    /// reason stays UTF-8.
+    fn queue_reject(&mut self, reason: &str) {
+        let mut end = reason.len().min(MAX_CONTROL_PAYLOAD as usize);
+        while !reason.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.control
+            .push_back((FrameKind::HelloReject, reason.as_bytes()[..end].to_vec()));
     }
 
     fn open(&mut self, peer: u32) {

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::wire::{FrameHeader, FrameKind, Hello, WireError};
+use crate::wire::{FrameHeader, FrameKind, Hello, WireError, MAX_CONTROL_PAYLOAD};
 
 fn config(rank: u32) -> LinkConfig {
     LinkConfig {
@@ -129,6 +129,52 @@ fn an_answer_from_another_rank_and_a_reject_by_the_caller_end_the_handshake() {
             reason: "a link to rank 0 exists".into()
         })
     );
+}
+
+/// Found by the `link` fuzz target: a refusal quoting a long program
+/// name, or a long reason of the caller's, made a `HelloReject` longer
+/// than the peer's decoder reads, so the peer saw a bad frame instead of
+/// the reason.
+#[test]
+fn a_reject_reason_is_cut_to_what_the_peer_can_read() {
+    let now = Instant::now();
+    // A Hello of another universe with a long program name, which the
+    // refusal quotes.
+    let mut dialer = Link::connector(config(0), 1, now);
+    let mut answerer = Link::acceptor(config(1), now);
+    let mut stranger = config(0).hello;
+    stranger.universe_id += 1;
+    stranger.program = "p".repeat(4070);
+    let payload = stranger.encode();
+    let mut hello = FrameHeader::new(FrameKind::Hello);
+    hello.payload_len = payload.len() as u64;
+    let Ok(Inbound::Control(header)) = answerer.on_header(&hello.encode()) else {
+        panic!("a Hello is a control frame");
+    };
+    let Err(LinkError::Refused { reason, .. }) = answerer.on_control(&header, &payload) else {
+        panic!("a Hello of another universe is refused");
+    };
+    assert!(
+        reason.len() as u64 > MAX_CONTROL_PAYLOAD,
+        "the local error keeps it all"
+    );
+    let Err(LinkError::Rejected { reason: read, .. }) = pipe(&mut answerer, &mut dialer) else {
+        panic!("the dialer reads the rejection");
+    };
+    assert_eq!(read, reason[..MAX_CONTROL_PAYLOAD as usize]);
+
+    // A long reason of the caller's, in 2-byte characters: cut at a
+    // character boundary.
+    let mut dialer = Link::connector(config(0), 1, now);
+    let mut answerer = Link::acceptor(config(1), now);
+    pipe(&mut dialer, &mut answerer).unwrap();
+    let long = "é".repeat(3000);
+    answerer.reject_hello(&long);
+    let Err(LinkError::Rejected { reason, .. }) = pipe(&mut answerer, &mut dialer) else {
+        panic!("the dialer reads the rejection");
+    };
+    assert_eq!(reason.len() as u64, MAX_CONTROL_PAYLOAD);
+    assert!(long.starts_with(&reason));
 }
 
 #[test]
