@@ -9,7 +9,7 @@
 //! carry is checked against the answer, and so are the payload bounds a
 //! transport relies on when it reads what follows the header (a handshake
 //! payload is allocated at the length the header gives; nothing is read
-//! after `Bye`, `Abort` or `PartRead`). A data-path frame is then
+//! after `Bye` or `Abort`). A data-path frame is then
 //! delivered to an engine that has granted one receive, so that a `Data`
 //! frame whose payload waits in a file can be matched to it.
 
@@ -87,13 +87,13 @@ fn check_class(header: &FrameHeader, kind: LinkKind, open: bool, class: &Result<
         FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => {
             (kind == LinkKind::Stream).then_some(Class::Handshake)
         }
-        FrameKind::PartRead => (kind == LinkKind::Ring).then_some(Class::PartRead {
-            sender_req: header.sender_req,
-            ok: header.tag == 0,
-        }),
         FrameKind::Bye => Some(Class::Bye),
         FrameKind::Abort => Some(Class::Abort(header.tag)),
-        FrameKind::Eager | FrameKind::Rts | FrameKind::Cts | FrameKind::Data => {
+        FrameKind::Eager
+        | FrameKind::Rts
+        | FrameKind::Cts
+        | FrameKind::Data
+        | FrameKind::ReadDone => {
             // A payload in a file is announced beside a socket or ring,
             // and only for rendezvous data.
             let placed = !in_file || (kind != LinkKind::File && header.kind == FrameKind::Data);
@@ -113,7 +113,7 @@ fn check_class(header: &FrameHeader, kind: LinkKind, open: bool, class: &Result<
     // What follows a header the transport handles itself.
     match class {
         Ok(Class::Handshake) => assert!(header.payload_len <= MAX_CONTROL_PAYLOAD, "{header:?}"),
-        Ok(Class::Bye | Class::Abort(_) | Class::PartRead { .. }) => {
+        Ok(Class::Bye | Class::Abort(_)) => {
             assert_eq!(header.payload_len, 0, "{header:?}")
         }
         Ok(Class::Data) | Err(_) => {}

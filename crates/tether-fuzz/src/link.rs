@@ -468,7 +468,7 @@ impl Harness {
             Cts,
             Data,
             Abort,
-            PartRead,
+            ReadDone,
             Eager,
             Data,
         ];
@@ -507,7 +507,7 @@ impl Harness {
             FrameKind::Cts,
             FrameKind::Data,
             FrameKind::Abort,
-            FrameKind::PartRead,
+            FrameKind::ReadDone,
             FrameKind::Eager,
             FrameKind::Data,
         ];
