@@ -58,7 +58,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use tether_proto::link::{ControlFrame, Inbound, PeerName};
+use tether_proto::link::{ControlFrame, Inbound, PeerName, RejectCode};
 use tether_proto::wire::{FLAG_PAYLOAD_IN_FILE, HEADER_LEN, MAX_CONTROL_PAYLOAD};
 use tether_proto::{
     FrameHeader, FrameKind, Hello, Link, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer,
@@ -636,12 +636,15 @@ impl Harness {
             }
             (FrameKind::Hello, LinkState::AwaitingHello, Err(e)) => {
                 if let LinkError::Refused { .. } = e {
-                    let hello = Hello::decode(payload).expect("a refused Hello decodes");
-                    assert!(
-                        hello.universe_id != UNIVERSE || hello.universe_rank == RANKS[side],
-                        "{hello:?}: {e}"
-                    );
-                    assert_eq!(s.link.peer(), Some(hello.universe_rank));
+                    // A malformed Hello is refused too, so that a connector
+                    // of another version learns why.
+                    if let Ok(hello) = Hello::decode(payload) {
+                        assert!(
+                            hello.universe_id != UNIVERSE || hello.universe_rank == RANKS[side],
+                            "{hello:?}: {e}"
+                        );
+                        assert_eq!(s.link.peer(), Some(hello.universe_rank));
+                    }
                     // The refusal went out: the caller writes it.
                     self.transmit(side);
                     let Wired { bytes, .. } = self.sides[1 - side].inbox.back().expect("written");
@@ -675,10 +678,17 @@ impl Harness {
             }
             (FrameKind::HelloReject, LinkState::AwaitingAck, Err(e)) => {
                 let reason = String::from_utf8_lossy(payload);
-                assert!(
-                    matches!(e, LinkError::Rejected { reason: ref r, .. } if *r == reason),
-                    "{e}"
-                );
+                // The header's tag says why; an unknown code is a refusal.
+                let named = match RejectCode::from_tag(header.tag) {
+                    RejectCode::Refused => {
+                        matches!(e, LinkError::Rejected { reason: ref r, .. } if *r == reason)
+                    }
+                    RejectCode::Duplicate => matches!(e, LinkError::Superseded { .. }),
+                    RejectCode::OtherUniverse => {
+                        matches!(e, LinkError::OtherUniverse { reason: ref r, .. } if *r == reason)
+                    }
+                };
+                assert!(named, "tag {}: {e}", header.tag);
                 self.failed(side, &e);
             }
             (FrameKind::Bye, LinkState::Open, Ok(())) => assert_eq!(after, LinkState::ByeReceived),
@@ -715,6 +725,8 @@ impl Harness {
         match e {
             LinkError::HandshakeTimeout { peer: p, .. }
             | LinkError::Rejected { peer: p, .. }
+            | LinkError::Superseded { peer: p }
+            | LinkError::OtherUniverse { peer: p, .. }
             | LinkError::Refused { peer: p, .. }
             | LinkError::GoodbyeTimeout { peer: p, .. }
             | LinkError::Wire { peer: p, .. }

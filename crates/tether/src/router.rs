@@ -187,6 +187,7 @@ impl Transports {
             listen_ip: settings.tcp_interface().unwrap_or("127.0.0.1").to_string(),
             connect_timeout: Duration::from_secs(settings.connect_timeout()),
             handshake_timeout: Duration::from_secs(settings.handshake_timeout()),
+            goodbye_timeout: Duration::from_secs(settings.finalize_timeout()),
         };
         let epoll_error = |e: std::io::Error| err(ErrorClass::Transport, format!("epoll: {e}"));
         let reactor = Reactor::new().map_err(epoll_error)?;
@@ -326,9 +327,9 @@ impl Transports {
         self.start_file_inbox();
     }
 
-    pub fn set_timeouts(&mut self, connect: Duration, handshake: Duration) {
+    pub fn set_timeouts(&mut self, connect: Duration, handshake: Duration, goodbye: Duration) {
         self.connect_timeout = connect;
-        self.tcp.set_timeouts(connect, handshake);
+        self.tcp.set_timeouts(connect, handshake, goodbye);
     }
 
     /// Sends an engine frame to its peer over the peer's transport,

@@ -697,10 +697,13 @@ impl Runtime {
                 .set_max(Duration::from_micros(self.settings.poll_spin_us())),
             "CONNECT" if value == "eager" => self.connect_all(),
             "TRANSPORTS" => self.transport.set_order(self.settings.transports()),
-            "CONNECT_TIMEOUT" | "HANDSHAKE_TIMEOUT" => self.transport.set_timeouts(
-                Duration::from_secs(self.settings.connect_timeout()),
-                Duration::from_secs(self.settings.handshake_timeout()),
-            ),
+            "CONNECT_TIMEOUT" | "HANDSHAKE_TIMEOUT" | "FINALIZE_TIMEOUT" => {
+                self.transport.set_timeouts(
+                    Duration::from_secs(self.settings.connect_timeout()),
+                    Duration::from_secs(self.settings.handshake_timeout()),
+                    Duration::from_secs(self.settings.finalize_timeout()),
+                )
+            }
             "IN_KERNEL" => {
                 self.in_kernel = value == "1";
                 if self.in_kernel {

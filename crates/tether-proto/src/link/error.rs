@@ -6,7 +6,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use super::LinkState;
-use crate::wire::WireError;
+use crate::wire::{Hello, WireError};
 
 /// The process at the other end of a link, as far as the link knows it:
 /// a connector knows whom it dialled, an acceptor learns it from the
@@ -30,12 +30,27 @@ impl fmt::Display for PeerName {
 pub enum LinkError {
     #[error("no handshake with {peer} within {timeout:?}")]
     HandshakeTimeout { peer: PeerName, timeout: Duration },
+    /// The peer refused our `Hello` (`HelloReject` with
+    /// [`super::RejectCode::Refused`]).
     #[error("{peer} refused the connection: {reason}")]
     Rejected { peer: PeerName, reason: String },
+    /// The peer refused our `Hello` because it keeps another link to us
+    /// (simultaneous connects): not a failure of the peer.
+    #[error("{peer} keeps another link to this process")]
+    Superseded { peer: PeerName },
+    /// The peer refused our `Hello` as one of another universe.
+    #[error("{peer} refused the connection: {reason}")]
+    OtherUniverse { peer: PeerName, reason: String },
+    /// We refused the peer's `Hello` (its `HelloReject` is queued).
     #[error("refused the handshake of {peer}: {reason}")]
     Refused { peer: PeerName, reason: String },
-    #[error("dialled universe rank {expected}, but the process that answered is {got}")]
-    WrongPeer { expected: u32, got: String },
+    /// The answer to our `Hello` came from another process than the one
+    /// dialled, or from another universe (`got.universe_id` says which).
+    #[error(
+        "dialled universe rank {expected}, but the process that answered is universe rank {} ({}:{}) of universe {:#x}",
+        got.universe_rank, got.program, got.program_rank, got.universe_id
+    )]
+    WrongPeer { expected: u32, got: Hello },
     #[error("{peer} sent no Bye within {timeout:?} of ours")]
     GoodbyeTimeout { peer: PeerName, timeout: Duration },
     #[error("bad frame from {peer}: {error}")]

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use super::{LinkError, PeerName};
+use super::{LinkError, PeerName, RejectCode, DUPLICATE_REASON};
 use crate::wire::{FrameHeader, FrameKind, Hello, WireError, HEADER_LEN, MAX_CONTROL_PAYLOAD};
 
 /// Settings of one link.
@@ -13,7 +13,8 @@ pub struct LinkConfig {
     /// What this side says in its handshake. Its `universe_id` is also
     /// the one a peer must name.
     pub hello: Hello,
-    /// From the link's creation to `HelloAck` (connector) or to the
+    /// From the link's creation to `HelloAck` (connector, unless it was
+    /// given its own deadline: [`Link::connector_until`]) or to the
     /// caller's verdict on the peer's `Hello` (acceptor).
     pub handshake_timeout: Duration,
     /// From sending our `Bye` to receiving the peer's.
@@ -96,9 +97,10 @@ pub struct Link {
     /// The one deadline of the current state (handshake or goodbye).
     /// Heartbeats will add an idle deadline beside it.
     deadline: Option<Instant>,
-    /// Control frames not yet stamped: stamping happens when they are
-    /// handed out, so the caller writes every frame in stamping order.
-    control: VecDeque<(FrameKind, Vec<u8>)>,
+    /// Control frames not yet stamped (kind, tag, payload): stamping
+    /// happens when they are handed out, so the caller writes every frame
+    /// in stamping order.
+    control: VecDeque<(FrameKind, i32, Vec<u8>)>,
     events: VecDeque<LinkEvent>,
 }
 
@@ -108,7 +110,18 @@ impl Link {
     pub fn connector(config: LinkConfig, peer: u32, now: Instant) -> Link {
         let mut link = Link::new(config, LinkState::AwaitingAck, Some(peer), now);
         let hello = link.config.hello.encode();
-        link.control.push_back((FrameKind::Hello, hello));
+        link.control.push_back((FrameKind::Hello, 0, hello));
+        link
+    }
+
+    /// [`Link::connector`] whose handshake must end by `deadline` instead:
+    /// for a connector whose caller bounds the whole connection set-up
+    /// (several tries, each a new link) by one deadline of its own.
+    pub fn connector_until(config: LinkConfig, peer: u32, now: Instant, deadline: Instant) -> Link {
+        let mut link = Link::connector(config, peer, now);
+        link.deadline = Some(deadline);
+        // What a timeout reports as the time waited.
+        link.config.handshake_timeout = deadline.saturating_duration_since(now);
         link
     }
 
@@ -169,8 +182,9 @@ impl Link {
 
     /// The next control frame to write, stamped now.
     pub fn poll_transmit(&mut self) -> Option<ControlFrame> {
-        let (kind, payload) = self.control.pop_front()?;
+        let (kind, tag, payload) = self.control.pop_front()?;
         let mut header = FrameHeader::new(kind);
+        header.tag = tag;
         header.seq = self.next_send_seq();
         header.payload_len = payload.len() as u64;
         Some(ControlFrame { header, payload })
@@ -246,10 +260,13 @@ impl Link {
             (FrameKind::HelloAck, LinkState::AwaitingAck) => self.on_ack(payload),
             (FrameKind::HelloReject, LinkState::AwaitingAck) => {
                 let reason = String::from_utf8_lossy(payload).into_owned();
-                Err(self.fail(LinkError::Rejected {
-                    peer: self.name(),
-                    reason,
-                }))
+                let peer = self.name();
+                let error = match RejectCode::from_tag(header.tag) {
+                    RejectCode::Refused => LinkError::Rejected { peer, reason },
+                    RejectCode::Duplicate => LinkError::Superseded { peer },
+                    RejectCode::OtherUniverse => LinkError::OtherUniverse { peer, reason },
+                };
+                Err(self.fail(error))
             }
             (FrameKind::Bye, LinkState::Open) => {
                 self.state = LinkState::ByeReceived;
@@ -264,33 +281,49 @@ impl Link {
         }
     }
 
+    /// The acceptor's own checks of a `Hello`; a refusal is answered with
+    /// a `HelloReject` (a malformed one too, so that a connector of
+    /// another version learns why).
     fn on_hello(&mut self, payload: &[u8]) -> Result<(), LinkError> {
-        let hello = Hello::decode(payload).map_err(|error| self.wire_error(error))?;
+        let hello = match Hello::decode(payload) {
+            Ok(hello) => hello,
+            Err(error) => return Err(self.refuse(RejectCode::Refused, error.to_string())),
+        };
         let mine = &self.config.hello;
         let refusal = if hello.universe_id != mine.universe_id {
-            Some(format!(
-                "process {}:{} belongs to another universe (id {:#x}, expected {:#x})",
-                hello.program, hello.program_rank, hello.universe_id, mine.universe_id
+            Some((
+                RejectCode::OtherUniverse,
+                format!(
+                    "process {}:{} belongs to another universe (id {:#x}, expected {:#x})",
+                    hello.program, hello.program_rank, hello.universe_id, mine.universe_id
+                ),
             ))
         } else if hello.universe_rank == mine.universe_rank {
-            Some(format!(
-                "handshake names universe rank {}, which is the accepting process",
-                hello.universe_rank
+            Some((
+                RejectCode::Refused,
+                format!(
+                    "handshake names universe rank {}, which is the accepting process",
+                    hello.universe_rank
+                ),
             ))
         } else {
             None
         };
         self.peer = Some(hello.universe_rank);
-        if let Some(reason) = refusal {
-            self.queue_reject(&reason);
-            return Err(self.fail(LinkError::Refused {
-                peer: self.name(),
-                reason,
-            }));
+        if let Some((code, reason)) = refusal {
+            return Err(self.refuse(code, reason));
         }
         self.state = LinkState::Verifying;
         self.events.push_back(LinkEvent::HelloReceived(hello));
         Ok(())
+    }
+
+    fn refuse(&mut self, code: RejectCode, reason: String) -> LinkError {
+        self.queue_reject(code, &reason);
+        self.fail(LinkError::Refused {
+            peer: self.name(),
+            reason,
+        })
     }
 
     fn on_ack(&mut self, payload: &[u8]) -> Result<(), LinkError> {
@@ -299,10 +332,7 @@ impl Link {
         if hello.universe_id != self.config.hello.universe_id || hello.universe_rank != expected {
             return Err(self.fail(LinkError::WrongPeer {
                 expected,
-                got: format!(
-                    "universe rank {} ({}:{}) of universe {:#x}",
-                    hello.universe_rank, hello.program, hello.program_rank, hello.universe_id
-                ),
+                got: hello,
             }));
         }
         self.open(expected);
@@ -316,7 +346,7 @@ impl Link {
             return;
         }
         let ack = self.config.hello.encode();
-        self.control.push_back((FrameKind::HelloAck, ack));
+        self.control.push_back((FrameKind::HelloAck, 0, ack));
         let peer = self.peer.expect("a verified Hello named its peer");
         self.open(peer);
     }
@@ -326,10 +356,22 @@ impl Link {
     /// (drain [`Link::poll_transmit`] before dropping the connection).
     /// Does nothing in any other state.
     pub fn reject_hello(&mut self, reason: &str) {
+        self.reject_with(RejectCode::Refused, reason);
+    }
+
+    /// Acceptor in `Verifying`: refuses the peer's link because another
+    /// one to the same peer is kept (see [`super::incoming_wins`]); the
+    /// connector sees [`LinkError::Superseded`]. As [`Link::reject_hello`]
+    /// otherwise.
+    pub fn reject_duplicate(&mut self) {
+        self.reject_with(RejectCode::Duplicate, DUPLICATE_REASON);
+    }
+
+    fn reject_with(&mut self, code: RejectCode, reason: &str) {
         if self.state != LinkState::Verifying {
             return;
         }
-        self.queue_reject(reason);
+        self.queue_reject(code, reason);
         self.state = LinkState::Failed;
         self.deadline = None;
     }
@@ -339,13 +381,16 @@ impl Link {
     /// a reason may quote the peer's own program name, which alone may
     /// be nearly that long. Cut at a character boundary, so that the
     /// reason stays UTF-8.
-    fn queue_reject(&mut self, reason: &str) {
+    fn queue_reject(&mut self, code: RejectCode, reason: &str) {
         let mut end = reason.len().min(MAX_CONTROL_PAYLOAD as usize);
         while !reason.is_char_boundary(end) {
             end -= 1;
         }
-        self.control
-            .push_back((FrameKind::HelloReject, reason.as_bytes()[..end].to_vec()));
+        self.control.push_back((
+            FrameKind::HelloReject,
+            code.tag(),
+            reason.as_bytes()[..end].to_vec(),
+        ));
     }
 
     fn open(&mut self, peer: u32) {
@@ -362,12 +407,12 @@ impl Link {
     pub fn close(&mut self, now: Instant) {
         match self.state {
             LinkState::Open => {
-                self.control.push_back((FrameKind::Bye, Vec::new()));
+                self.control.push_back((FrameKind::Bye, 0, Vec::new()));
                 self.state = LinkState::ByeSent;
                 self.deadline = Some(now + self.config.goodbye_timeout);
             }
             LinkState::ByeReceived => {
-                self.control.push_back((FrameKind::Bye, Vec::new()));
+                self.control.push_back((FrameKind::Bye, 0, Vec::new()));
                 self.finish_goodbye();
             }
             LinkState::AwaitingAck | LinkState::AwaitingHello | LinkState::Verifying => {
@@ -387,7 +432,7 @@ impl Link {
     fn unexpected(&mut self, got: FrameKind) -> LinkError {
         let state = match self.state {
             LinkState::AwaitingAck | LinkState::AwaitingHello | LinkState::Verifying => {
-                "during the handshake"
+                "before the handshake completed"
             }
             LinkState::Open => "on an open link",
             LinkState::ByeSent => "after our Bye",

@@ -2,9 +2,12 @@
 //!
 //! A *link* is one ordered, reliable byte stream to one peer (a TCP
 //! connection, a shared-memory ring pair). [`Link`] is its state machine:
-//! the handshake (`Hello` → `HelloAck` | `HelloReject`), the per-link
-//! sequence numbers in every frame header, and the goodbye (`Bye` both
-//! ways). A peer may be reached over several links at once (multi-rail);
+//! the handshake (`Hello` → `HelloAck` | `HelloReject` with a
+//! [`RejectCode`]), the per-link sequence numbers in every frame header,
+//! and the goodbye (`Bye` both ways). When two processes dial each other
+//! at once, [`incoming_wins`] tells each acceptor which link to keep, so
+//! that both keep the same one. The TCP transport drives one `Link` per
+//! connection. A peer may be reached over several links at once (multi-rail);
 //! [`Resequencer`] puts the frames of one peer taken from all its links
 //! back into the order the peer's engine emitted them, numbered by the
 //! sender's [`PeerSequence`].
@@ -47,6 +50,7 @@
 
 mod error;
 mod machine;
+mod reject;
 mod resequence;
 
 #[cfg(test)]
@@ -54,4 +58,5 @@ mod tests;
 
 pub use error::{LinkError, PeerName};
 pub use machine::{ControlFrame, Inbound, Link, LinkConfig, LinkEvent, LinkState};
+pub use reject::{incoming_wins, RejectCode, DUPLICATE_REASON};
 pub use resequence::{PeerSequence, Resequencer};

@@ -242,3 +242,111 @@ fn a_gap_expires_when_its_oldest_held_frame_has_waited_the_timeout() {
         "frame 3 from universe rank 3 did not arrive within 10ms while 1 later frames waited"
     );
 }
+
+#[test]
+fn simultaneous_connects_keep_the_link_dialled_by_the_lower_rank_at_both_ends() {
+    let now = Instant::now();
+    // Ranks 0 and 1 dial each other at once; each acceptor hears the
+    // other's Hello while its own connector is unanswered.
+    let mut dialled_by_0 = (
+        Link::connector(config(0), 1, now),
+        Link::acceptor(config(1), now),
+    );
+    let mut dialled_by_1 = (
+        Link::connector(config(1), 0, now),
+        Link::acceptor(config(0), now),
+    );
+    pipe(&mut dialled_by_0.0, &mut dialled_by_0.1).unwrap();
+    pipe(&mut dialled_by_1.0, &mut dialled_by_1.1).unwrap();
+    for (acceptor, me, peer) in [(&mut dialled_by_0.1, 1, 0), (&mut dialled_by_1.1, 0, 1)] {
+        assert!(matches!(
+            acceptor.poll_event(),
+            Some(LinkEvent::HelloReceived(_))
+        ));
+        if incoming_wins(me, peer) {
+            acceptor.accept_hello();
+        } else {
+            acceptor.reject_duplicate();
+        }
+    }
+    pipe(&mut dialled_by_0.1, &mut dialled_by_0.0).unwrap();
+    assert_eq!(
+        (dialled_by_0.0.state(), dialled_by_0.1.state()),
+        (LinkState::Open, LinkState::Open)
+    );
+    assert_eq!(
+        pipe(&mut dialled_by_1.1, &mut dialled_by_1.0),
+        Err(LinkError::Superseded {
+            peer: PeerName(Some(0))
+        })
+    );
+}
+
+#[test]
+fn a_hello_of_another_universe_is_refused_with_its_code_and_a_malformed_one_with_the_reason() {
+    let now = Instant::now();
+    let mut stranger_config = config(0);
+    stranger_config.hello.universe_id = 6;
+    let mut stranger = Link::connector(stranger_config, 1, now);
+    let mut answerer = Link::acceptor(config(1), now);
+    assert!(matches!(
+        pipe(&mut stranger, &mut answerer),
+        Err(LinkError::Refused { .. })
+    ));
+    let error = pipe(&mut answerer, &mut stranger).unwrap_err();
+    assert!(
+        matches!(&error, LinkError::OtherUniverse { reason, .. } if reason.contains("another universe (id 0x6, expected 0x5)")),
+        "{error}"
+    );
+
+    let mut answerer = Link::acceptor(config(1), now);
+    let mut hello = FrameHeader::new(FrameKind::Hello);
+    hello.payload_len = 3;
+    let Ok(Inbound::Control(header)) = answerer.on_header(&hello.encode()) else {
+        panic!("a Hello is a control frame");
+    };
+    let error = answerer.on_control(&header, &[1, 2, 3]).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            LinkError::Refused {
+                peer: PeerName(None),
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let reject = answerer.poll_transmit().expect("the refusal is answered");
+    assert_eq!(reject.header.kind, FrameKind::HelloReject);
+    assert_eq!(RejectCode::from_tag(reject.header.tag), RejectCode::Refused);
+    assert!(String::from_utf8_lossy(&reject.payload).starts_with("malformed handshake"));
+}
+
+#[test]
+fn a_connector_given_its_own_deadline_waits_until_then_and_reports_the_time_waited() {
+    let now = Instant::now();
+    let deadline = now + Duration::from_secs(30);
+    let mut dialer = Link::connector_until(config(0), 1, now, deadline);
+    assert_eq!(dialer.poll_timeout(), Some(deadline));
+    assert_eq!(dialer.handle_timeout(now + Duration::from_secs(2)), Ok(()));
+    assert_eq!(
+        dialer.handle_timeout(deadline),
+        Err(LinkError::HandshakeTimeout {
+            peer: PeerName(Some(1)),
+            timeout: Duration::from_secs(30)
+        })
+    );
+    assert_eq!(dialer.poll_timeout(), None);
+}
+
+#[test]
+fn a_data_frame_before_the_handshake_completed_fails_the_link_saying_so() {
+    let mut answerer = Link::acceptor(config(1), Instant::now());
+    let error = answerer
+        .on_header(&FrameHeader::new(FrameKind::Eager).encode())
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "bad frame from a peer that has not sent its Hello: unexpected Eager frame before the handshake completed"
+    );
+}

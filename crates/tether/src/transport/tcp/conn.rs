@@ -1,16 +1,20 @@
 //! Framing over one TCP stream: a queue of outgoing frames written with
-//! vectored writes, and a reader that decodes headers and moves payloads
-//! where the engine says (large payloads straight into the user buffer).
+//! vectored writes, and a reader that has each header decoded by the
+//! connection's [`Link`] (which checks its sequence number and whether the
+//! link's state takes it) and moves payloads where the engine says (large
+//! payloads straight into the user buffer). Frames come stamped: the link
+//! numbers them, this only writes them.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::SocketAddr;
 
 use mio::net::TcpStream;
+use tether_proto::link::{ControlFrame, Inbound, Link, LinkError};
 use tether_proto::wire::HEADER_LEN;
 use tether_proto::{
-    classify, Class, FrameHeader, FrameKind, LinkKind, PayloadSink, Region, ReqId, SinkToken,
-    Transmit, TransmitPayload, WireError,
+    classify, Class, FrameHeader, LinkKind, PayloadSink, Region, ReqId, SinkToken, Transmit,
+    TransmitPayload, WireError,
 };
 
 /// Size of the staging buffer reads go through.
@@ -27,9 +31,9 @@ const MAX_IOVECS: usize = 64;
 /// What a stream delivered.
 #[derive(Debug)]
 pub(crate) enum Incoming {
-    /// A handshake frame and its payload.
+    /// One of the link's own frames (handshake, goodbye) and its payload,
+    /// for [`Link::on_control`].
     Control(FrameHeader, Vec<u8>),
-    Bye,
     Abort(i32),
     /// A data-path frame: the stream reads nothing more until
     /// [`Conn::place`] says where its payload goes.
@@ -44,6 +48,9 @@ pub(crate) enum Incoming {
 pub(crate) enum ConnError {
     Io(io::Error),
     Wire(WireError),
+    /// The link refused what came, other than by a bad frame (a frame on a
+    /// link that already failed).
+    Link(LinkError),
     /// The peer closed the stream; `mid_frame` when it stopped inside a frame.
     Eof {
         mid_frame: bool,
@@ -57,6 +64,15 @@ struct OutFrame {
     written: usize,
     completes: Option<ReqId>,
     copy_if_blocked: bool,
+}
+
+impl From<LinkError> for ConnError {
+    fn from(error: LinkError) -> ConnError {
+        match error {
+            LinkError::Wire { error, .. } => ConnError::Wire(error),
+            other => ConnError::Link(other),
+        }
+    }
 }
 
 impl OutFrame {
@@ -102,8 +118,6 @@ enum ReadState {
 pub(crate) struct Conn {
     pub stream: TcpStream,
     pub remote: SocketAddr,
-    send_seq: u64,
-    recv_seq: u64,
     out: VecDeque<OutFrame>,
     rbuf: Box<[u8]>,
     rstart: usize,
@@ -125,8 +139,6 @@ impl Conn {
         Conn {
             stream,
             remote,
-            send_seq: 0,
-            recv_seq: 0,
             out: VecDeque::new(),
             rbuf: vec![0; READ_BUFFER].into_boxed_slice(),
             rstart: 0,
@@ -137,12 +149,10 @@ impl Conn {
         }
     }
 
-    /// Queues an engine frame; numbers it.
+    /// Queues a frame that [`Link::stamp`] numbered.
     pub fn enqueue(&mut self, t: Transmit) {
         let mut header = t.header;
-        header.seq = self.send_seq;
         header.payload_len = t.payload.len() as u64;
-        self.send_seq += 1;
         self.out.push_back(OutFrame {
             header: header.encode(),
             payload: t.payload,
@@ -152,14 +162,13 @@ impl Conn {
         });
     }
 
-    /// Queues a frame of the connection itself (handshake, goodbye).
-    pub fn enqueue_control(&mut self, kind: FrameKind, tag: i32, payload: Vec<u8>) {
-        let mut header = FrameHeader::new(kind);
-        header.tag = tag;
-        self.enqueue(Transmit {
-            peer: 0,
-            header,
-            payload: TransmitPayload::Owned(payload),
+    /// Queues a frame of the link itself (handshake, goodbye), stamped by
+    /// [`Link::poll_transmit`].
+    pub fn enqueue_control(&mut self, frame: ControlFrame) {
+        self.out.push_back(OutFrame {
+            header: frame.header.encode(),
+            payload: TransmitPayload::Owned(frame.payload),
+            written: 0,
             completes: None,
             copy_if_blocked: false,
         });
@@ -274,23 +283,22 @@ impl Conn {
     }
 
     /// Reads until the socket is drained, returning what arrived in
-    /// `incoming`; data-path frames only once the handshake is done
-    /// (`open`). It stops early after a handshake frame, which changes how
-    /// the frames behind it are read, and after a data-path frame, whose
+    /// `incoming`; `link` decodes the headers. It stops early after a
+    /// control frame, which changes the link's state and so how the
+    /// frames behind it are read, and after a data-path frame, whose
     /// payload waits for [`Conn::place`]: the caller handles them and calls
     /// again while this returns `Ok(true)`. Reads nothing while a frame
     /// waits for its place.
     pub fn read_ready(
         &mut self,
-        open: bool,
-        max_eager: u64,
+        link: &mut Link,
         incoming: &mut Vec<Incoming>,
     ) -> Result<bool, ConnError> {
         if matches!(self.read, ReadState::AwaitPlace) {
             return Ok(false);
         }
         loop {
-            if self.parse_buffered(open, max_eager, incoming)? {
+            if self.parse_buffered(link, incoming)? {
                 return Ok(true);
             }
             if self.drained {
@@ -352,11 +360,10 @@ impl Conn {
     }
 
     /// Consumes buffered bytes as far as they go, or up to and including a
-    /// handshake or data-path frame (then returns true).
+    /// control or data-path frame (then returns true).
     fn parse_buffered(
         &mut self,
-        open: bool,
-        max_eager: u64,
+        link: &mut Link,
         incoming: &mut Vec<Incoming>,
     ) -> Result<bool, ConnError> {
         loop {
@@ -370,23 +377,32 @@ impl Conn {
                         .try_into()
                         .expect("header length");
                     self.rstart += HEADER_LEN;
-                    let header = FrameHeader::decode(&bytes, self.recv_seq, max_eager)
-                        .map_err(ConnError::Wire)?;
-                    self.recv_seq += 1;
-                    match classify(&header, LinkKind::Stream, open).map_err(ConnError::Wire)? {
-                        Class::Handshake => {
+                    let header = match link.on_header(&bytes)? {
+                        Inbound::Control(header) => {
+                            // At most MAX_CONTROL_PAYLOAD: the link checked.
                             self.read = ReadState::Control {
                                 header,
                                 buf: vec![0; header.payload_len as usize],
                                 filled: 0,
                             };
+                            continue;
                         }
-                        Class::Bye => incoming.push(Incoming::Bye),
+                        Inbound::Deliver(header) => header,
+                    };
+                    // The link passes on only what an open link carries;
+                    // the dispatcher says which of those a stream may.
+                    match classify(&header, LinkKind::Stream, true).map_err(ConnError::Wire)? {
                         Class::Abort(code) => incoming.push(Incoming::Abort(code)),
                         Class::Data => {
                             incoming.push(Incoming::Frame(header));
                             self.read = ReadState::AwaitPlace;
                             return Ok(true);
+                        }
+                        Class::Handshake | Class::Bye => {
+                            return Err(ConnError::Wire(WireError::UnexpectedFrame {
+                                got: header.kind,
+                                state: "on a TCP connection",
+                            }))
                         }
                     }
                 }
