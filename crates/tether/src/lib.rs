@@ -17,6 +17,7 @@ pub mod membarrier;
 pub mod op;
 pub mod output;
 pub mod peers;
+pub mod policy;
 pub mod progress;
 pub mod router;
 pub mod runtime;

@@ -9,7 +9,8 @@
 //! a pair never change transport and MPI's order holds. Frames for a peer
 //! whose address or segment is not published yet wait in order, up to
 //! `TETHER_CONNECT_TIMEOUT`. What the router knows of each peer is in
-//! its record (`peers.rs`).
+//! its record (`peers.rs`); when and how long it tries to reach a peer is
+//! the connection policy's (`policy.rs`).
 //!
 //! Progress: shared memory is polled on every call (a few memory loads);
 //! epoll, a system call, only when sleeping, when TCP has connections, or
@@ -45,12 +46,12 @@ use tether_rendezvous::Rendezvous;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::host;
 use crate::peers::{NoAddress, Peers, Pending, Route};
-use crate::settings::Settings;
+use crate::policy::{ConnectionPolicy, Effect};
+use crate::settings::{Key, Settings};
 use crate::transport::api::Transport;
 use crate::transport::events::{Events, LinkEvent};
 use crate::transport::file::{self, FileConfig, FileTransport, NotifyMode};
 use crate::transport::reactor::{self, Owner, Reactor};
-use crate::transport::retry::Retry;
 use crate::transport::shm::{self, AttachError, ShmConfig, ShmTransport};
 pub use crate::transport::shm::{Direct, Wanted};
 use crate::transport::tcp::{self, TcpConfig, TcpTransport};
@@ -72,6 +73,7 @@ pub struct Bound {
     /// The TCP transport's clone of the reactor's registry.
     tcp_registry: mio::Registry,
     tcp_config: TcpConfig,
+    policy: ConnectionPolicy,
     shm: Option<shm::Prepared>,
     shm_problem: String,
     host: String,
@@ -102,11 +104,11 @@ pub struct Transports {
     shm: Option<ShmTransport>,
     shm_problem: String,
     peers: Peers,
+    policy: ConnectionPolicy,
     order: Vec<String>,
     host: String,
     universe: Arc<Universe>,
     rendezvous: Arc<Rendezvous>,
-    connect_timeout: Duration,
     polls: u32,
     /// Created on first use (see [`Transports::file`]).
     file: Option<FileTransport>,
@@ -169,10 +171,11 @@ impl Transports {
     /// Listens on TCP and creates the shared-memory segment (a failure of
     /// the latter only disables `shm`, with the reason kept for errors).
     pub fn bind(settings: &Settings) -> Result<Bound> {
+        let policy = ConnectionPolicy::new(settings);
         let tcp_config = TcpConfig {
             listen_ip: settings.tcp_interface().unwrap_or("127.0.0.1").to_string(),
-            connect_timeout: Duration::from_secs(settings.connect_timeout()),
-            handshake_timeout: Duration::from_secs(settings.handshake_timeout()),
+            connect_timeout: policy.connect_timeout(),
+            handshake_timeout: policy.handshake_timeout(),
         };
         let epoll_error = |e: std::io::Error| err(ErrorClass::Transport, format!("epoll: {e}"));
         let reactor = Reactor::new().map_err(epoll_error)?;
@@ -198,6 +201,7 @@ impl Transports {
             tcp,
             tcp_registry,
             tcp_config,
+            policy,
             shm,
             shm_problem,
             host,
@@ -212,7 +216,6 @@ impl Transports {
         universe: Arc<Universe>,
         rendezvous: Arc<Rendezvous>,
     ) -> Transports {
-        let connect_timeout = bound.tcp_config.connect_timeout;
         let tcp = TcpTransport::new(
             bound.tcp,
             bound.tcp_registry,
@@ -245,11 +248,11 @@ impl Transports {
             shm,
             shm_problem,
             peers: Peers::default(),
+            policy: bound.policy,
             order: settings.transports(),
             host: bound.host,
             universe,
             rendezvous,
-            connect_timeout,
             polls: 0,
             file: None,
             file_settings,
@@ -293,7 +296,7 @@ impl Transports {
                 poll_min: self.file_settings.poll_min,
                 poll_max: self.file_settings.poll_max,
                 peer_timeout: self.file_settings.peer_timeout,
-                connect_timeout: self.connect_timeout,
+                connect_timeout: self.policy.connect_timeout(),
                 frames: self.order.iter().any(|t| t == "file"),
                 eager_limit: self.file_eager_limit,
             };
@@ -310,8 +313,9 @@ impl Transports {
         self.start_file_inbox();
     }
 
+    /// Hands TCP the timeouts of a hint ([`Effect::Timeouts`]); the
+    /// router's own deadlines read them from the policy.
     pub fn set_timeouts(&mut self, connect: Duration, handshake: Duration) {
-        self.connect_timeout = connect;
         self.tcp.set_timeouts(connect, handshake);
     }
 
@@ -324,6 +328,17 @@ impl Transports {
     #[inline(always)]
     pub fn peers_mut(&mut self) -> &mut Peers {
         &mut self.peers
+    }
+
+    #[inline(always)]
+    pub fn policy(&self) -> &ConnectionPolicy {
+        &self.policy
+    }
+
+    /// Takes in a hint that `settings` now holds: the connection policy
+    /// changes and says what the runtime must do about it.
+    pub fn apply_hint(&mut self, hint: Key, settings: &Settings) -> Option<Effect> {
+        self.policy.apply_hint(hint, settings, &self.peers)
     }
 
     /// Sends an engine frame to its peer over the peer's transport,
@@ -580,13 +595,12 @@ impl Transports {
                 self.route_retries += 1;
             }
             _ => {
-                let mut retry = Retry::starting(now);
-                retry.tried(now);
+                let (retry, deadline) = self.policy.after_first_try(now);
                 self.peers.set_route(
                     peer,
                     Route::Pending(Pending {
                         queue: VecDeque::new(),
-                        deadline: now + self.connect_timeout,
+                        deadline,
                         retry,
                         problem,
                     }),
@@ -671,7 +685,7 @@ impl Transports {
                             let message = format!(
                                 "{} could not be reached over shared memory within {} s (TETHER_CONNECT_TIMEOUT): {problem}",
                                 self.universe.describe(peer),
-                                self.connect_timeout.as_secs()
+                                self.policy.connect_timeout().as_secs()
                             );
                             self.fail(peer, err(ErrorClass::Timeout, message), engine);
                         }

@@ -26,6 +26,7 @@ mod traced;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::identity::{self, Identity};
+use crate::policy::Effect;
 use crate::progress::{Polling, SpinPolicy};
 use crate::router::Transports;
 use crate::settings::Settings;
@@ -76,7 +77,6 @@ pub struct Runtime {
     cpus: usize,
     /// The local peers `polling` was decided with.
     local_peers_seen: usize,
-    in_kernel: bool,
     /// Work that progress moves across calls: collectives running, and
     /// failed ones with transfers in flight or an error to report.
     activities: Activities,
@@ -149,7 +149,6 @@ impl Runtime {
             polling: Polling::Spin,
             cpus: std::thread::available_parallelism().map_or(1, usize::from),
             local_peers_seen: 0,
-            in_kernel: settings.in_kernel(),
             settings,
             universe,
             rendezvous,
@@ -168,8 +167,8 @@ impl Runtime {
         };
         runtime.choose_polling();
         runtime.start_tracing()?;
-        if runtime.settings.connect() == "eager" {
-            runtime.connect_all();
+        if let Some(effect) = runtime.transport.policy().at_start() {
+            runtime.carry_out(effect);
         }
         tracing::info!(
             "joined universe of {} processes as {} (universe rank {me})",
@@ -279,11 +278,11 @@ impl Runtime {
     }
 
     /// Marks `peer` in its record as used inside a communication kernel
-    /// while `IN_KERNEL` is set (such peers are connected at once when
-    /// the next kernel starts).
+    /// while `IN_KERNEL` is set (the connection policy connects such peers
+    /// at once when the next kernel starts).
     #[inline(always)]
     fn note_peer(&mut self, peer: u32) {
-        if self.in_kernel {
+        if self.transport.policy().in_kernel() {
             self.transport.peers_mut().mark_kernel(peer);
         }
     }
@@ -591,7 +590,7 @@ impl Runtime {
         if done(self) {
             return;
         }
-        let window = if self.in_kernel {
+        let window = if self.transport.policy().in_kernel() {
             Duration::from_micros(self.settings.poll_spin_us()).max(Duration::from_millis(1))
         } else {
             self.spin.window()
@@ -675,38 +674,36 @@ impl Runtime {
         self.polling = polling;
     }
 
-    /// Applies a hint (DESIGN 3.6).
+    /// Applies a hint (DESIGN 3.6): the connection policy says what the
+    /// change asks for, and the runtime carries it out.
     pub fn hint(&mut self, key: &str, value: &str) -> Result<()> {
-        self.settings.set_hint(key, value)?;
-        match key {
-            "EAGER_LIMIT" => self.engine.set_eager_limit(self.settings.eager_limit()),
-            "WAIT" => self.choose_polling(),
-            "POLL_SPIN_US" => self
-                .spin
-                .set_max(Duration::from_micros(self.settings.poll_spin_us())),
-            "CONNECT" if value == "eager" => self.connect_all(),
-            "TRANSPORTS" => self.transport.set_order(self.settings.transports()),
-            "CONNECT_TIMEOUT" | "HANDSHAKE_TIMEOUT" => self.transport.set_timeouts(
-                Duration::from_secs(self.settings.connect_timeout()),
-                Duration::from_secs(self.settings.handshake_timeout()),
-            ),
-            "IN_KERNEL" => {
-                self.in_kernel = value == "1";
-                if self.in_kernel {
-                    for peer in self.transport.peers().kernel_peers() {
-                        self.transport.start_connect(peer, &mut self.engine);
-                    }
-                }
-            }
-            _ => {}
+        let hint = self.settings.set_hint(key, value)?;
+        if let Some(effect) = self.transport.apply_hint(hint, &self.settings) {
+            self.carry_out(effect);
         }
         Ok(())
     }
 
-    fn connect_all(&mut self) {
-        let me = self.me;
-        for peer in (0..self.universe.size()).filter(|p| *p != me) {
-            self.transport.start_connect(peer, &mut self.engine);
+    fn carry_out(&mut self, effect: Effect) {
+        match effect {
+            Effect::EagerLimit(limit) => self.engine.set_eager_limit(limit),
+            Effect::ChoosePolling => self.choose_polling(),
+            Effect::SpinMax(max) => self.spin.set_max(max),
+            Effect::TransportOrder(order) => self.transport.set_order(order),
+            Effect::Timeouts { connect, handshake } => {
+                self.transport.set_timeouts(connect, handshake)
+            }
+            Effect::ConnectAll => {
+                let me = self.me;
+                for peer in (0..self.universe.size()).filter(|p| *p != me) {
+                    self.transport.start_connect(peer, &mut self.engine);
+                }
+            }
+            Effect::Connect(peers) => {
+                for peer in peers {
+                    self.transport.start_connect(peer, &mut self.engine);
+                }
+            }
         }
     }
 
