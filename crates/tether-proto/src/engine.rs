@@ -34,8 +34,9 @@
 //! 3. when a link to a peer fails, call [`Engine::peer_lost`];
 //! 4. after the frames of step 1, drain [`Engine::poll_rma`], carry out
 //!    each operation on the peer's transport and report how it ended with
-//!    [`Engine::rma_done`] (which may queue more frames); a frame that
-//!    waited for its peer's route goes through [`Engine::revisit`] first;
+//!    [`Engine::rma_done`] (which may queue more frames); a frame made
+//!    before its peer's route was known goes through [`Engine::revisit`]
+//!    first;
 //! 5. a blocking call may move an eager message without the engine (the
 //!    runtime's short path): a send may hand its own `Eager` frame (no
 //!    request handle) to the link when [`Engine::eager_limit`] allows it

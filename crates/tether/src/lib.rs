@@ -16,6 +16,8 @@ pub mod log;
 pub mod membarrier;
 pub mod op;
 pub mod output;
+pub mod peers;
+pub mod policy;
 pub mod progress;
 pub mod router;
 pub mod runtime;

@@ -8,7 +8,9 @@
 //! that choice for the rest of the run, so the frames of one direction of
 //! a pair never change transport and MPI's order holds. Frames for a peer
 //! whose address or segment is not published yet wait in order, up to
-//! `TETHER_CONNECT_TIMEOUT`.
+//! `TETHER_CONNECT_TIMEOUT`. What the router knows of each peer is in
+//! its record (`peers.rs`); when and how long it tries to reach a peer is
+//! the connection policy's (`policy.rs`).
 //!
 //! Progress: shared memory is polled on every call (a few memory loads);
 //! epoll, a system call, only when sleeping, when TCP has connections, or
@@ -36,26 +38,27 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustc_hash::FxHashSet as HashSet;
 use tether_proto::{
-    deliver, Delivery, Engine, FileData, FrameKind, PayloadSink, Region, RmaStatus, Transmit,
+    deliver, Delivery, Engine, FileData, FrameKind, PayloadSink, RmaStatus, Transmit,
 };
 use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::host;
-use crate::settings::Settings;
+use crate::peers::{NoAddress, Peers, Pending, Route};
+use crate::policy::{ConnectionPolicy, Effect};
+use crate::settings::{Key, Settings};
 use crate::transport::api::Transport;
-use crate::transport::events::Events;
-pub use crate::transport::events::LinkEvent;
+use crate::transport::events::{Events, LinkEvent};
 use crate::transport::file::{self, FileConfig, FileTransport, NotifyMode};
-use crate::transport::peer_table::PeerTable;
 use crate::transport::reactor::{self, Owner, Reactor};
-use crate::transport::retry::Retry;
 use crate::transport::shm::{self, AttachError, ShmConfig, ShmTransport};
 pub use crate::transport::shm::{Direct, Wanted};
 use crate::transport::tcp::{self, TcpConfig, TcpTransport};
-use crate::universe::{addr_key, size_key, PeerAddress, Universe};
+use crate::universe::{size_key, PeerAddress, Universe};
+
+mod short_path;
+pub use short_path::ShortPath;
 
 /// A busy-polling wait calls epoll once per this many progress calls
 /// when TCP has no connection, or reads its few connections directly
@@ -70,6 +73,7 @@ pub struct Bound {
     /// The TCP transport's clone of the reactor's registry.
     tcp_registry: mio::Registry,
     tcp_config: TcpConfig,
+    policy: ConnectionPolicy,
     shm: Option<shm::Prepared>,
     shm_problem: String,
     host: String,
@@ -77,20 +81,6 @@ pub struct Bound {
     /// Random at every start; a program's rank 0 publishes it with the
     /// program's size (see [`crate::universe::SizeEntry`]).
     pub nonce: u64,
-}
-
-enum Route {
-    Tcp,
-    Shm,
-    File,
-    /// Shared memory may reach the peer but its address or segment is not
-    /// there yet: looked up again on the [`Retry`] schedule.
-    Pending {
-        queue: VecDeque<Transmit>,
-        deadline: Instant,
-        retry: Retry,
-        problem: String,
-    },
 }
 
 /// Why shared memory did not reach a peer (yet).
@@ -113,25 +103,23 @@ pub struct Transports {
     tcp: TcpTransport,
     shm: Option<ShmTransport>,
     shm_problem: String,
-    routes: PeerTable<Route>,
-    /// How many of `routes` are `Pending`.
-    pending_routes: usize,
+    peers: Peers,
+    policy: ConnectionPolicy,
     order: Vec<String>,
     host: String,
     universe: Arc<Universe>,
     rendezvous: Arc<Rendezvous>,
-    connect_timeout: Duration,
     polls: u32,
     /// Created on first use (see [`Transports::file`]).
     file: Option<FileTransport>,
     file_settings: FileSettings,
-    /// Peers reached through `hybrid`: their large payloads go by file.
-    hybrid: HashSet<u32>,
     hybrid_threshold: u64,
     /// Eager limit of the peers reached through `file`.
     file_eager_limit: u64,
     hybrid_inline_warned: bool,
-    pub events_out: Vec<LinkEvent>,
+    /// Aborts of the universe that peers sent (peer, code), for the
+    /// runtime; a lost peer is in its record instead.
+    pub aborts: Vec<(u32, i32)>,
     /// Lookups of a pending route after its first (counters).
     route_retries: u64,
 }
@@ -183,11 +171,12 @@ impl Transports {
     /// Listens on TCP and creates the shared-memory segment (a failure of
     /// the latter only disables `shm`, with the reason kept for errors).
     pub fn bind(settings: &Settings) -> Result<Bound> {
+        let policy = ConnectionPolicy::new(settings);
         let tcp_config = TcpConfig {
             listen_ip: settings.tcp_interface().unwrap_or("127.0.0.1").to_string(),
-            connect_timeout: Duration::from_secs(settings.connect_timeout()),
-            handshake_timeout: Duration::from_secs(settings.handshake_timeout()),
-            goodbye_timeout: Duration::from_secs(settings.finalize_timeout()),
+            connect_timeout: policy.connect_timeout(),
+            handshake_timeout: policy.handshake_timeout(),
+            goodbye_timeout: policy.goodbye_timeout(),
         };
         let epoll_error = |e: std::io::Error| err(ErrorClass::Transport, format!("epoll: {e}"));
         let reactor = Reactor::new().map_err(epoll_error)?;
@@ -213,6 +202,7 @@ impl Transports {
             tcp,
             tcp_registry,
             tcp_config,
+            policy,
             shm,
             shm_problem,
             host,
@@ -227,7 +217,6 @@ impl Transports {
         universe: Arc<Universe>,
         rendezvous: Arc<Rendezvous>,
     ) -> Transports {
-        let connect_timeout = bound.tcp_config.connect_timeout;
         let tcp = TcpTransport::new(
             bound.tcp,
             bound.tcp_registry,
@@ -259,22 +248,20 @@ impl Transports {
             tcp,
             shm,
             shm_problem,
-            routes: PeerTable::default(),
-            pending_routes: 0,
+            peers: Peers::default(),
+            policy: bound.policy,
             order: settings.transports(),
             host: bound.host,
             universe,
             rendezvous,
-            connect_timeout,
             polls: 0,
             file: None,
             file_settings,
-            hybrid: HashSet::default(),
             route_retries: 0,
             hybrid_threshold: settings.hybrid_threshold(),
             file_eager_limit: settings.file_eager_limit(),
             hybrid_inline_warned: false,
-            events_out: Vec::new(),
+            aborts: Vec::new(),
         };
         transports.start_file_inbox();
         transports
@@ -310,7 +297,7 @@ impl Transports {
                 poll_min: self.file_settings.poll_min,
                 poll_max: self.file_settings.poll_max,
                 peer_timeout: self.file_settings.peer_timeout,
-                connect_timeout: self.connect_timeout,
+                connect_timeout: self.policy.connect_timeout(),
                 frames: self.order.iter().any(|t| t == "file"),
                 eager_limit: self.file_eager_limit,
             };
@@ -327,24 +314,50 @@ impl Transports {
         self.start_file_inbox();
     }
 
+    /// Hands TCP the timeouts of a hint ([`Effect::Timeouts`]); the
+    /// router's own deadlines read them from the policy.
     pub fn set_timeouts(&mut self, connect: Duration, handshake: Duration, goodbye: Duration) {
-        self.connect_timeout = connect;
         self.tcp.set_timeouts(connect, handshake, goodbye);
+    }
+
+    /// The record of every peer this process dealt with.
+    #[inline(always)]
+    pub fn peers(&self) -> &Peers {
+        &self.peers
+    }
+
+    #[inline(always)]
+    pub fn peers_mut(&mut self) -> &mut Peers {
+        &mut self.peers
+    }
+
+    #[inline(always)]
+    pub fn policy(&self) -> &ConnectionPolicy {
+        &self.policy
+    }
+
+    /// Takes in a hint that `settings` now holds: the connection policy
+    /// changes and says what the runtime must do about it.
+    pub fn apply_hint(&mut self, hint: Key, settings: &Settings) -> Option<Effect> {
+        self.policy.apply_hint(hint, settings, &self.peers)
     }
 
     /// Sends an engine frame to its peer over the peer's transport,
     /// choosing it first if needed.
     pub fn send(&mut self, mut t: Transmit, engine: &mut Engine) {
         let peer = t.peer;
-        if !self.routes.contains_key(&peer) {
+        if !self.peers.has_route(peer) {
             self.resolve(peer, engine, None);
+            // The engine chose the frame's protocol before the route was
+            // known: a rendezvous frame may use remote memory after all.
+            engine.revisit(&mut t);
         }
         // The size test first: most frames are not large hybrid data, and
         // it spares them the lookups.
         if t.header.kind == FrameKind::Data
             && t.payload.len() as u64 > self.hybrid_threshold
-            && self.hybrid.contains(&peer)
-            && matches!(self.routes.get(&peer), Some(Route::Tcp | Route::Shm))
+            && self.peers.is_hybrid(peer)
+            && matches!(self.peers.route(peer), Some(Route::Tcp | Route::Shm))
         {
             t = match self.file() {
                 Ok(file) => file.send_payload(t),
@@ -359,7 +372,7 @@ impl Transports {
                 }
             };
         }
-        match self.routes.get_mut(&peer) {
+        match self.peers.route_mut(peer) {
             Some(Route::Tcp) => self.tcp.send(t),
             Some(Route::Shm) => {
                 if let Some(shm) = self.shm.as_mut() {
@@ -370,7 +383,7 @@ impl Transports {
                 Ok(file) => file.send(t),
                 Err(e) => self.fail(peer, e, engine),
             },
-            Some(Route::Pending { queue, .. }) => queue.push_back(t),
+            Some(Route::Pending(pending)) => pending.queue.push_back(t),
             None => {}
         }
         self.hand_over(engine);
@@ -388,7 +401,6 @@ impl Transports {
         let mut moved = false;
         loop {
             self.settle(engine);
-            self.route_next_shm_sender(engine);
             let in_file = &mut self.in_file;
             let delivered = deliver_next(&mut self.tcp, engine, in_file)
                 || self
@@ -418,26 +430,10 @@ impl Transports {
         for event in links {
             match event {
                 LinkEvent::Lost { peer, error } => self.lose(peer, error, engine),
-                abort @ LinkEvent::Abort { .. } => self.events_out.push(abort),
+                LinkEvent::Abort { peer, code } => self.aborts.push((peer, code)),
             }
         }
         moved
-    }
-
-    /// Settles the route of a peer whose frame arrives on a shared-memory
-    /// ring before the engine sees it, so that the engine's answer (a
-    /// `Cts`) knows whether the peer's memory is reachable.
-    #[inline]
-    fn route_next_shm_sender(&mut self, engine: &mut Engine) {
-        let next = self
-            .shm
-            .as_mut()
-            .and_then(|shm| shm.events().frames.front().map(|&(peer, _)| peer));
-        if let Some(peer) = next {
-            if !self.routes.contains_key(&peer) {
-                self.resolve(peer, engine, None);
-            }
-        }
     }
 
     /// Carries out the engine's remote memory operations on the transport
@@ -445,7 +441,7 @@ impl Transports {
     /// (a peer lost by a failed copy).
     pub fn run_rma(&mut self, engine: &mut Engine) {
         while let Some(op) = engine.poll_rma() {
-            let status = match (self.routes.get(&op.peer), self.shm.as_mut()) {
+            let status = match (self.peers.route(op.peer), self.shm.as_mut()) {
                 (Some(Route::Shm), Some(shm)) => shm.rma(&op),
                 _ => RmaStatus::Refused,
             };
@@ -467,51 +463,23 @@ impl Transports {
         }
     }
 
-    /// The short path of a blocking send (`runtime/direct.rs`): writes an
-    /// eager message with `context` and `tag` to `peer` at once when its
-    /// route is shared memory and the ring takes it; returns whether it
-    /// did. Nothing is sent otherwise, and the send takes the engine's
-    /// path.
+    /// The shared-memory short path (`runtime/direct.rs`), borrowed
+    /// apart from the rest of the router.
     #[inline(always)]
-    pub fn send_eager(&mut self, peer: u32, context: u32, tag: i32, payload: Region) -> bool {
-        match (self.routes.get(&peer), self.shm.as_mut()) {
-            (Some(Route::Shm), Some(shm)) => shm.send_eager(peer, context, tag, payload),
-            _ => false,
-        }
+    pub fn short_path(&mut self) -> ShortPath<'_> {
+        ShortPath::new(&self.peers, self.shm.as_mut())
     }
 
-    /// The short path of a blocking receive: takes the next frame from
-    /// `peer`'s shared-memory ring into `buf` if it is an `Eager` frame
-    /// that `want` accepts, polling up to `polls` times while none is
-    /// there (`pause()` between polls). A peer writes to this process
-    /// through one transport for the whole run, so when it writes through
-    /// shared memory its ring holds its frames in order, and `Empty` means
-    /// none arrived; `Other` when its route is not shared memory.
-    #[inline(always)]
-    pub fn take_eager(
-        &mut self,
-        peer: u32,
-        buf: Region,
-        polls: u32,
-        pause: impl FnMut(),
-        want: Wanted,
-    ) -> Direct {
-        match (self.routes.get(&peer), self.shm.as_mut()) {
-            (Some(Route::Shm), Some(shm)) => shm.take_eager(peer, buf, polls, pause, want),
-            _ => Direct::Other,
-        }
+    pub fn has_route(&self, peer: u32) -> bool {
+        self.peers.has_route(peer)
     }
 
     /// Chooses the transport for `peer` and connects, unless a route
     /// exists: a wait for a receive from a peer this process never sent
     /// to links with it, so that its death is seen (a closed connection,
     /// a refused one, a process gone) instead of waited for.
-    pub fn has_route(&self, peer: u32) -> bool {
-        self.routes.contains_key(&peer)
-    }
-
     pub fn reach(&mut self, peer: u32, engine: &mut Engine) {
-        if !self.routes.contains_key(&peer) {
+        if !self.peers.has_route(peer) {
             self.resolve(peer, engine, None);
         }
     }
@@ -519,7 +487,7 @@ impl Transports {
     /// Chooses the transport for `peer` now and connects (eager
     /// connections, kernels).
     pub fn start_connect(&mut self, peer: u32, engine: &mut Engine) {
-        match self.routes.get(&peer) {
+        match self.peers.route(peer) {
             Some(Route::Tcp) => self.tcp.start_connect(peer),
             Some(_) => {}
             None => self.resolve(peer, engine, None),
@@ -536,7 +504,7 @@ impl Transports {
                 "file" => return self.route(peer, Route::File, engine),
                 "shm" | "hybrid" => {
                     if name == "hybrid" {
-                        self.hybrid.insert(peer);
+                        self.peers.set_hybrid(peer);
                     }
                     if let Some(why) = &no_shm {
                         reasons.push(format!("shm: {why}"));
@@ -579,20 +547,14 @@ impl Transports {
 
     /// Attaches to `peer`'s segment. `Err(ShmMiss::Cannot(why))`: shm cannot reach
     /// it; `Err(ShmMiss::NotYet)`: not yet (the route is pending);
-    /// `Err(ShmMiss::Gone(why))`: its process ended.
+    /// `Err(ShmMiss::Gone(why))`: its process ended. The peer's address
+    /// comes from its record, which looks it up only until it is found.
     fn try_shm(&mut self, peer: u32) -> std::result::Result<(), ShmMiss> {
         let Some(shm) = self.shm.as_mut() else {
             return Err(ShmMiss::Cannot(self.shm_problem.clone()));
         };
-        let (program, rank) = self.universe.locate(peer).expect("peer in universe");
-        let key = addr_key(&self.universe.programs[program].name, rank);
-        let problem = match self.rendezvous.get(&key) {
-            Ok(Some(text)) => {
-                let Some(address) = PeerAddress::decode(&text) else {
-                    return Err(ShmMiss::Cannot(format!(
-                        "its rendezvous entry {text:?} is malformed"
-                    )));
-                };
+        let problem = match self.peers.address(peer, &self.universe, &self.rendezvous) {
+            Ok(address) => {
                 if address.host != self.host {
                     return Err(ShmMiss::Cannot(format!(
                         "it is on another host ({}; this one is {})",
@@ -609,29 +571,26 @@ impl Transports {
                     Err(AttachError::NotReady) => "its shared segment never became ready".into(),
                 }
             }
-            Ok(None) => "its address never appeared in the rendezvous".to_string(),
-            Err(e) => e.to_string(),
+            Err(NoAddress::Malformed(why)) => return Err(ShmMiss::Cannot(why)),
+            Err(NoAddress::NotYet(why)) => why,
         };
         let now = Instant::now();
-        match self.routes.get_mut(&peer) {
-            Some(Route::Pending {
-                problem: p, retry, ..
-            }) => {
-                *p = problem;
-                retry.tried(now);
+        match self.peers.route_mut(peer) {
+            Some(Route::Pending(pending)) => {
+                pending.problem = problem;
+                pending.retry.tried(now);
                 self.route_retries += 1;
             }
             _ => {
-                let mut retry = Retry::starting(now);
-                retry.tried(now);
-                self.set_route(
+                let (retry, deadline) = self.policy.after_first_try(now);
+                self.peers.set_route(
                     peer,
-                    Route::Pending {
+                    Route::Pending(Pending {
                         queue: VecDeque::new(),
-                        deadline: now + self.connect_timeout,
+                        deadline,
                         retry,
                         problem,
-                    },
+                    }),
                 );
             }
         }
@@ -643,8 +602,8 @@ impl Transports {
         let tcp = matches!(route, Route::Tcp);
         let file = matches!(route, Route::File);
         let shm = matches!(route, Route::Shm);
-        let queued = match self.set_route(peer, route) {
-            Some(Route::Pending { queue, .. }) => queue,
+        let queued = match self.peers.set_route(peer, route) {
+            Some(Route::Pending(pending)) => pending.queue,
             _ => VecDeque::new(),
         };
         if tcp {
@@ -653,7 +612,7 @@ impl Transports {
         }
         if shm {
             let remote = match self.shm.as_ref().map(|shm| shm.caps().remote_memory) {
-                Some(true) if self.hybrid.contains(&peer) => self.hybrid_threshold,
+                Some(true) if self.peers.is_hybrid(peer) => self.hybrid_threshold,
                 Some(true) => u64::MAX,
                 _ => 0,
             };
@@ -674,7 +633,7 @@ impl Transports {
 
     /// The router gives up on reaching `peer`.
     fn fail(&mut self, peer: u32, error: Error, engine: &mut Engine) {
-        self.remove_route(peer);
+        self.peers.remove_route(peer);
         self.lose(peer, error, engine);
     }
 
@@ -682,42 +641,38 @@ impl Transports {
     /// file transport lets go of what it keeps for the peer's transfers (a
     /// payload waiting in a file), so that it writes into no receive that
     /// fails now; then the engine fails what needs the peer (and drops its
-    /// remote memory operations), and the runtime hears why.
+    /// remote memory operations), and the peer's record keeps why, for
+    /// the statuses of what failed.
     fn lose(&mut self, peer: u32, error: Error, engine: &mut Engine) {
         if let Some(file) = self.file.as_mut() {
             file.forget(peer);
         }
         engine.peer_lost(peer);
-        self.events_out.push(LinkEvent::Lost { peer, error });
+        self.peers.lose(peer, error);
     }
 
     /// Tries again the peers whose route is pending and due for a try;
     /// fails those past their deadline.
     fn retry_pending(&mut self, now: Instant, engine: &mut Engine) {
         let due: Vec<u32> = self
-            .routes
-            .iter()
-            .filter(|(_, r)| match r {
-                Route::Pending {
-                    retry, deadline, ..
-                } => retry.is_due(now) || now >= *deadline,
-                _ => false,
-            })
-            .map(|(p, _)| *p)
+            .peers
+            .pending()
+            .filter(|(_, p)| p.retry.is_due(now) || now >= p.deadline)
+            .map(|(peer, _)| peer)
             .collect();
         for peer in due {
             match self.try_shm(peer) {
                 Ok(()) => self.route(peer, Route::Shm, engine),
                 Err(ShmMiss::NotYet) => {
-                    if let Some(Route::Pending {
+                    if let Some(Route::Pending(Pending {
                         deadline, problem, ..
-                    }) = self.routes.get(&peer)
+                    })) = self.peers.route(peer)
                     {
                         if now >= *deadline {
                             let message = format!(
                                 "{} could not be reached over shared memory within {} s (TETHER_CONNECT_TIMEOUT): {problem}",
                                 self.universe.describe(peer),
-                                self.connect_timeout.as_secs()
+                                self.policy.connect_timeout().as_secs()
                             );
                             self.fail(peer, err(ErrorClass::Timeout, message), engine);
                         }
@@ -727,8 +682,8 @@ impl Transports {
                 Err(ShmMiss::Cannot(why)) => {
                     // Shared memory turned out not to reach it: the next
                     // transport in the order decides, with the queue kept.
-                    let queue = match self.remove_route(peer) {
-                        Some(Route::Pending { queue, .. }) => queue,
+                    let queue = match self.peers.remove_route(peer) {
+                        Some(Route::Pending(pending)) => pending.queue,
                         _ => VecDeque::new(),
                     };
                     self.resolve(peer, engine, Some(why));
@@ -740,37 +695,12 @@ impl Transports {
         }
     }
 
-    fn has_pending(&self) -> bool {
-        self.pending_routes > 0
-    }
-
     /// When the earliest pending route is due for a try or past its deadline.
     fn next_pending(&self) -> Option<Instant> {
-        self.routes
-            .values()
-            .filter_map(|r| match r {
-                Route::Pending {
-                    retry, deadline, ..
-                } => Some(retry.next_try().min(*deadline)),
-                _ => None,
-            })
+        self.peers
+            .pending()
+            .map(|(_, p)| p.retry.next_try().min(p.deadline))
             .min()
-    }
-
-    /// Sets the route of `peer`, returning the one it replaces; every
-    /// change of `routes` goes through here and [`Transports::remove_route`]
-    /// so that `pending_routes` stays exact (the poll checks it each call).
-    fn set_route(&mut self, peer: u32, route: Route) -> Option<Route> {
-        self.pending_routes += usize::from(matches!(route, Route::Pending { .. }));
-        let old = self.routes.insert(peer, route);
-        self.pending_routes -= usize::from(matches!(old, Some(Route::Pending { .. })));
-        old
-    }
-
-    fn remove_route(&mut self, peer: u32) -> Option<Route> {
-        let old = self.routes.remove(&peer);
-        self.pending_routes -= usize::from(matches!(old, Some(Route::Pending { .. })));
-        old
     }
 
     /// One round of progress, sleeping up to `timeout` in epoll if nothing
@@ -784,7 +714,7 @@ impl Transports {
             moved |= file.poll();
         }
         let mut timeout = timeout;
-        if self.has_pending() {
+        if self.peers.has_pending() {
             let now = Instant::now();
             self.retry_pending(now, engine);
             if let Some(at) = self.next_pending() {
@@ -882,12 +812,12 @@ impl Transports {
         if peer == me {
             return Some("self");
         }
-        match self.routes.get(&peer)? {
-            Route::Tcp | Route::Shm if self.hybrid.contains(&peer) => Some("hybrid"),
+        match self.peers.route(peer)? {
+            Route::Tcp | Route::Shm if self.peers.is_hybrid(peer) => Some("hybrid"),
             Route::Tcp => Some("tcp"),
             Route::Shm => Some("shm"),
             Route::File => Some("file"),
-            Route::Pending { .. } => None,
+            Route::Pending(_) => None,
         }
     }
 
@@ -900,10 +830,7 @@ impl Transports {
         self.tcp.has_output()
             || self.shm.as_ref().is_some_and(ShmTransport::has_output)
             || self.file.as_ref().is_some_and(FileTransport::has_output)
-            || self
-                .routes
-                .values()
-                .any(|r| matches!(r, Route::Pending { queue, .. } if !queue.is_empty()))
+            || self.peers.has_queued()
     }
 
     /// Says goodbye on every link of every transport (once).

@@ -26,8 +26,9 @@ mod traced;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::identity::{self, Identity};
+use crate::policy::Effect;
 use crate::progress::{Polling, SpinPolicy};
-use crate::router::{LinkEvent, Transports};
+use crate::router::Transports;
 use crate::settings::Settings;
 use crate::trace::Span;
 use crate::universe::{self, addr_key, Universe};
@@ -68,8 +69,6 @@ pub struct Runtime {
     engine: Engine,
     transport: Transports,
     comms: CommTable,
-    /// Why a peer can no longer be reached.
-    unreachable: HashMap<u32, Error>,
     spin: SpinPolicy,
     /// What a wait does between polls, decided by `TETHER_WAIT` from the
     /// processes on this host and `cpus`.
@@ -78,10 +77,6 @@ pub struct Runtime {
     cpus: usize,
     /// The local peers `polling` was decided with.
     local_peers_seen: usize,
-    in_kernel: bool,
-    /// Which universe ranks this process exchanged messages with while
-    /// `IN_KERNEL` was set (marked on every message, so a flag by rank).
-    kernel_peers: Vec<bool>,
     /// Work that progress moves across calls: collectives running, and
     /// failed ones with transfers in flight or an error to report.
     activities: Activities,
@@ -154,15 +149,12 @@ impl Runtime {
             polling: Polling::Spin,
             cpus: std::thread::available_parallelism().map_or(1, usize::from),
             local_peers_seen: 0,
-            in_kernel: settings.in_kernel(),
             settings,
             universe,
             rendezvous,
             private_rendezvous,
             engine,
             transport,
-            unreachable: HashMap::default(),
-            kernel_peers: vec![false; size as usize],
             activities: Activities::default(),
             scratch: Default::default(),
             next_field: 0,
@@ -175,8 +167,8 @@ impl Runtime {
         };
         runtime.choose_polling();
         runtime.start_tracing()?;
-        if runtime.settings.connect() == "eager" {
-            runtime.connect_all();
+        if let Some(effect) = runtime.transport.policy().at_start() {
+            runtime.carry_out(effect);
         }
         tracing::info!(
             "joined universe of {} processes as {} (universe rank {me})",
@@ -221,11 +213,6 @@ impl Runtime {
     ) -> Result<ReqId> {
         let (peer, context, tag) = self.destination(dest, tag, comm)?;
         self.note_peer(peer);
-        if len as u64 > self.engine.eager_limit(peer) && !self.transport.has_route(peer) {
-            // The engine picks a rendezvous protocol by the peer's
-            // transport: the first large message to a peer finds it known.
-            self.transport.reach(peer, &mut self.engine);
-        }
         let started = self.trace_now();
         let req = self
             .engine
@@ -285,11 +272,13 @@ impl Runtime {
         }
     }
 
+    /// Marks `peer` in its record as used inside a communication kernel
+    /// while `IN_KERNEL` is set (the connection policy connects such peers
+    /// at once when the next kernel starts).
+    #[inline(always)]
     fn note_peer(&mut self, peer: u32) {
-        if self.in_kernel {
-            if let Some(seen) = self.kernel_peers.get_mut(peer as usize) {
-                *seen = true;
-            }
+        if self.transport.policy().in_kernel() {
+            self.transport.peers_mut().mark_kernel(peer);
         }
     }
 
@@ -402,14 +391,17 @@ impl Runtime {
                 ),
             ),
             CompletionError::Cancelled => err(ErrorClass::Cancelled, "the receive was cancelled"),
-            CompletionError::PeerLost => {
-                self.unreachable.get(&c.source).cloned().unwrap_or_else(|| {
+            CompletionError::PeerLost => self
+                .transport
+                .peers()
+                .lost(c.source)
+                .cloned()
+                .unwrap_or_else(|| {
                     err(
                         ErrorClass::PeerLost,
                         format!("{} is no longer reachable", who()),
                     )
-                })
-            }
+                }),
         });
         Status {
             source,
@@ -435,19 +427,20 @@ impl Runtime {
         if let Some(status) = self.probe_now(source_sel, context, tag_sel, comm) {
             return Ok(status);
         }
-        if let Some(peer) = source_sel {
-            if let Some(e) = self.unreachable.get(&peer) {
-                return Err(e.clone());
-            }
+        let lost = |rt: &Runtime, peer: Option<u32>| {
+            peer.and_then(|p| rt.transport.peers().lost(p)).cloned()
+        };
+        if let Some(e) = lost(self, source_sel) {
+            return Err(e);
         }
         let mut found = None;
         self.wait_until(|rt| {
             found = rt.probe_now(source_sel, context, tag_sel, comm);
-            found.is_some() || source_sel.is_some_and(|p| rt.unreachable.contains_key(&p))
+            found.is_some() || lost(rt, source_sel).is_some()
         });
         match found {
             Some(status) => Ok(status),
-            None => Err(self.unreachable[&source_sel.expect("lost peer")].clone()),
+            None => Err(lost(self, source_sel).expect("lost peer")),
         }
     }
 
@@ -556,40 +549,30 @@ impl Runtime {
 
     /// Moves every activity as far as it goes now.
     fn advance_activities(&mut self) {
-        let mut shortcut = RingShortcut {
-            transport: &mut self.transport,
-        };
+        let path = self.transport.short_path();
+        let peers = path.peers();
+        let mut shortcut = RingShortcut { transport: path };
         let mut progress = Progress {
             engine: &mut self.engine,
             shortcut: &mut shortcut,
             scratch: &mut self.scratch,
             universe: &self.universe,
-            unreachable: &self.unreachable,
+            peers,
         };
         self.activities.advance(&mut progress);
     }
 
-    /// Takes in what the transports reported about peers (lost, aborted).
-    /// Called after every handing of frames too: a send can fail its peer
-    /// at once, and the status of a request waited for right after must
-    /// carry that peer's error.
+    /// Takes in what the transports reported for the runtime: a peer that
+    /// aborted the universe (a lost peer is in its record already).
+    /// Called after every handing of frames, so that an abort is acted on
+    /// at once.
     fn absorb_link_events(&mut self) {
-        if self.transport.events_out.is_empty() {
-            return;
-        }
-        for event in std::mem::take(&mut self.transport.events_out) {
-            match event {
-                LinkEvent::Lost { peer, error } => {
-                    self.unreachable.entry(peer).or_insert(error);
-                }
-                LinkEvent::Abort { peer, code } => {
-                    eprintln!(
-                        "tether: {} aborted the universe with code {code}; exiting",
-                        self.universe.describe(peer)
-                    );
-                    std::process::exit(code);
-                }
-            }
+        if let Some(&(peer, code)) = self.transport.aborts.first() {
+            eprintln!(
+                "tether: {} aborted the universe with code {code}; exiting",
+                self.universe.describe(peer)
+            );
+            std::process::exit(code);
         }
     }
 
@@ -602,7 +585,7 @@ impl Runtime {
         if done(self) {
             return;
         }
-        let window = if self.in_kernel {
+        let window = if self.transport.policy().in_kernel() {
             Duration::from_micros(self.settings.poll_spin_us()).max(Duration::from_millis(1))
         } else {
             self.spin.window()
@@ -686,45 +669,38 @@ impl Runtime {
         self.polling = polling;
     }
 
-    /// Applies a hint (DESIGN 3.6).
+    /// Applies a hint (DESIGN 3.6): the connection policy says what the
+    /// change asks for, and the runtime carries it out.
     pub fn hint(&mut self, key: &str, value: &str) -> Result<()> {
-        self.settings.set_hint(key, value)?;
-        match key {
-            "EAGER_LIMIT" => self.engine.set_eager_limit(self.settings.eager_limit()),
-            "WAIT" => self.choose_polling(),
-            "POLL_SPIN_US" => self
-                .spin
-                .set_max(Duration::from_micros(self.settings.poll_spin_us())),
-            "CONNECT" if value == "eager" => self.connect_all(),
-            "TRANSPORTS" => self.transport.set_order(self.settings.transports()),
-            "CONNECT_TIMEOUT" | "HANDSHAKE_TIMEOUT" | "FINALIZE_TIMEOUT" => {
-                self.transport.set_timeouts(
-                    Duration::from_secs(self.settings.connect_timeout()),
-                    Duration::from_secs(self.settings.handshake_timeout()),
-                    Duration::from_secs(self.settings.finalize_timeout()),
-                )
-            }
-            "IN_KERNEL" => {
-                self.in_kernel = value == "1";
-                if self.in_kernel {
-                    let peers: Vec<u32> = (0..)
-                        .zip(&self.kernel_peers)
-                        .filter_map(|(peer, &seen)| seen.then_some(peer))
-                        .collect();
-                    for peer in peers {
-                        self.transport.start_connect(peer, &mut self.engine);
-                    }
-                }
-            }
-            _ => {}
+        let hint = self.settings.set_hint(key, value)?;
+        if let Some(effect) = self.transport.apply_hint(hint, &self.settings) {
+            self.carry_out(effect);
         }
         Ok(())
     }
 
-    fn connect_all(&mut self) {
-        let me = self.me;
-        for peer in (0..self.universe.size()).filter(|p| *p != me) {
-            self.transport.start_connect(peer, &mut self.engine);
+    fn carry_out(&mut self, effect: Effect) {
+        match effect {
+            Effect::EagerLimit(limit) => self.engine.set_eager_limit(limit),
+            Effect::ChoosePolling => self.choose_polling(),
+            Effect::SpinMax(max) => self.spin.set_max(max),
+            Effect::TransportOrder(order) => self.transport.set_order(order),
+            Effect::Timeouts {
+                connect,
+                handshake,
+                goodbye,
+            } => self.transport.set_timeouts(connect, handshake, goodbye),
+            Effect::ConnectAll => {
+                let me = self.me;
+                for peer in (0..self.universe.size()).filter(|p| *p != me) {
+                    self.transport.start_connect(peer, &mut self.engine);
+                }
+            }
+            Effect::Connect(peers) => {
+                for peer in peers {
+                    self.transport.start_connect(peer, &mut self.engine);
+                }
+            }
         }
     }
 

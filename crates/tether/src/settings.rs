@@ -47,13 +47,13 @@ pub const TRANSPORTS: &[&str] = &["shm", "tcp", "file", "hybrid"];
 
 /// Declares the settings table and, for each row, a typed accessor on
 /// [`Settings`] named after it (`connect_timeout()` for
-/// `CONNECT_TIMEOUT`): the key is written once, in its row, and a caller
-/// that misspells a setting does not compile. The accessor's type follows
-/// the row's kind (`Flag`: bool, `Number`: u64, `Choice`: the word,
-/// `List`: the words, `Text`: the text when set); a test checks that the
-/// two agree.
+/// `CONNECT_TIMEOUT`) and a variant of [`Key`] (`Key::ConnectTimeout`):
+/// the key is written once, in its row, and a caller that misspells a
+/// setting does not compile. The accessor's type follows the row's kind
+/// (`Flag`: bool, `Number`: u64, `Choice`: the word, `List`: the words,
+/// `Text`: the text when set); a test checks that the two agree.
 macro_rules! settings {
-    ($( $name:ident : $ty:ident = $row:expr; )*) => {
+    ($( $name:ident as $variant:ident : $ty:ident = $row:expr; )*) => {
         /// The rows of [`TABLE`], one constant each, for the accessors.
         #[allow(non_upper_case_globals)]
         mod rows {
@@ -62,6 +62,30 @@ macro_rules! settings {
         }
 
         pub static TABLE: &[Setting] = &[$(rows::$name,)*];
+
+        /// A setting, by its row of [`TABLE`]: what code that reacts to a
+        /// change of a setting (`policy::ConnectionPolicy::apply_hint`)
+        /// matches on, so that a misspelt key does not compile and a new
+        /// row is a case to decide.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Key {
+            $( $variant, )*
+        }
+
+        impl Key {
+            /// Every key, in the order of [`TABLE`].
+            pub const ALL: &'static [Key] = &[$(Key::$variant,)*];
+
+            /// Its row of [`TABLE`].
+            pub fn row(self) -> &'static Setting {
+                &TABLE[self as usize]
+            }
+
+            /// The key of the row named `key` (as given to `tether_hint`).
+            pub fn of(key: &str) -> Option<Key> {
+                Key::ALL.iter().copied().find(|k| k.row().key == key)
+            }
+        }
 
         impl Settings {
             $( settings!(@accessor $name $ty); )*
@@ -106,63 +130,63 @@ macro_rules! settings {
 }
 
 settings! {
-    rendezvous: Text = Setting {
+    rendezvous as Rendezvous: Text = Setting {
         key: "RENDEZVOUS",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "where processes find each other: a directory on a shared file system, or tcp://host:port of `tether rendezvous serve` (set by `tether run`)",
     };
-    program: Text = Setting {
+    program as Program: Text = Setting {
         key: "PROGRAM",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "name of this process's program (set by `tether run`; tether_init_as overrides)",
     };
-    programs: Text = Setting {
+    programs as Programs: Text = Setting {
         key: "PROGRAMS",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "comma-separated names of all programs of the universe",
     };
-    rank: Text = Setting {
+    rank as Rank: Text = Setting {
         key: "RANK",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "rank of this process in its program; else taken from OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, MV2_COMM_WORLD_RANK, SLURM_PROCID",
     };
-    size: Text = Setting {
+    size as Size: Text = Setting {
         key: "SIZE",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "number of joining processes of this program; else from the MPI launcher's environment",
     };
-    run_id: Text = Setting {
+    run_id as RunId: Text = Setting {
         key: "RUN_ID",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "names one run (set by `tether run`, which keeps a value you set): the file transport's run directory is run-<this>; unset: derived from universe rank 0's start-up nonce",
     };
-    transports: List = Setting {
+    transports as Transports: List = Setting {
         key: "TRANSPORTS",
         default: "shm,tcp",
         kind: Kind::ListOf(TRANSPORTS),
         hint: true,
         meaning: "ordered list of transports; for each peer the first that reaches it is used (shm: peers on this host; tcp: any peer; file: any peer that shares TETHER_FILE_DIR; hybrid: shm or tcp for control and small messages, files for payloads above TETHER_HYBRID_THRESHOLD); a change applies to peers not reached yet",
     };
-    host_id: Text = Setting {
+    host_id as HostId: Text = Setting {
         key: "HOST_ID",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "identity of this host: processes with the same one use shared memory; unset: host name and boot id (set different values to make processes of one machine act as on different hosts)",
     };
-    shm_ring_bytes: Number = Setting {
+    shm_ring_bytes as ShmRingBytes: Number = Setting {
         key: "SHM_RING_BYTES",
         default: "262144",
         kind: Kind::Number {
@@ -172,21 +196,21 @@ settings! {
         hint: false,
         meaning: "capacity of each shared-memory ring this process receives on, one per peer (rounded up to a power of two); frames up to this size minus 128 bytes (frames are padded to 64-byte lines, and one line stays free) are written in one piece, larger ones stream through",
     };
-    shm_cma: Flag = Setting {
+    shm_cma as ShmCma: Flag = Setting {
         key: "SHM_CMA",
         default: "1",
         kind: Kind::Flag,
         hint: false,
         meaning: "1: rendezvous data between processes of one host is copied once, straight into the receive buffer, by cross-memory attach (process_vm_writev) when the kernel allows it; 0: always through the ring",
     };
-    shm_membarrier: Flag = Setting {
+    shm_membarrier as ShmMembarrier: Flag = Setting {
         key: "SHM_MEMBARRIER",
         default: "1",
         kind: Kind::Flag,
         hint: false,
         meaning: "1: between two processes of this host that both have 1 (and a kernel that offers membarrier(2)), a message or returned ring room is not followed by a memory fence, and a process runs membarrier(2) before it sleeps instead; 0: every message to or from this process is followed by a fence",
     };
-    shm_split_bytes: Number = Setting {
+    shm_split_bytes as ShmSplitBytes: Number = Setting {
         key: "SHM_SPLIT_BYTES",
         default: "131072",
         kind: Kind::Number {
@@ -196,14 +220,14 @@ settings! {
         hint: false,
         meaning: "rendezvous messages between processes of one host of at least this many bytes are copied by both at once, when cross-memory attach works: the receiver reads the second half from the send buffer (process_vm_readv) while the sender writes the first; 0: the sender copies all",
     };
-    file_dir: Text = Setting {
+    file_dir as FileDir: Text = Setting {
         key: "FILE_DIR",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "directory the file and hybrid transports exchange files in, shared by every process of the run; unset: `files` inside a directory rendezvous, else $TMPDIR/tether-files-<uid> (one host only)",
     };
-    file_eager_limit: Number = Setting {
+    file_eager_limit as FileEagerLimit: Number = Setting {
         key: "FILE_EAGER_LIMIT",
         default: "4194304",
         kind: Kind::Number {
@@ -213,21 +237,21 @@ settings! {
         hint: false,
         meaning: "messages up to this many bytes to a peer reached through files go as one file; larger ones by rendezvous, three files (replaces TETHER_EAGER_LIMIT for those peers; see docs/journal/2026-11-24-file-hybrid.md)",
     };
-    file_fsync: Flag = Setting {
+    file_fsync as FileFsync: Flag = Setting {
         key: "FILE_FSYNC",
         default: "0",
         kind: Kind::Flag,
         hint: false,
         meaning: "1: every file is flushed to stable storage (fsync) before it is published; 0: the file system's own ordering is trusted",
     };
-    file_notify: Choice = Setting {
+    file_notify as FileNotify: Choice = Setting {
         key: "FILE_NOTIFY",
         default: "auto",
         kind: Kind::Choice(&["auto", "inotify", "poll"]),
         hint: false,
         meaning: "how a receiver learns of new files: inotify, or polling every TETHER_FILE_POLL_US doubling up to TETHER_FILE_POLL_MAX_US while idle; auto: inotify unless the directory is on a network or parallel file system (NFS, Lustre, GPFS, CephFS, ...), whose events miss other hosts' writes",
     };
-    file_poll_us: Number = Setting {
+    file_poll_us as FilePollUs: Number = Setting {
         key: "FILE_POLL_US",
         default: "50",
         kind: Kind::Number {
@@ -237,7 +261,7 @@ settings! {
         hint: false,
         meaning: "shortest interval between two looks into the inbox when polling, in microseconds (used while messages flow)",
     };
-    file_poll_max_us: Number = Setting {
+    file_poll_max_us as FilePollMaxUs: Number = Setting {
         key: "FILE_POLL_MAX_US",
         default: "20000",
         kind: Kind::Number {
@@ -247,7 +271,7 @@ settings! {
         hint: false,
         meaning: "longest interval between two looks into the inbox when polling, in microseconds (reached after a quiet spell; with inotify, the safety rescan period)",
     };
-    file_peer_timeout: Number = Setting {
+    file_peer_timeout as FilePeerTimeout: Number = Setting {
         key: "FILE_PEER_TIMEOUT",
         default: "30",
         kind: Kind::Number {
@@ -257,7 +281,7 @@ settings! {
         hint: false,
         meaning: "seconds without a change of a file-transport peer's heartbeat file (rewritten every second) before it is lost with TETHER_ERR_PEER_LOST; also how long an announced payload file or the replacement of a refused file is waited for",
     };
-    hybrid_threshold: Number = Setting {
+    hybrid_threshold as HybridThreshold: Number = Setting {
         key: "HYBRID_THRESHOLD",
         default: "1073741824",
         kind: Kind::Number {
@@ -267,14 +291,14 @@ settings! {
         hint: false,
         meaning: "with the hybrid transport, rendezvous payloads larger than this many bytes go through files, the rest through the socket transport; the default (1 GiB) is this development machine's measurement, where loopback TCP outruns files at every size: between machines whose network is slower than their shared file system, measure the crossover with benches/compare_file.py --thresholds (docs/journal/2026-11-24-file-hybrid.md)",
     };
-    tcp_interface: Text = Setting {
+    tcp_interface as TcpInterface: Text = Setting {
         key: "TCP_INTERFACE",
         default: "127.0.0.1",
         kind: Kind::Text,
         hint: false,
         meaning: "IP address this process listens on and publishes (across hosts: an address the peers can reach)",
     };
-    eager_limit: Number = Setting {
+    eager_limit as EagerLimit: Number = Setting {
         key: "EAGER_LIMIT",
         default: "131072",
         kind: Kind::Number {
@@ -284,28 +308,28 @@ settings! {
         hint: true,
         meaning: "messages up to this many bytes are sent eagerly; larger ones by rendezvous (see docs/journal/2026-11-21-p2p-tcp.md for how the default was chosen)",
     };
-    connect: Choice = Setting {
+    connect as Connect: Choice = Setting {
         key: "CONNECT",
         default: "lazy",
         kind: Kind::Choice(&["lazy", "eager"]),
         hint: true,
         meaning: "lazy: connect to a peer on first use; eager: connect to every peer at start-up",
     };
-    in_kernel: Flag = Setting {
+    in_kernel as InKernel: Flag = Setting {
         key: "IN_KERNEL",
         default: "0",
         kind: Kind::Flag,
         hint: true,
         meaning: "1 while the program is in a communication kernel: waits spin longer instead of sleeping, and the peers used inside are connected at once the next time a kernel starts",
     };
-    wait: Choice = Setting {
+    wait as Wait: Choice = Setting {
         key: "WAIT",
         default: "auto",
         kind: Kind::Choice(&["auto", "spin", "yield"]),
         hint: true,
         meaning: "how a wait polls before it sleeps: `spin` busy-polls (fastest where every process has a core), `yield` gives the core away between polls (sched_yield), so that a process it waits for can run on it; `auto` yields when this host runs more processes of the universe than this process may use CPUs",
     };
-    local_processes: Number = Setting {
+    local_processes as LocalProcesses: Number = Setting {
         key: "LOCAL_PROCESSES",
         default: "0",
         kind: Kind::Number {
@@ -315,7 +339,7 @@ settings! {
         hint: false,
         meaning: "processes of the universe on this host, when known (set by `tether run`; 0: unknown); `TETHER_WAIT=auto` also counts the peers found through shared memory",
     };
-    poll_spin_us: Number = Setting {
+    poll_spin_us as PollSpinUs: Number = Setting {
         key: "POLL_SPIN_US",
         default: "50",
         kind: Kind::Number {
@@ -325,28 +349,28 @@ settings! {
         hint: true,
         meaning: "longest time a wait polls before it sleeps in the kernel, in microseconds (adapts down when polling does not pay, e.g. more processes than cores)",
     };
-    trace: Text = Setting {
+    trace as Trace: Text = Setting {
         key: "TRACE",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "directory to write this process's trace into at finalize (<program>.<rank>.jsonl: its sends, receives, waits, collectives and field steps, with its clock's offset to universe rank 0's), for `tether trace merge|summary` (docs/tracing.md); unset: no trace",
     };
-    trace_clock_shift_ns: Text = Setting {
+    trace_clock_shift_ns as TraceClockShiftNs: Text = Setting {
         key: "TRACE_CLOCK_SHIFT_NS",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "for tests of trace alignment: nanoseconds added to this process's trace clock (and to the clock universe rank 0 answers with), as if its host's clock were off",
     };
-    stats: Flag = Setting {
+    stats as Stats: Flag = Setting {
         key: "STATS",
         default: "0",
         kind: Kind::Flag,
         hint: false,
         meaning: "1: print this process's counters (messages and bytes per peer and transport, eager/rendezvous sends, time blocked, unexpected-queue depth; the names of tether_stats_entry) on standard error at finalize",
     };
-    field_queue: Number = Setting {
+    field_queue as FieldQueue: Number = Setting {
         key: "FIELD_QUEUE",
         default: "2",
         kind: Kind::Number {
@@ -356,7 +380,7 @@ settings! {
         hint: true,
         meaning: "steps a field's producer may run ahead of its slowest consumer program before put blocks; read at tether_field_create",
     };
-    connect_timeout: Number = Setting {
+    connect_timeout as ConnectTimeout: Number = Setting {
         key: "CONNECT_TIMEOUT",
         default: "30",
         kind: Kind::Number {
@@ -366,14 +390,14 @@ settings! {
         hint: true,
         meaning: "seconds to wait for a program to join or a peer to accept a connection before TETHER_ERR_TIMEOUT",
     };
-    handshake_timeout: Number = Setting {
+    handshake_timeout as HandshakeTimeout: Number = Setting {
         key: "HANDSHAKE_TIMEOUT",
         default: "10",
         kind: Kind::Number { min: 1, max: 3600 },
         hint: true,
         meaning: "seconds an accepted connection may take to complete its handshake before it is dropped",
     };
-    finalize_timeout: Number = Setting {
+    finalize_timeout as FinalizeTimeout: Number = Setting {
         key: "FINALIZE_TIMEOUT",
         default: "60",
         kind: Kind::Number {
@@ -383,28 +407,28 @@ settings! {
         hint: true,
         meaning: "seconds tether_finalize waits for queued data to leave and for connected peers to say goodbye",
     };
-    output_relay: Text = Setting {
+    output_relay as OutputRelay: Text = Setting {
         key: "OUTPUT_RELAY",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "set by `tether run` for a program started without -n (through its own MPI launcher): the abstract Unix socket (@name) to which each process connects its stdout and stderr at init, so that its lines are labelled [name:rank]",
     };
-    launcher: Text = Setting {
+    launcher as Launcher: Text = Setting {
         key: "LAUNCHER",
         default: "",
         kind: Kind::Text,
         hint: false,
         meaning: "path of the `tether` launcher that `python -m tether run` uses (else `tether` on PATH, else build/bin/tether of the checkout the Python package was installed from); the library itself does not read it",
     };
-    log_level: Choice = Setting {
+    log_level as LogLevel: Choice = Setting {
         key: "LOG_LEVEL",
         default: "warn",
         kind: Kind::Choice(&["off", "error", "warn", "info", "debug", "trace"]),
         hint: false,
         meaning: "how much Tether logs (to stderr, or TETHER_LOG_FILE)",
     };
-    log_file: Text = Setting {
+    log_file as LogFile: Text = Setting {
         key: "LOG_FILE",
         default: "",
         kind: Kind::Text,
@@ -414,7 +438,7 @@ settings! {
 }
 
 fn row(key: &str) -> Option<&'static Setting> {
-    TABLE.iter().find(|s| s.key == key)
+    Key::of(key).map(Key::row)
 }
 
 /// Checks `value` against the kind of setting `key`.
@@ -508,11 +532,13 @@ impl Settings {
         Settings::from_vars(std::env::vars())
     }
 
-    /// Sets a hint at run time: unknown keys and settings that cannot
-    /// change after start-up give `UnknownHint`, bad values `HintValue`.
-    pub fn set_hint(&mut self, key: &str, value: &str) -> Result<()> {
+    /// Sets a hint at run time and returns which setting changed: unknown
+    /// keys and settings that cannot change after start-up give
+    /// `UnknownHint`, bad values `HintValue`.
+    pub fn set_hint(&mut self, key: &str, value: &str) -> Result<Key> {
         validate(key, value)?;
-        let setting = row(key).expect("validated");
+        let hint = Key::of(key).expect("validated");
+        let setting = hint.row();
         if !setting.hint {
             return Err(err(
                 ErrorClass::UnknownHint,
@@ -523,7 +549,7 @@ impl Settings {
         }
         self.values
             .insert(setting.key, (value.to_string(), Origin::Hint));
-        Ok(())
+        Ok(hint)
     }
 
     /// The effective value of `key` (empty when unset), for what walks
@@ -622,6 +648,19 @@ mod tests {
         );
         s.set_hint("TRANSPORTS", "tcp").unwrap();
         s.set_hint("TRANSPORTS", "shm,tcp").unwrap();
+    }
+
+    #[test]
+    fn keys_name_their_rows() {
+        assert_eq!(Key::ALL.len(), TABLE.len());
+        for (key, row) in Key::ALL.iter().zip(TABLE) {
+            assert!(std::ptr::eq(key.row(), row));
+            assert_eq!(Key::of(row.key), Some(*key));
+        }
+        assert_eq!(Key::ConnectTimeout.row().key, "CONNECT_TIMEOUT");
+        assert_eq!(Key::of("CONNECT_TIMEOUTS"), None);
+        let (mut s, _) = Settings::from_vars(Vec::new()).unwrap();
+        assert_eq!(s.set_hint("IN_KERNEL", "1").unwrap(), Key::InKernel);
     }
 
     #[test]

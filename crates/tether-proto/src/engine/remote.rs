@@ -119,10 +119,12 @@ impl Engine {
         (wanted && len <= self.remote_memory(dest)).then(|| RemoteKey::of(req.to_wire(), region))
     }
 
-    /// Takes another look at the protocol of a frame that waited for its
-    /// peer's route (the runtime learns only then whether the peer's
-    /// memory is reachable): an `Rts` that offered nothing offers its
-    /// buffer now if it may, and a `Cts` that granted no key grants one.
+    /// Takes another look at the protocol of a frame made before its
+    /// peer's route was known (the runtime learns only then whether the
+    /// peer's memory is reachable: the first frame to a peer, or one that
+    /// waited for the peer's segment): an `Rts` that offered nothing
+    /// offers its buffer now if it may, and a `Cts` that granted no key
+    /// grants one (and takes the sender's offer).
     pub fn revisit(&mut self, t: &mut Transmit) {
         if t.header.flags & FLAG_REMOTE_KEY != 0 {
             return;

@@ -11,11 +11,11 @@
 //! (`direct.rs`) and the deferred receives of blocking collectives stand
 //! aside while [`Activities::is_idle`] is false.
 
-use rustc_hash::FxHashMap as HashMap;
 use tether_proto::{Engine, ReqId};
 
 use crate::coll::{ScratchPool, Shortcut};
 use crate::error::Error;
+use crate::peers::Peers;
 use crate::universe::Universe;
 
 /// What an activity may use while it advances: the runtime's parts,
@@ -29,8 +29,9 @@ pub(super) struct Progress<'a> {
     pub scratch: &'a mut ScratchPool,
     /// Names peers in error messages.
     pub universe: &'a Universe,
-    /// Why a peer can no longer be reached, for error messages.
-    pub unreachable: &'a HashMap<u32, Error>,
+    /// The peer records: why a peer can no longer be reached, for error
+    /// messages.
+    pub peers: &'a Peers,
 }
 
 /// Work that the runtime's progress moves (see the module documentation).

@@ -2,13 +2,13 @@
 //! collective while its rounds run, and a failed collective (blocking or
 //! not) while transfers it posted are still in flight.
 
-use rustc_hash::FxHashMap as HashMap;
 use tether_proto::{Completion, CompletionError, ReqId};
 
 use super::activities::{Activity, Progress};
 use super::ANY_TAG;
 use crate::coll::{Failure, Running};
 use crate::error::{err, Error, ErrorClass};
+use crate::peers::Peers;
 use crate::universe::Universe;
 
 /// One collective and its request.
@@ -103,7 +103,7 @@ impl Collective {
             Err(failure) => {
                 let (class, error) = describe_failure(
                     progress.universe,
-                    progress.unreachable,
+                    progress.peers,
                     what,
                     comm,
                     &running,
@@ -177,7 +177,7 @@ impl Activity for Collective {
 /// its status carries: which member failed it and why.
 pub(super) fn describe_failure(
     universe: &Universe,
-    unreachable: &HashMap<u32, Error>,
+    peers: &Peers,
     what: &str,
     comm: i32,
     running: &Running,
@@ -197,8 +197,8 @@ pub(super) fn describe_failure(
             error: CompletionError::PeerLost,
         } => {
             let peer = members[*rank as usize];
-            let why = unreachable
-                .get(&peer)
+            let why = peers
+                .lost(peer)
                 .map_or("the connection was lost".to_string(), |e| e.message.clone());
             (
                 CompletionError::PeerLost,
@@ -248,7 +248,7 @@ mod tests {
         engine: Engine,
         scratch: ScratchPool,
         universe: Universe,
-        unreachable: HashMap<u32, Error>,
+        peers: Peers,
     }
 
     impl Rank0 {
@@ -265,7 +265,7 @@ mod tests {
                 }),
                 scratch: ScratchPool::default(),
                 universe: Universe::new(&[("sim".into(), 2)], &me).unwrap(),
-                unreachable: HashMap::default(),
+                peers: Peers::default(),
             }
         }
 
@@ -294,7 +294,7 @@ mod tests {
                 shortcut: &mut NoShortcut,
                 scratch: &mut self.scratch,
                 universe: &self.universe,
-                unreachable: &self.unreachable,
+                peers: &self.peers,
             });
         }
     }

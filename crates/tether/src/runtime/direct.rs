@@ -40,7 +40,7 @@
 use crate::coll::{Received, Shortcut};
 use crate::error::Result;
 use crate::progress::Polling;
-use crate::router::{Direct, Transports, Wanted};
+use crate::router::{Direct, ShortPath, Wanted};
 use crate::{Runtime, Status};
 use tether_proto::{Engine, Region, SendPath};
 
@@ -135,7 +135,7 @@ impl Runtime {
         }
         let started = self.trace_now();
         let sent = send_now(
-            &mut self.transport,
+            &mut self.transport.short_path(),
             &self.engine,
             peer,
             context,
@@ -199,7 +199,7 @@ impl Runtime {
         // Nothing reaches the engine while the transport polls, so the
         // check of the unexpected queue above holds for every poll.
         match take_next(
-            &mut self.transport,
+            &mut self.transport.short_path(),
             &self.engine,
             (peer, context, tag),
             Region { ptr: buf, len },
@@ -225,10 +225,10 @@ impl Runtime {
 /// Writes an eager message to `peer` straight into its ring, if the
 /// engine allows (within the peer's eager limit, the peer not lost,
 /// nothing of the engine's queued before it) and the transport can (see
-/// [`Transports::send_eager`]).
+/// [`ShortPath::send_eager`]).
 #[inline(always)]
 fn send_now(
-    transport: &mut Transports,
+    transport: &mut ShortPath<'_>,
     engine: &Engine,
     peer: u32,
     context: u32,
@@ -252,7 +252,7 @@ fn send_now(
 /// nothing has reached the engine since.
 #[inline(always)]
 fn take_next(
-    transport: &mut Transports,
+    transport: &mut ShortPath<'_>,
     engine: &Engine,
     (peer, context, tag): (u32, u32, Option<i32>),
     region: Region,
@@ -271,12 +271,12 @@ fn take_next(
 /// sends written straight into the peers' rings, its receives taken
 /// straight from them when the message is already there.
 pub(super) struct RingShortcut<'a> {
-    pub transport: &'a mut Transports,
+    pub transport: ShortPath<'a>,
 }
 
 impl Shortcut for RingShortcut<'_> {
     fn send(&mut self, engine: &Engine, dest: u32, context: u32, tag: i32, region: Region) -> bool {
-        send_now(self.transport, engine, dest, context, tag, region)
+        send_now(&mut self.transport, engine, dest, context, tag, region)
     }
 
     fn recv(
@@ -291,7 +291,7 @@ impl Shortcut for RingShortcut<'_> {
             return Received::Engine;
         }
         match take_next(
-            self.transport,
+            &mut self.transport,
             engine,
             (source, context, Some(tag)),
             region,

@@ -6,10 +6,11 @@
 //! `transmit_done`, filled payloads to its `payload_done`, data-path
 //! frames to [`tether_proto::deliver`] (and their delivery back to the
 //! transport, whose link reads nothing more until then), lost peers to
-//! the engine's `peer_lost` and then, with aborts, to the runtime. Each list
-//! keeps the order things happened, and the router hands the filled
-//! payloads over before the next frame, so the engine sees a link's
-//! frames and payloads in the order they arrived.
+//! the engine's `peer_lost` and the peer's record (`crate::peers`), and
+//! aborts to the runtime. Each list keeps the order things happened, and
+//! the router hands the filled payloads over before the next frame, so
+//! the engine sees a link's frames and payloads in the order they
+//! arrived.
 
 use std::collections::VecDeque;
 
@@ -17,7 +18,7 @@ use tether_proto::{FrameHeader, ReqId, SinkToken};
 
 use crate::error::Error;
 
-/// What happened to a peer, for the runtime.
+/// What happened to a peer, for the router.
 #[derive(Debug)]
 pub enum LinkEvent {
     /// The peer can no longer be reached; pending work with it fails with `error`.

@@ -1,8 +1,10 @@
-//! A map from peers (universe ranks) to what a transport keeps for each,
-//! for the lookups on every message: an index by rank finds an entry in
-//! a few instructions (a hash map takes several times that, and a small
-//! message needs several lookups), and the entries sit in a dense vector, so walking
-//! them costs what the entries cost, not what the universe's size does.
+//! A map from peers (universe ranks) to what a transport, or the peer
+//! record (`crate::peers`), keeps for each, for the lookups on every
+//! message: an index by rank finds an entry in a few instructions (a hash
+//! map takes several times that, and a small message needs several
+//! lookups), and the entries sit in a dense vector, so walking them costs
+//! what the entries cost, not what the universe's size does. An entry
+//! stays once made: what is kept for a peer outlives its links.
 
 /// Entries by peer. Iteration order is unspecified.
 #[derive(Debug)]
@@ -40,10 +42,6 @@ impl<T> PeerTable<T> {
         self.position(*peer).map(|at| &mut self.entries[at].1)
     }
 
-    pub fn contains_key(&self, peer: &u32) -> bool {
-        self.position(*peer).is_some()
-    }
-
     /// Sets `peer`'s entry; returns the one it replaces.
     pub fn insert(&mut self, peer: u32, value: T) -> Option<T> {
         if let Some(at) = self.position(peer) {
@@ -68,16 +66,6 @@ impl<T> PeerTable<T> {
             }
         };
         &mut self.entries[at].1
-    }
-
-    pub fn remove(&mut self, peer: &u32) -> Option<T> {
-        let at = self.position(*peer)?;
-        self.index[*peer as usize] = 0;
-        let (_, value) = self.entries.swap_remove(at);
-        if let Some((moved, _)) = self.entries.get(at) {
-            self.index[*moved as usize] = at as u32 + 1;
-        }
-        Some(value)
     }
 
     pub fn len(&self) -> usize {
@@ -106,7 +94,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn entries_are_found_by_peer_after_inserts_and_removals() {
+    fn entries_are_found_by_peer_after_inserts() {
         let mut table = PeerTable::default();
         assert_eq!(table.len(), 0);
         assert_eq!(table.insert(7, "seven"), None);
@@ -117,21 +105,17 @@ mod tests {
         assert_eq!(table.get(&2), Some(&"TWO"));
         assert_eq!(table.get(&3), None);
         assert_eq!(table.get(&1000), None, "past the index");
-        // Removing the first entry moves the last one into its place.
-        assert_eq!(table.remove(&7), Some("seven"));
-        assert_eq!(table.remove(&7), None);
         assert_eq!(
-            (table.get(&9), table.get(&2)),
-            (Some(&"nine"), Some(&"TWO"))
+            (table.get(&9), table.get(&7)),
+            (Some(&"nine"), Some(&"seven"))
         );
-        assert!(!table.contains_key(&7));
         *table.get_or_insert_with(7, || "new") = "again";
         assert_eq!(*table.get_or_insert_with(7, || "unused"), "again");
+        assert_eq!(*table.get_or_insert_with(4, || "four"), "four");
         let mut keys: Vec<u32> = table.keys().copied().collect();
         keys.sort();
-        assert_eq!(keys, [2, 7, 9]);
-        assert_eq!(table.remove(&9), Some("nine"), "the last entry");
-        assert_eq!(table.values().count(), 2);
+        assert_eq!(keys, [2, 4, 7, 9]);
+        assert_eq!(table.values().count(), 4);
         for value in table.values_mut() {
             *value = "x";
         }

@@ -231,12 +231,16 @@ impl Runtime {
     }
 
     fn lost(&self, peer: u32) -> Error {
-        self.unreachable.get(&peer).cloned().unwrap_or_else(|| {
-            err(
-                ErrorClass::PeerLost,
-                format!("{} was lost", self.universe.describe(peer)),
-            )
-        })
+        self.transport
+            .peers()
+            .lost(peer)
+            .cloned()
+            .unwrap_or_else(|| {
+                err(
+                    ErrorClass::PeerLost,
+                    format!("{} was lost", self.universe.describe(peer)),
+                )
+            })
     }
 
     fn field(&mut self, handle: i32) -> Result<&mut Field> {

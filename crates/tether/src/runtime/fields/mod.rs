@@ -293,7 +293,7 @@ impl Field {
         let who = progress.universe.describe(peer);
         match why {
             CompletionError::PeerLost => {
-                let detail = progress.unreachable.get(&peer);
+                let detail = progress.peers.lost(peer);
                 let class = detail.map_or(ErrorClass::PeerLost, |e| e.class);
                 let reason =
                     detail.map_or("the connection was lost".to_string(), |e| e.message.clone());

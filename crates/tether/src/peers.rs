@@ -1,0 +1,310 @@
+//! What this process knows of each peer, in one record per peer: the
+//! route its frames take, whether large payloads to it go by file
+//! (`hybrid`), whether it was used inside a communication kernel, why it
+//! can no longer be reached, and its published address once looked up.
+//!
+//! One record instead of a table per concern, so that what later issues
+//! hang on a peer has one place: its liveness (heartbeats) and
+//! authentication state (issue 24) and its rails (issue 26) become fields
+//! here when those issues build them; until then the record has no field
+//! for them. The router owns the table (it reads the route of every
+//! frame) and the runtime reads it through the router.
+//!
+//! The address is cached because a rendezvous lookup may be a round trip
+//! to the rendezvous service: a peer's published address does not change
+//! while it runs (it publishes once, at start-up), so the shared-memory
+//! attach that is retried while the peer's segment gets ready, and every
+//! later user, read the cached copy. A lookup that finds nothing is not
+//! cached, and the caller makes the next one on its [`Retry`] schedule.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use tether_proto::Transmit;
+use tether_rendezvous::Rendezvous;
+
+use crate::error::Error;
+use crate::transport::peer_table::PeerTable;
+use crate::transport::retry::Retry;
+use crate::universe::{addr_key, PeerAddress, Universe};
+
+/// Which transport carries a peer's frames.
+pub(crate) enum Route {
+    Tcp,
+    Shm,
+    File,
+    /// Shared memory may reach the peer but its address or segment is not
+    /// there yet.
+    Pending(Pending),
+}
+
+/// A route not settled yet: tried again on the [`Retry`] schedule, until
+/// `deadline`, with the peer's frames waiting in order.
+pub(crate) struct Pending {
+    pub queue: VecDeque<Transmit>,
+    pub deadline: Instant,
+    pub retry: Retry,
+    /// Why the last try failed, for the error at the deadline.
+    pub problem: String,
+}
+
+/// One peer's record.
+#[derive(Default)]
+struct Peer {
+    /// `None` until the router chooses one, and again after it gave up.
+    route: Option<Route>,
+    /// Reached through `hybrid`: payloads above the threshold go by file.
+    hybrid: bool,
+    /// Exchanged messages with this process while `IN_KERNEL` was set.
+    kernel: bool,
+    /// Why it can no longer be reached (the first reason found).
+    lost: Option<Error>,
+    /// Its published address, once a lookup found it.
+    address: Option<PeerAddress>,
+}
+
+/// Why a peer's address is not known (yet).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum NoAddress {
+    /// Not there yet, or the rendezvous could not be read: look again
+    /// later. The text says why, for an error if it never comes.
+    NotYet(String),
+    /// Its entry is there but is not an address.
+    Malformed(String),
+}
+
+/// The record of every peer this process dealt with.
+#[derive(Default)]
+pub struct Peers {
+    table: PeerTable<Peer>,
+    /// How many routes are [`Route::Pending`] (progress checks it on
+    /// every call; every change of a route goes through
+    /// [`Peers::set_route`] and [`Peers::remove_route`] to keep it exact).
+    pending: usize,
+}
+
+impl Peers {
+    fn entry(&mut self, peer: u32) -> &mut Peer {
+        self.table.get_or_insert_with(peer, Peer::default)
+    }
+
+    /// The route of `peer`'s frames, once chosen.
+    #[inline(always)]
+    pub(crate) fn route(&self, peer: u32) -> Option<&Route> {
+        self.table.get(&peer)?.route.as_ref()
+    }
+
+    #[inline(always)]
+    pub(crate) fn route_mut(&mut self, peer: u32) -> Option<&mut Route> {
+        self.table.get_mut(&peer)?.route.as_mut()
+    }
+
+    #[inline(always)]
+    pub fn has_route(&self, peer: u32) -> bool {
+        self.route(peer).is_some()
+    }
+
+    /// Sets the route of `peer`, returning the one it replaces.
+    pub(crate) fn set_route(&mut self, peer: u32, route: Route) -> Option<Route> {
+        self.pending += usize::from(matches!(route, Route::Pending(_)));
+        let old = self.entry(peer).route.replace(route);
+        self.pending -= usize::from(matches!(old, Some(Route::Pending(_))));
+        old
+    }
+
+    /// Forgets the route of `peer` (the router gave up on it), returning it.
+    pub(crate) fn remove_route(&mut self, peer: u32) -> Option<Route> {
+        let old = self.table.get_mut(&peer)?.route.take();
+        self.pending -= usize::from(matches!(old, Some(Route::Pending(_))));
+        old
+    }
+
+    #[inline(always)]
+    pub(crate) fn has_pending(&self) -> bool {
+        self.pending > 0
+    }
+
+    /// Every peer whose route is pending, with what waits for it.
+    pub(crate) fn pending(&self) -> impl Iterator<Item = (u32, &Pending)> {
+        self.table.iter().filter_map(|(&peer, p)| match &p.route {
+            Some(Route::Pending(pending)) => Some((peer, pending)),
+            _ => None,
+        })
+    }
+
+    /// Whether frames wait in a pending route (for finalize).
+    pub(crate) fn has_queued(&self) -> bool {
+        self.pending().any(|(_, p)| !p.queue.is_empty())
+    }
+
+    #[inline(always)]
+    pub fn is_hybrid(&self, peer: u32) -> bool {
+        self.table.get(&peer).is_some_and(|p| p.hybrid)
+    }
+
+    pub(crate) fn set_hybrid(&mut self, peer: u32) {
+        self.entry(peer).hybrid = true;
+    }
+
+    /// Marks `peer` as used inside a communication kernel.
+    pub fn mark_kernel(&mut self, peer: u32) {
+        self.entry(peer).kernel = true;
+    }
+
+    /// The peers used inside a communication kernel, by rank.
+    pub fn kernel_peers(&self) -> Vec<u32> {
+        let mut peers: Vec<u32> = self
+            .table
+            .iter()
+            .filter_map(|(&peer, p)| p.kernel.then_some(peer))
+            .collect();
+        peers.sort_unstable();
+        peers
+    }
+
+    /// Records that `peer` can no longer be reached; the first reason
+    /// stays (a later one is a consequence of it).
+    pub fn lose(&mut self, peer: u32, error: Error) {
+        self.entry(peer).lost.get_or_insert(error);
+    }
+
+    /// Why `peer` can no longer be reached, if it cannot.
+    pub fn lost(&self, peer: u32) -> Option<&Error> {
+        self.table.get(&peer)?.lost.as_ref()
+    }
+
+    /// `peer`'s published address: the cached one, else one lookup now.
+    /// The lookup is a single query that is answered at once (it never
+    /// waits for the entry to appear), so progress is not held up; the
+    /// caller makes the next one on its [`Retry`] schedule.
+    pub(crate) fn address(
+        &mut self,
+        peer: u32,
+        universe: &Universe,
+        rendezvous: &Rendezvous,
+    ) -> Result<&PeerAddress, NoAddress> {
+        let record = self.entry(peer);
+        if record.address.is_none() {
+            let (program, rank) = universe.locate(peer).expect("peer in universe");
+            let key = addr_key(&universe.programs[program].name, rank);
+            record.address = Some(read_address(rendezvous.get(&key))?);
+        }
+        Ok(record.address.as_ref().expect("cached above"))
+    }
+}
+
+/// The address a rendezvous lookup found.
+fn read_address(
+    looked_up: Result<Option<String>, tether_rendezvous::RendezvousError>,
+) -> Result<PeerAddress, NoAddress> {
+    match looked_up {
+        Ok(Some(text)) => PeerAddress::decode(&text).ok_or_else(|| {
+            NoAddress::Malformed(format!("its rendezvous entry {text:?} is malformed"))
+        }),
+        Ok(None) => Err(NoAddress::NotYet(
+            "its address never appeared in the rendezvous".into(),
+        )),
+        Err(e) => Err(NoAddress::NotYet(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::error::{err, ErrorClass};
+    use crate::identity::Identity;
+
+    fn universe() -> Universe {
+        let me = Identity {
+            program: "sim".into(),
+            rank: 0,
+            size: 3,
+        };
+        Universe::new(&[("sim".into(), 3)], &me).unwrap()
+    }
+
+    fn pending() -> Route {
+        let now = Instant::now();
+        Route::Pending(Pending {
+            queue: VecDeque::new(),
+            deadline: now + Duration::from_secs(1),
+            retry: Retry::starting(now),
+            problem: String::new(),
+        })
+    }
+
+    fn address(pid: u32) -> PeerAddress {
+        PeerAddress {
+            tcp: "127.0.0.1:1".into(),
+            host: "h".into(),
+            pid,
+            start: None,
+            shm: None,
+        }
+    }
+
+    #[test]
+    fn the_pending_count_follows_every_change_of_a_route() {
+        let mut peers = Peers::default();
+        assert!(!peers.has_route(1) && !peers.has_pending());
+        assert!(peers.set_route(1, pending()).is_none());
+        assert!(peers.set_route(2, pending()).is_none());
+        assert!(peers.has_pending());
+        assert_eq!(peers.pending().count(), 2);
+        assert!(matches!(
+            peers.set_route(1, Route::Shm),
+            Some(Route::Pending(_))
+        ));
+        assert!(matches!(peers.remove_route(2), Some(Route::Pending(_))));
+        assert!(!peers.has_pending(), "{}", peers.pending);
+        assert!(peers.remove_route(2).is_none() && peers.remove_route(7).is_none());
+        assert!(matches!(peers.route(1), Some(Route::Shm)));
+        assert!(!peers.has_route(2), "a removed route is none");
+    }
+
+    #[test]
+    fn flags_and_the_first_reason_of_a_loss_stay_with_the_peer() {
+        let mut peers = Peers::default();
+        peers.set_hybrid(2);
+        peers.mark_kernel(5);
+        peers.mark_kernel(1);
+        peers.lose(2, err(ErrorClass::PeerLost, "first"));
+        peers.lose(2, err(ErrorClass::Timeout, "second"));
+        assert!(peers.is_hybrid(2) && !peers.is_hybrid(5));
+        assert_eq!(peers.kernel_peers(), [1, 5]);
+        assert_eq!(peers.lost(2).map(|e| e.message.as_str()), Some("first"));
+        assert!(peers.lost(1).is_none());
+        assert!(!peers.has_route(5), "a flag makes no route");
+    }
+
+    #[test]
+    fn an_address_is_looked_up_until_found_then_read_from_the_cache() {
+        let dir = std::env::temp_dir().join(format!("tether-peers-{}", std::process::id()));
+        let rendezvous = Rendezvous::open(&dir.to_string_lossy()).unwrap();
+        let universe = universe();
+        let mut peers = Peers::default();
+        assert_eq!(
+            peers.address(1, &universe, &rendezvous),
+            Err(NoAddress::NotYet(
+                "its address never appeared in the rendezvous".into()
+            ))
+        );
+        rendezvous.put(&addr_key("sim", 1), "garbage").unwrap();
+        assert!(matches!(
+            peers.address(1, &universe, &rendezvous),
+            Err(NoAddress::Malformed(_))
+        ));
+        rendezvous
+            .put(&addr_key("sim", 1), &address(11).encode())
+            .unwrap();
+        assert_eq!(peers.address(1, &universe, &rendezvous), Ok(&address(11)));
+        // The cache answers from now on: the entry is not read again.
+        rendezvous
+            .put(&addr_key("sim", 1), &address(12).encode())
+            .unwrap();
+        assert_eq!(peers.address(1, &universe, &rendezvous), Ok(&address(11)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
