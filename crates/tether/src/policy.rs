@@ -232,7 +232,11 @@ mod tests {
         assert_eq!(apply("CONNECT", "lazy"), None);
         assert_eq!(apply("CONNECT", "eager"), Some(Effect::ConnectAll));
         assert_eq!(apply("FIELD_QUEUE", "3"), None);
-        assert_eq!(apply("FINALIZE_TIMEOUT", "1"), None);
+        // The links' goodbye deadline follows TETHER_FINALIZE_TIMEOUT.
+        assert!(matches!(
+            apply("FINALIZE_TIMEOUT", "1"),
+            Some(Effect::Timeouts { goodbye, .. }) if goodbye == Duration::from_secs(1)
+        ));
     }
 
     #[test]
