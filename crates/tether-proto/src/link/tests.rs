@@ -158,8 +158,9 @@ fn a_reject_reason_is_cut_to_what_the_peer_can_read() {
         reason.len() as u64 > MAX_CONTROL_PAYLOAD,
         "the local error keeps it all"
     );
-    let Err(LinkError::Rejected { reason: read, .. }) = pipe(&mut answerer, &mut dialer) else {
-        panic!("the dialer reads the rejection");
+    let Err(LinkError::OtherUniverse { reason: read, .. }) = pipe(&mut answerer, &mut dialer)
+    else {
+        panic!("the dialer reads the rejection, as one of another universe");
     };
     assert_eq!(read, reason[..MAX_CONTROL_PAYLOAD as usize]);
 
