@@ -84,3 +84,16 @@ def test_two_threads_of_each_process_call_the_library_at_once(built, program, tr
     proc = tether_run(["--name", "a", "-n", "1", prog, ":", "--name", "b", "-n", "1", prog],
                       env=clean_env(TETHER_TRANSPORTS=transports))
     assert proc.stdout.count("ok threads") == 2
+
+
+@pytest.mark.parametrize("setup", ["tcp", "shm", "shm-small-ring"])
+def test_a_flood_of_eager_sends_waits_in_order_and_completes_at_the_sender(built, program, setup):
+    """3000 eager sends at once to a receiver that computes before it
+    receives: the links give frames back (NoResource), the router keeps
+    them in the peer's queue, every eager send completes, and the
+    receiver gets every message in order (tests/c/p2p_suite.c, flood)."""
+    env = {"tcp": {"TETHER_TRANSPORTS": "tcp"},
+           "shm": {"TETHER_TRANSPORTS": "shm"},
+           "shm-small-ring": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_RING_BYTES": "4096"}}[setup]
+    proc = tether_run(["--name", "a", "-n", "2", program("p2p_suite"), "flood"], env=clean_env(**env), timeout=120)
+    assert proc.stdout.count("ok flood") == 2, proc.stdout + proc.stderr

@@ -478,6 +478,38 @@ static void lost(void) {
     }
 }
 
+/* Universe rank 0 starts FLOOD eager sends of 1 to 2 KiB to rank 1 at
+ * once and waits for them all, while rank 1 computes outside Tether for
+ * a while before it receives: the links fill, frames wait in the
+ * router's queue (back-pressure), the eager sends still complete at the
+ * sender (copied), and rank 1 receives everything in order. */
+static void flood(void) {
+    enum { FLOOD = 3000, MAX = 2048 };
+    if (me == 0) {
+        tether_request *reqs = xmalloc(FLOOD * sizeof *reqs);
+        unsigned char *bufs = xmalloc((size_t)FLOOD * MAX);
+        for (int i = 0; i < FLOOD; i++) {
+            size_t len = 1024 + (size_t)(i * 37) % (MAX - 1024);
+            fill(bufs + (size_t)i * MAX, len, seed_of(0, 1, (uint64_t)i));
+            CHECK(tether_isend(bufs + (size_t)i * MAX, (int64_t)len, TETHER_BYTE, 1, 3, TETHER_COMM_UNIVERSE, &reqs[i]));
+        }
+        CHECK(tether_waitall(FLOOD, reqs, TETHER_STATUSES_IGNORE));
+        free(reqs);
+        free(bufs);
+    } else if (me == 1) {
+        struct timespec ts = {0, 300 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        unsigned char buf[MAX];
+        for (int i = 0; i < FLOOD; i++) {
+            tether_status st;
+            CHECK(tether_recv(buf, MAX, TETHER_BYTE, 0, 3, TETHER_COMM_UNIVERSE, &st));
+            size_t len = 1024 + (size_t)(i * 37) % (MAX - 1024);
+            EXPECT(st.bytes == (int64_t)len, "message %d: %lld bytes, expected %zu", i, (long long)st.bytes, len);
+            EXPECT(first_mismatch(buf, len, seed_of(0, 1, (uint64_t)i)) < 0, "message %d changed or out of order", i);
+        }
+    }
+}
+
 /* Rank 1 aborts the universe with code 7 once linked with rank 0, which is
  * blocked in a receive: rank 0 must exit with that code too. */
 static void abort_universe(void) {
@@ -563,6 +595,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(what, "odd")) odd_cases();
     if (all || !strcmp(what, "errors")) errors();
     if (all || !strcmp(what, "blocking_order")) blocking_order();
+    if (!strcmp(what, "flood")) flood();
     if (!strcmp(what, "lost")) lost();
     if (!strcmp(what, "abort")) abort_universe();
     if (!strcmp(what, "victim")) victim();

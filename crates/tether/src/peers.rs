@@ -1,5 +1,7 @@
 //! What this process knows of each peer, in one record per peer: the
-//! route its frames take, whether large payloads to it go by file
+//! route its frames take, the frames that wait for it (the one queue of
+//! back-pressure: a route not settled yet, or a link that gave a frame
+//! back as `NoResource`), whether large payloads to it go by file
 //! (`hybrid`), whether it was used inside a communication kernel, why it
 //! can no longer be reached, and its published address once looked up.
 //!
@@ -39,9 +41,8 @@ pub(crate) enum Route {
 }
 
 /// A route not settled yet: tried again on the [`Retry`] schedule, until
-/// `deadline`, with the peer's frames waiting in order.
+/// `deadline`; the peer's frames wait in its record meanwhile.
 pub(crate) struct Pending {
-    pub queue: VecDeque<Transmit>,
     pub deadline: Instant,
     pub retry: Retry,
     /// Why the last try failed, for the error at the deadline.
@@ -61,6 +62,8 @@ struct Peer {
     lost: Option<Error>,
     /// Its published address, once a lookup found it.
     address: Option<PeerAddress>,
+    /// Frames for it that its link could not take yet, in order.
+    waiting: VecDeque<Transmit>,
 }
 
 /// Why a peer's address is not known (yet).
@@ -81,6 +84,8 @@ pub struct Peers {
     /// every call; every change of a route goes through
     /// [`Peers::set_route`] and [`Peers::remove_route`] to keep it exact).
     pending: usize,
+    /// The peers with frames waiting, each once.
+    waiting: Vec<u32>,
 }
 
 impl Peers {
@@ -132,9 +137,71 @@ impl Peers {
         })
     }
 
-    /// Whether frames wait in a pending route (for finalize).
+    /// Whether frames wait for any peer (for finalize).
+    #[inline(always)]
     pub(crate) fn has_queued(&self) -> bool {
-        self.pending().any(|(_, p)| !p.queue.is_empty())
+        !self.waiting.is_empty()
+    }
+
+    /// Whether frames wait for `peer`: a new one goes behind them.
+    #[inline(always)]
+    pub(crate) fn has_waiting(&self, peer: u32) -> bool {
+        self.table.get(&peer).is_some_and(|p| !p.waiting.is_empty())
+    }
+
+    /// Whether `peer`'s route is shared memory with nothing waiting for
+    /// it: the short path of a blocking call may use its ring.
+    #[inline(always)]
+    pub(crate) fn shm_idle(&self, peer: u32) -> bool {
+        self.table
+            .get(&peer)
+            .is_some_and(|p| matches!(p.route, Some(Route::Shm)) && p.waiting.is_empty())
+    }
+
+    /// Keeps `t` for its peer, behind what waits (`front`: before it,
+    /// where a frame taken off the front comes back).
+    pub(crate) fn wait(&mut self, t: Transmit, front: bool) {
+        let peer = t.peer;
+        let record = self.entry(peer);
+        if record.waiting.is_empty() {
+            self.waiting.push(peer);
+        }
+        let record = self.entry(peer);
+        if front {
+            record.waiting.push_front(t);
+        } else {
+            record.waiting.push_back(t);
+        }
+    }
+
+    /// The oldest frame waiting for `peer`.
+    pub(crate) fn next_waiting(&mut self, peer: u32) -> Option<Transmit> {
+        let t = self.table.get_mut(&peer)?.waiting.pop_front();
+        if self.table.get(&peer).is_some_and(|p| p.waiting.is_empty()) {
+            self.waiting.retain(|&p| p != peer);
+        }
+        t
+    }
+
+    /// The frames waiting for `peer`, to revisit their protocol.
+    pub(crate) fn waiting_mut(&mut self, peer: u32) -> impl Iterator<Item = &mut Transmit> {
+        self.table
+            .get_mut(&peer)
+            .into_iter()
+            .flat_map(|p| p.waiting.iter_mut())
+    }
+
+    /// The peers with frames waiting.
+    pub(crate) fn waiting_peers(&self) -> Vec<u32> {
+        self.waiting.clone()
+    }
+
+    /// Drops what waits for `peer` (lost: its requests fail without it).
+    pub(crate) fn drop_waiting(&mut self, peer: u32) {
+        if let Some(p) = self.table.get_mut(&peer) {
+            p.waiting.clear();
+        }
+        self.waiting.retain(|&p| p != peer);
     }
 
     #[inline(always)]
@@ -228,7 +295,6 @@ mod tests {
     fn pending() -> Route {
         let now = Instant::now();
         Route::Pending(Pending {
-            queue: VecDeque::new(),
             deadline: now + Duration::from_secs(1),
             retry: Retry::starting(now),
             problem: String::new(),
@@ -262,6 +328,42 @@ mod tests {
         assert!(peers.remove_route(2).is_none() && peers.remove_route(7).is_none());
         assert!(matches!(peers.route(1), Some(Route::Shm)));
         assert!(!peers.has_route(2), "a removed route is none");
+    }
+
+    fn frame(peer: u32, tag: i32) -> Transmit {
+        let mut header = tether_proto::FrameHeader::new(tether_proto::FrameKind::Eager);
+        header.tag = tag;
+        Transmit {
+            peer,
+            header,
+            payload: tether_proto::TransmitPayload::None,
+            completes: None,
+            copy_if_blocked: false,
+        }
+    }
+
+    #[test]
+    fn frames_wait_per_peer_in_order_and_go_with_a_loss() {
+        let mut peers = Peers::default();
+        assert!(!peers.has_queued() && !peers.has_waiting(1));
+        peers.wait(frame(1, 1), false);
+        peers.wait(frame(1, 2), false);
+        peers.wait(frame(3, 9), false);
+        assert_eq!(peers.waiting_peers(), vec![1, 3]);
+        let first = peers.next_waiting(1).unwrap();
+        assert_eq!(first.header.tag, 1);
+        peers.wait(first, true);
+        let tags: Vec<i32> = peers.waiting_mut(1).map(|t| t.header.tag).collect();
+        assert_eq!(tags, vec![1, 2], "a frame given back keeps its place");
+        peers.set_route(1, Route::Shm);
+        assert!(!peers.shm_idle(1), "frames wait: no short path");
+        peers.next_waiting(1);
+        peers.next_waiting(1);
+        assert!(peers.next_waiting(1).is_none());
+        assert!(peers.shm_idle(1));
+        assert_eq!(peers.waiting_peers(), vec![3]);
+        peers.drop_waiting(3);
+        assert!(!peers.has_queued());
     }
 
     #[test]

@@ -33,13 +33,13 @@
 //! transports under `transport/` report [`Events`] and never see the
 //! engine (`transport/api.rs`).
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tether_proto::{
     deliver, Delivery, Engine, FileData, FrameKind, PayloadSink, RmaStatus, Transmit,
+    TransmitPayload,
 };
 use tether_rendezvous::Rendezvous;
 
@@ -48,7 +48,7 @@ use crate::host;
 use crate::peers::{NoAddress, Peers, Pending, Route};
 use crate::policy::{ConnectionPolicy, Effect};
 use crate::settings::{Key, Settings};
-use crate::transport::api::Transport;
+use crate::transport::api::{NoResource, Transport};
 use crate::transport::events::{Events, LinkEvent};
 use crate::transport::file::{self, FileConfig, FileTransport, NotifyMode};
 use crate::transport::reactor::{self, Owner, Reactor};
@@ -372,21 +372,72 @@ impl Transports {
                 }
             };
         }
-        match self.peers.route_mut(peer) {
-            Some(Route::Tcp) => self.tcp.send(t),
-            Some(Route::Shm) => {
-                if let Some(shm) = self.shm.as_mut() {
-                    shm.send(t);
-                }
-            }
-            Some(Route::File) => match self.file() {
-                Ok(file) => file.send(t),
-                Err(e) => self.fail(peer, e, engine),
-            },
-            Some(Route::Pending(pending)) => pending.queue.push_back(t),
-            None => {}
+        if self.peers.has_waiting(peer) {
+            self.wait(t, false, engine);
+        } else if let Some(NoResource(t)) = self.hand_to_route(t, engine) {
+            self.wait(t, false, engine);
         }
         self.hand_over(engine);
+    }
+
+    /// Hands `t` to the transport of its peer's route; gives it back when
+    /// the route is not settled or the link cannot take it now. A frame
+    /// for a peer without a route (lost) is dropped.
+    fn hand_to_route(&mut self, t: Transmit, engine: &mut Engine) -> Option<NoResource> {
+        let peer = t.peer;
+        match self.peers.route(peer) {
+            Some(Route::Tcp) => self.tcp.send(t).err(),
+            Some(Route::Shm) => self.shm.as_mut().and_then(|shm| shm.send(t).err()),
+            Some(Route::File) => match self.file() {
+                Ok(file) => file.send(t).err(),
+                Err(e) => {
+                    self.fail(peer, e, engine);
+                    None
+                }
+            },
+            Some(Route::Pending(_)) => Some(NoResource(t)),
+            None => None,
+        }
+    }
+
+    /// Keeps `t` in its peer's queue (`front`: where it was taken from).
+    /// An eager frame that may be copied and that a link gave back
+    /// completes now, as it would have in the transport: its sender's
+    /// buffer is free at once, and two processes that send to each other
+    /// before receiving cannot wait on each other. While the route is not
+    /// settled it does not: a send that completed before its peer was
+    /// even reached would let a process exit with its message unsent.
+    fn wait(&mut self, mut t: Transmit, front: bool, engine: &mut Engine) {
+        let settled = !matches!(self.peers.route(t.peer), Some(Route::Pending(_)) | None);
+        if t.copy_if_blocked && settled {
+            let copy = match &t.payload {
+                // SAFETY: valid until `completes` is reported, just below.
+                TransmitPayload::Borrowed(region) => Some(unsafe { region.as_slice() }.to_vec()),
+                // SAFETY: as above, for every run.
+                TransmitPayload::Gathered(g) => Some(unsafe { g.to_vec() }),
+                _ => None,
+            };
+            if let Some(copy) = copy {
+                t.payload = TransmitPayload::Owned(copy);
+                if let Some(req) = t.completes.take() {
+                    engine.transmit_done(req);
+                }
+            }
+        }
+        self.peers.wait(t, front);
+    }
+
+    /// Offers the frames that wait to their peers' links again, in order,
+    /// until a link gives one back.
+    fn offer_waiting(&mut self, engine: &mut Engine) {
+        for peer in self.peers.waiting_peers() {
+            while let Some(t) = self.peers.next_waiting(peer) {
+                if let Some(NoResource(t)) = self.hand_to_route(t, engine) {
+                    self.wait(t, true, engine);
+                    break;
+                }
+            }
+        }
     }
 
     /// Hands what the transports reported to the engine and the runtime
@@ -586,7 +637,6 @@ impl Transports {
                 self.peers.set_route(
                     peer,
                     Route::Pending(Pending {
-                        queue: VecDeque::new(),
                         deadline,
                         retry,
                         problem,
@@ -602,10 +652,7 @@ impl Transports {
         let tcp = matches!(route, Route::Tcp);
         let file = matches!(route, Route::File);
         let shm = matches!(route, Route::Shm);
-        let queued = match self.peers.set_route(peer, route) {
-            Some(Route::Pending(pending)) => pending.queue,
-            _ => VecDeque::new(),
-        };
+        self.peers.set_route(peer, route);
         if tcp {
             tracing::info!("reaching {} over tcp", self.universe.describe(peer));
             self.tcp.start_connect(peer);
@@ -625,10 +672,10 @@ impl Transports {
                 engine.set_peer_eager_limit(peer, limit);
             }
         }
-        for mut t in queued {
-            engine.revisit(&mut t);
-            self.send(t, engine);
+        for t in self.peers.waiting_mut(peer) {
+            engine.revisit(t);
         }
+        self.offer_waiting(engine);
     }
 
     /// The router gives up on reaching `peer`.
@@ -647,6 +694,7 @@ impl Transports {
         if let Some(file) = self.file.as_mut() {
             file.forget(peer);
         }
+        self.peers.drop_waiting(peer);
         engine.peer_lost(peer);
         self.peers.lose(peer, error);
     }
@@ -682,14 +730,8 @@ impl Transports {
                 Err(ShmMiss::Cannot(why)) => {
                     // Shared memory turned out not to reach it: the next
                     // transport in the order decides, with the queue kept.
-                    let queue = match self.peers.remove_route(peer) {
-                        Some(Route::Pending(pending)) => pending.queue,
-                        _ => VecDeque::new(),
-                    };
+                    self.peers.remove_route(peer);
                     self.resolve(peer, engine, Some(why));
-                    for t in queue {
-                        self.send(t, engine);
-                    }
                 }
             }
         }
@@ -777,6 +819,9 @@ impl Transports {
                     moved |= shm.poll(self.reactor.registry());
                 }
             }
+        }
+        if self.peers.has_queued() {
+            self.offer_waiting(engine);
         }
         moved |= self.hand_over(engine);
         moved

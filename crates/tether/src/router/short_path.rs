@@ -6,7 +6,7 @@
 
 use tether_proto::Region;
 
-use crate::peers::{Peers, Route};
+use crate::peers::Peers;
 use crate::transport::shm::{Direct, ShmTransport, Wanted};
 
 pub struct ShortPath<'a> {
@@ -32,8 +32,8 @@ impl<'a> ShortPath<'a> {
     /// sent otherwise, and the send takes the engine's path.
     #[inline(always)]
     pub fn send_eager(&mut self, peer: u32, context: u32, tag: i32, payload: Region) -> bool {
-        match (self.peers.route(peer), self.shm.as_deref_mut()) {
-            (Some(Route::Shm), Some(shm)) => shm.send_eager(peer, context, tag, payload),
+        match self.shm.as_deref_mut() {
+            Some(shm) if self.peers.shm_idle(peer) => shm.send_eager(peer, context, tag, payload),
             _ => false,
         }
     }
@@ -54,8 +54,8 @@ impl<'a> ShortPath<'a> {
         pause: impl FnMut(),
         want: Wanted,
     ) -> Direct {
-        match (self.peers.route(peer), self.shm.as_deref_mut()) {
-            (Some(Route::Shm), Some(shm)) => shm.take_eager(peer, buf, polls, pause, want),
+        match self.shm.as_deref_mut() {
+            Some(shm) if self.peers.shm_idle(peer) => shm.take_eager(peer, buf, polls, pause, want),
             _ => Direct::Other,
         }
     }

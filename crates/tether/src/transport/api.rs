@@ -6,8 +6,12 @@
 //! transport knows another: it reports what happened in its [`Events`],
 //! which the router drains after every call (`events.rs`), and it is
 //! told where a reported frame's payload goes ([`Transport::place`]).
-//! No method blocks: what a link cannot take now waits in the transport,
-//! in order, and leaves as the link drains during progress. How a
+//! No method blocks. Back-pressure is a status: a link that cannot take
+//! another frame now (more than [`LINK_QUEUE_FRAMES`] wait in the
+//! transport for it, or it is not connected yet) gives the frame back as
+//! [`NoResource`], and the router keeps it in the peer's one queue of
+//! waiting frames (`peers.rs`) and offers it again after progress. What a
+//! transport has taken leaves in order as the link drains. How a
 //! transport makes progress (descriptors in the reactor, rings polled,
 //! files looked for) is its own and the router's business, outside this
 //! contract.
@@ -20,6 +24,15 @@
 use tether_proto::{PayloadSink, RmaOp, RmaStatus, Transmit, WireError};
 
 use super::events::Events;
+
+/// Frames a transport keeps waiting for one link before it refuses more
+/// ([`NoResource`]): enough to write several at once (`writev` of queued
+/// frames) without a queue the router cannot see or bound.
+pub const LINK_QUEUE_FRAMES: usize = 64;
+
+/// A frame the link could not take now, given back untouched.
+#[derive(Debug)]
+pub struct NoResource(pub Transmit);
 
 /// What a transport can do, for the router's and the engine's choices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,11 +51,13 @@ pub struct Caps {
 pub trait Transport {
     fn caps(&self) -> Caps;
 
-    /// Hands `t` to the link to its peer, now or, in order, once the link
-    /// has room. A frame that completes a request is reported sent once
-    /// its bytes are handed over (or copied, where `copy_if_blocked`
-    /// allows). A peer the transport has lost takes nothing.
-    fn send(&mut self, t: Transmit);
+    /// Hands `t` to the link to its peer, which writes it now or, in
+    /// order, once it has room; or gives it back as [`NoResource`] when
+    /// the link cannot take it now. A frame that completes a request is
+    /// reported sent once its bytes are handed over (or copied, where
+    /// `copy_if_blocked` allows). A frame for a peer the transport has
+    /// lost is taken and dropped.
+    fn send(&mut self, t: Transmit) -> Result<(), NoResource>;
 
     /// Carries out one of the engine's remote memory operations with
     /// `op.peer` (only where [`Caps::remote_memory`]): checks that the

@@ -50,7 +50,7 @@ use tether_proto::{
 
 use crate::error::{err, Error, ErrorClass};
 use crate::settings::MAX_EAGER_LIMIT;
-use crate::transport::api::{Caps, Transport};
+use crate::transport::api::{Caps, NoResource, Transport};
 use crate::transport::events::Events;
 use crate::transport::reactor::FILE_TOKENS;
 use crate::universe::Universe;
@@ -794,7 +794,8 @@ impl FileTransport {
             }
             let mut header = FrameHeader::new(kind);
             header.tag = tag;
-            self.send(Transmit {
+            // A file transport takes every frame: it writes the file now.
+            let _taken = self.send(Transmit {
                 peer,
                 header,
                 payload: TransmitPayload::None,
@@ -817,7 +818,7 @@ impl Transport for FileTransport {
     /// above `chunks::CHUNK`, as consecutive files of its parts, each
     /// published as soon as it is written so that the receiver reads it
     /// while the next is written.
-    fn send(&mut self, mut t: Transmit) {
+    fn send(&mut self, mut t: Transmit) -> Result<(), NoResource> {
         if let TransmitPayload::Gathered(g) = &t.payload {
             // A file holds contiguous bytes: runs are packed.
             // SAFETY: the runs are valid until the send completes.
@@ -850,7 +851,7 @@ impl Transport for FileTransport {
         for part in parts {
             let state = self.peer(peer);
             if state.dead {
-                return;
+                return Ok(());
             }
             let seq = state.send_seq;
             state.send_seq += 1;
@@ -869,7 +870,7 @@ impl Transport for FileTransport {
                         target.display()
                     );
                     self.lose(peer, file_error(message));
-                    return;
+                    return Ok(());
                 }
             }
         }
@@ -879,6 +880,7 @@ impl Transport for FileTransport {
         if let Some(r) = self.receiving.as_mut() {
             r.watcher.activity(Instant::now());
         }
+        Ok(())
     }
 
     fn place(&mut self, peer: u32, sink: PayloadSink) {

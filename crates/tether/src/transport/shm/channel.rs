@@ -377,6 +377,11 @@ impl Outgoing {
         });
     }
 
+    /// Frames waiting for room in the ring, whole or in part.
+    pub fn queued_frames(&self) -> usize {
+        self.out.len()
+    }
+
     pub fn has_output(&self) -> bool {
         !self.out.is_empty()
     }

@@ -51,7 +51,7 @@ use tether_ring::{Consumer, Doorbell, Producer};
 
 use crate::error::{err, ErrorClass};
 use crate::host;
-use crate::transport::api::{Caps, Transport};
+use crate::transport::api::{Caps, NoResource, Transport, LINK_QUEUE_FRAMES};
 use crate::transport::events::{Events, LinkEvent};
 use crate::transport::peer_table::PeerTable;
 use crate::transport::reactor::SHM_TOKENS;
@@ -295,8 +295,9 @@ impl ShmTransport {
     }
 
     /// Writes frame `t` into the ring to its peer now, or queues it
-    /// behind what waits.
-    fn send_frame(&mut self, mut t: Transmit) {
+    /// behind what waits, unless [`LINK_QUEUE_FRAMES`] wait already. A
+    /// frame for a lost peer is dropped.
+    fn send_frame(&mut self, mut t: Transmit) -> Result<(), NoResource> {
         if let TransmitPayload::Gathered(g) = &t.payload {
             // The ring takes contiguous bytes: runs are packed (a
             // cross-memory write gathers them instead, `remote.rs`).
@@ -305,7 +306,7 @@ impl ShmTransport {
         }
         let peer = t.peer;
         let Some(out) = live_out(&mut self.channels, peer) else {
-            return;
+            return Ok(());
         };
         match out.write_now(t, &self.ringer) {
             Ok(completes) => {
@@ -313,11 +314,13 @@ impl ShmTransport {
                     self.events.sent.push(req);
                 }
             }
+            Err(t) if out.queued_frames() >= LINK_QUEUE_FRAMES => return Err(NoResource(t)),
             Err(t) => {
                 out.enqueue(t);
                 self.flush(peer);
             }
         }
+        Ok(())
     }
 
     /// Writes an eager message with `context` and `tag` and the bytes of
@@ -605,8 +608,8 @@ impl Transport for ShmTransport {
         }
     }
 
-    fn send(&mut self, t: Transmit) {
-        self.send_frame(t);
+    fn send(&mut self, t: Transmit) -> Result<(), NoResource> {
+        self.send_frame(t)
     }
 
     fn rma(&mut self, op: &RmaOp) -> RmaStatus {

@@ -174,6 +174,11 @@ impl Conn {
         });
     }
 
+    /// Frames waiting to be written, whole or in part.
+    pub fn queued_frames(&self) -> usize {
+        self.out.len()
+    }
+
     pub fn has_output(&self) -> bool {
         !self.out.is_empty()
     }

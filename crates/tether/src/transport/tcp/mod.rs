@@ -45,7 +45,7 @@ use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, ErrorClass, Result};
 use crate::settings::MAX_EAGER_LIMIT;
-use crate::transport::api::{Caps, Transport};
+use crate::transport::api::{Caps, NoResource, Transport, LINK_QUEUE_FRAMES};
 use crate::transport::events::{Events, LinkEvent};
 use crate::transport::reactor::{Ready, TCP_TOKENS};
 use crate::transport::retry::Retry;
@@ -440,8 +440,10 @@ impl Transport for TcpTransport {
         }
     }
 
-    /// Sends an engine frame to its peer, connecting first if needed.
-    fn send(&mut self, t: Transmit) {
+    /// Sends an engine frame to its peer, connecting first if needed; a
+    /// link with [`LINK_QUEUE_FRAMES`] frames waiting (or a connection
+    /// with as many waiting for its handshake) takes no more.
+    fn send(&mut self, t: Transmit) -> std::result::Result<(), NoResource> {
         let peer = t.peer;
         let p = self.peers.entry(peer).or_default();
         match p.established {
@@ -450,14 +452,22 @@ impl Transport for TcpTransport {
                     .entries
                     .get_mut(&token)
                     .expect("established link has an entry");
+                if entry.conn.queued_frames() >= LINK_QUEUE_FRAMES {
+                    return Err(NoResource(t));
+                }
                 entry.push(t);
                 self.flush(token);
             }
             None => {
+                if p.queue.len() >= LINK_QUEUE_FRAMES {
+                    self.start_connect(peer);
+                    return Err(NoResource(t));
+                }
                 p.queue.push_back(t);
                 self.start_connect(peer);
             }
         }
+        Ok(())
     }
 
     /// Says where the payload of the data-path frame `peer`'s link
