@@ -116,8 +116,8 @@ pub fn hello(data: &[u8]) {
 /// the next 8 bytes (else it is the file's true length).
 ///
 /// A prefix that decodes must match the expected envelope and the file's
-/// length, and encode back to the same bytes (bar the 2 reserved bytes,
-/// which only the checksum covers) when its frame header decodes.
+/// length, have its reserved bytes 0, and encode back to the same bytes
+/// when its frame header decodes.
 pub fn file_prefix(data: &[u8]) {
     let mut input = Input::new(data);
     let Some(switches) = input.u8() else {
@@ -176,8 +176,9 @@ pub fn file_prefix(data: &[u8]) {
                 prefix.payload_len.checked_add(PREFIX_LEN as u64),
                 Some(file_len)
             );
+            assert_eq!(&file[6..8], [0, 0], "reserved bytes accepted");
             let frame = FrameHeader::decode(&prefix.frame, expected.seq, u64::MAX);
-            if let (Ok(frame), [0, 0]) = (frame, &file[6..8]) {
+            if let Ok(frame) = frame {
                 let again = encode_prefix(
                     &prefix.envelope,
                     &frame,

@@ -67,6 +67,8 @@ pub enum FileProblem {
     BadMagic { got: [u8; 4] },
     #[error("unsupported file format version {got} (this build reads {VERSION})")]
     BadVersion { got: u16 },
+    #[error("reserved bytes 6..8 are {got:#06x}, expected 0 (a later format?)")]
+    Reserved { got: u16 },
     #[error("header checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
     PrefixChecksum { stored: u32, computed: u32 },
     #[error("belongs to another run (run id {got:#018x}, this run is {expected:#018x})")]
@@ -148,6 +150,12 @@ pub fn decode_prefix(
     let computed = prefix_crc(prefix);
     if stored != computed {
         return Err(FileProblem::PrefixChecksum { stored, computed });
+    }
+    // Checked after the checksum: the checksum covers them, so a writer
+    // set them, and a reader that ignored them could misread its format.
+    let reserved = u16::from_le_bytes([prefix[6], prefix[7]]);
+    if reserved != 0 {
+        return Err(FileProblem::Reserved { got: reserved });
     }
     let envelope = Envelope {
         run: u64_at(8),
@@ -265,6 +273,19 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn reserved_bytes_a_writer_set_are_refused_even_with_a_good_checksum() {
+        let mut bytes = file(b"payload");
+        bytes[6] = 1;
+        let prefix: &[u8; PREFIX_LEN] = bytes[..PREFIX_LEN].try_into().unwrap();
+        let crc = prefix_crc(prefix);
+        bytes[44..48].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(
+            decode(&bytes).unwrap_err(),
+            FileProblem::Reserved { got: 1 }
+        );
     }
 
     #[test]
