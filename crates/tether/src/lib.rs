@@ -5,6 +5,7 @@
 //! [`tether_proto::Engine`] -> frames -> transport; completions flow back
 //! up the same path. See `docs/ARCHITECTURE.md`.
 
+pub mod addresses;
 pub mod coll;
 pub mod comm;
 pub mod datatype;

@@ -2,8 +2,10 @@
 //! route its frames take, the frames that wait for it (the one queue of
 //! back-pressure: a route not settled yet, or a link that gave a frame
 //! back as `NoResource`), whether large payloads to it go by file
-//! (`hybrid`), whether it was used inside a communication kernel, why it
-//! can no longer be reached, and its published address once looked up.
+//! (`hybrid`), whether it was used inside a communication kernel, and
+//! why it can no longer be reached. Its published address is in the
+//! process's address book (`addresses.rs`), which the router and TCP
+//! share and a lookup thread fills.
 //!
 //! One record instead of a table per concern, so that what later issues
 //! hang on a peer has one place: its liveness (heartbeats) and
@@ -11,24 +13,15 @@
 //! here when those issues build them; until then the record has no field
 //! for them. The router owns the table (it reads the route of every
 //! frame) and the runtime reads it through the router.
-//!
-//! The address is cached because a rendezvous lookup may be a round trip
-//! to the rendezvous service: a peer's published address does not change
-//! while it runs (it publishes once, at start-up), so the shared-memory
-//! attach that is retried while the peer's segment gets ready, and every
-//! later user, read the cached copy. A lookup that finds nothing is not
-//! cached, and the caller makes the next one on its [`Retry`] schedule.
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
 use tether_proto::Transmit;
-use tether_rendezvous::Rendezvous;
 
 use crate::error::Error;
 use crate::transport::peer_table::PeerTable;
 use crate::transport::retry::Retry;
-use crate::universe::{addr_key, PeerAddress, Universe};
 
 /// Which transport carries a peer's frames.
 pub(crate) enum Route {
@@ -60,20 +53,8 @@ struct Peer {
     kernel: bool,
     /// Why it can no longer be reached (the first reason found).
     lost: Option<Error>,
-    /// Its published address, once a lookup found it.
-    address: Option<PeerAddress>,
     /// Frames for it that its link could not take yet, in order.
     waiting: VecDeque<Transmit>,
-}
-
-/// Why a peer's address is not known (yet).
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum NoAddress {
-    /// Not there yet, or the rendezvous could not be read: look again
-    /// later. The text says why, for an error if it never comes.
-    NotYet(String),
-    /// Its entry is there but is not an address.
-    Malformed(String),
 }
 
 /// The record of every peer this process dealt with.
@@ -239,40 +220,6 @@ impl Peers {
     pub fn lost(&self, peer: u32) -> Option<&Error> {
         self.table.get(&peer)?.lost.as_ref()
     }
-
-    /// `peer`'s published address: the cached one, else one lookup now.
-    /// The lookup is a single query that is answered at once (it never
-    /// waits for the entry to appear), so progress is not held up; the
-    /// caller makes the next one on its [`Retry`] schedule.
-    pub(crate) fn address(
-        &mut self,
-        peer: u32,
-        universe: &Universe,
-        rendezvous: &Rendezvous,
-    ) -> Result<&PeerAddress, NoAddress> {
-        let record = self.entry(peer);
-        if record.address.is_none() {
-            let (program, rank) = universe.locate(peer).expect("peer in universe");
-            let key = addr_key(&universe.programs[program].name, rank);
-            record.address = Some(read_address(rendezvous.get(&key))?);
-        }
-        Ok(record.address.as_ref().expect("cached above"))
-    }
-}
-
-/// The address a rendezvous lookup found.
-fn read_address(
-    looked_up: Result<Option<String>, tether_rendezvous::RendezvousError>,
-) -> Result<PeerAddress, NoAddress> {
-    match looked_up {
-        Ok(Some(text)) => PeerAddress::decode(&text).ok_or_else(|| {
-            NoAddress::Malformed(format!("its rendezvous entry {text:?} is malformed"))
-        }),
-        Ok(None) => Err(NoAddress::NotYet(
-            "its address never appeared in the rendezvous".into(),
-        )),
-        Err(e) => Err(NoAddress::NotYet(e.to_string())),
-    }
 }
 
 #[cfg(test)]
@@ -281,16 +228,6 @@ mod tests {
 
     use super::*;
     use crate::error::{err, ErrorClass};
-    use crate::identity::Identity;
-
-    fn universe() -> Universe {
-        let me = Identity {
-            program: "sim".into(),
-            rank: 0,
-            size: 3,
-        };
-        Universe::new(&[("sim".into(), 3)], &me).unwrap()
-    }
 
     fn pending() -> Route {
         let now = Instant::now();
@@ -299,16 +236,6 @@ mod tests {
             retry: Retry::starting(now),
             problem: String::new(),
         })
-    }
-
-    fn address(pid: u32) -> PeerAddress {
-        PeerAddress {
-            tcp: "127.0.0.1:1".into(),
-            host: "h".into(),
-            pid,
-            start: None,
-            shm: None,
-        }
     }
 
     #[test]
@@ -379,34 +306,5 @@ mod tests {
         assert_eq!(peers.lost(2).map(|e| e.message.as_str()), Some("first"));
         assert!(peers.lost(1).is_none());
         assert!(!peers.has_route(5), "a flag makes no route");
-    }
-
-    #[test]
-    fn an_address_is_looked_up_until_found_then_read_from_the_cache() {
-        let dir = std::env::temp_dir().join(format!("tether-peers-{}", std::process::id()));
-        let rendezvous = Rendezvous::open(&dir.to_string_lossy()).unwrap();
-        let universe = universe();
-        let mut peers = Peers::default();
-        assert_eq!(
-            peers.address(1, &universe, &rendezvous),
-            Err(NoAddress::NotYet(
-                "its address never appeared in the rendezvous".into()
-            ))
-        );
-        rendezvous.put(&addr_key("sim", 1), "garbage").unwrap();
-        assert!(matches!(
-            peers.address(1, &universe, &rendezvous),
-            Err(NoAddress::Malformed(_))
-        ));
-        rendezvous
-            .put(&addr_key("sim", 1), &address(11).encode())
-            .unwrap();
-        assert_eq!(peers.address(1, &universe, &rendezvous), Ok(&address(11)));
-        // The cache answers from now on: the entry is not read again.
-        rendezvous
-            .put(&addr_key("sim", 1), &address(12).encode())
-            .unwrap();
-        assert_eq!(peers.address(1, &universe, &rendezvous), Ok(&address(11)));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -43,9 +43,10 @@ use tether_proto::{
 };
 use tether_rendezvous::Rendezvous;
 
+use crate::addresses::{Addresses, NoAddress};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::host;
-use crate::peers::{NoAddress, Peers, Pending, Route};
+use crate::peers::{Peers, Pending, Route};
 use crate::policy::{ConnectionPolicy, Effect};
 use crate::settings::{Key, Settings};
 use crate::transport::api::{NoResource, Transport};
@@ -108,7 +109,8 @@ pub struct Transports {
     order: Vec<String>,
     host: String,
     universe: Arc<Universe>,
-    rendezvous: Arc<Rendezvous>,
+    /// Peers' addresses, shared with TCP (`addresses.rs`).
+    addresses: Addresses,
     polls: u32,
     /// Created on first use (see [`Transports::file`]).
     file: Option<FileTransport>,
@@ -217,12 +219,14 @@ impl Transports {
         universe: Arc<Universe>,
         rendezvous: Arc<Rendezvous>,
     ) -> Transports {
+        let addresses = Addresses::new(universe.clone(), rendezvous.clone());
         let tcp = TcpTransport::new(
             bound.tcp,
             bound.tcp_registry,
             bound.tcp_config,
             universe.clone(),
             rendezvous.clone(),
+            addresses.clone(),
         );
         let config = ShmConfig {
             ring_bytes: (settings.shm_ring_bytes() as usize)
@@ -253,7 +257,7 @@ impl Transports {
             order: settings.transports(),
             host: bound.host,
             universe,
-            rendezvous,
+            addresses,
             polls: 0,
             file: None,
             file_settings,
@@ -599,12 +603,13 @@ impl Transports {
     /// Attaches to `peer`'s segment. `Err(ShmMiss::Cannot(why))`: shm cannot reach
     /// it; `Err(ShmMiss::NotYet)`: not yet (the route is pending);
     /// `Err(ShmMiss::Gone(why))`: its process ended. The peer's address
-    /// comes from its record, which looks it up only until it is found.
+    /// comes from the address book, which never waits for the rendezvous
+    /// (the first try of a peer is `NotYet` while the book looks).
     fn try_shm(&mut self, peer: u32) -> std::result::Result<(), ShmMiss> {
         let Some(shm) = self.shm.as_mut() else {
             return Err(ShmMiss::Cannot(self.shm_problem.clone()));
         };
-        let problem = match self.peers.address(peer, &self.universe, &self.rendezvous) {
+        let problem = match self.addresses.get(peer) {
             Ok(address) => {
                 if address.host != self.host {
                     return Err(ShmMiss::Cannot(format!(

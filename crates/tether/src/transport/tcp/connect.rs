@@ -18,10 +18,10 @@ use tether_proto::link::{Link, LinkError, LinkState};
 
 use super::conn::{Conn, ConnError};
 use super::{Attempt, Entry, TcpTransport};
+use crate::addresses::NoAddress;
 use crate::error::{err, ErrorClass};
 use crate::transport::reactor::TCP_TOKENS;
 use crate::transport::retry::Retry;
-use crate::universe::{addr_key, PeerAddress};
 
 impl TcpTransport {
     /// Starts connecting to `peer` unless a link exists or is being made.
@@ -43,11 +43,7 @@ impl TcpTransport {
     }
 
     fn try_connect(&mut self, peer: u32) {
-        let Some((program, rank)) = self.universe.locate(peer) else {
-            return;
-        };
-        let name = self.universe.programs[program].name.clone();
-        let looked_up = self.rendezvous.get(&addr_key(&name, rank));
+        let looked_up = self.addresses.get(peer);
         let p = self.peers.get_mut(&peer).expect("peer exists");
         let attempt = p.attempt.as_mut().expect("attempt exists");
         let now = Instant::now();
@@ -55,18 +51,18 @@ impl TcpTransport {
         attempt.retry.tried(now);
         self.connect_retries += u64::from(retried);
         let address = match looked_up {
-            Ok(Some(text)) => {
-                match PeerAddress::decode(&text).and_then(|a| a.tcp.parse::<SocketAddr>().ok()) {
-                    Some(a) => a,
-                    None => {
-                        attempt.problem = format!("its rendezvous entry {text:?} is malformed");
-                        return;
-                    }
+            Ok(found) => match found.tcp.parse::<SocketAddr>() {
+                Ok(a) => a,
+                Err(_) => {
+                    attempt.problem = format!(
+                        "its rendezvous entry gives the TCP address {:?}, which is malformed",
+                        found.tcp
+                    );
+                    return;
                 }
-            }
-            Ok(None) => return,
-            Err(e) => {
-                attempt.problem = e.to_string();
+            },
+            Err(NoAddress::NotYet(why) | NoAddress::Malformed(why)) => {
+                attempt.problem = why;
                 return;
             }
         };

@@ -43,6 +43,8 @@ use tether_proto::{
 };
 use tether_rendezvous::Rendezvous;
 
+use crate::addresses::Addresses;
+
 use crate::error::{err, ErrorClass, Result};
 use crate::settings::MAX_EAGER_LIMIT;
 use crate::transport::api::{Caps, NoResource, Transport, LINK_QUEUE_FRAMES};
@@ -159,7 +161,10 @@ pub struct TcpTransport {
     next_token: usize,
     peers: HashMap<u32, Peer>,
     universe: Arc<Universe>,
+    /// Named in errors about runs that share a rendezvous.
     rendezvous: Arc<Rendezvous>,
+    /// Peers' addresses, shared with the router (`addresses.rs`).
+    addresses: Addresses,
     /// What each new link says in its `Hello` and how long it waits.
     link_config: LinkConfig,
     config: TcpConfig,
@@ -203,6 +208,7 @@ impl TcpTransport {
         config: TcpConfig,
         universe: Arc<Universe>,
         rendezvous: Arc<Rendezvous>,
+        addresses: Addresses,
     ) -> TcpTransport {
         let me = &universe.programs[universe.my_program];
         let link_config = LinkConfig {
@@ -227,6 +233,7 @@ impl TcpTransport {
             peers: HashMap::default(),
             universe,
             rendezvous,
+            addresses,
             link_config,
             config,
             events: Events::default(),
