@@ -591,8 +591,14 @@ impl Transports {
         self.fail(peer, err(ErrorClass::Transport, message), engine);
     }
 
-    /// No transport reaches a process that ended: `peer` is lost.
+    /// No transport reaches a process that ended: `peer` is lost, once
+    /// what it wrote before it went is delivered (its ring may not have
+    /// been found yet: it attached, wrote and exited since the last poll).
     fn lose_gone(&mut self, peer: u32, problem: &str, engine: &mut Engine) {
+        if let Some(shm) = self.shm.as_mut() {
+            shm.poll(self.reactor.registry());
+        }
+        self.hand_over(engine);
         let message = format!(
             "{} exited or was killed: {problem}",
             self.universe.describe(peer)

@@ -714,6 +714,7 @@ impl Runtime {
             self.print_stats();
         }
         let deadline = Instant::now() + Duration::from_secs(self.settings.finalize_timeout());
+        self.answer_final_clocks(deadline);
         while self.transport.has_output() && Instant::now() < deadline {
             self.progress_once(Some(Duration::from_millis(10)));
         }

@@ -28,11 +28,20 @@ const ANSWER: i32 = 1;
 /// Exchanges per measurement: enough for one without a delay on the way.
 const EXCHANGES: usize = 8;
 
-/// Rank 0's side: the receive it keeps posted and the answers in flight.
+/// The first byte of a clock question asked at finalize; 0 at join.
+const AT_FINALIZE: u8 = 1;
+
+/// Rank 0's side: the receive it keeps posted, the answers in flight, and
+/// who asked: a process that asked at join asks [`EXCHANGES`] times again
+/// at its finalize, and rank 0 answers them all before its own goodbye
+/// (after which its links send nothing more).
 #[derive(Default)]
 pub(super) struct ClockServer {
     asked: Option<(ReqId, Box<[u8; 8]>)>,
     answers: Vec<(ReqId, Box<[u8; 8]>)>,
+    joined: rustc_hash::FxHashSet<u32>,
+    /// Finalize questions answered, by process.
+    finished: rustc_hash::FxHashMap<u32, usize>,
 }
 
 impl Runtime {
@@ -133,8 +142,13 @@ impl Runtime {
             return;
         }
         let completion = self.engine.take_completion(asked);
-        self.clock_server.asked = None;
+        let question = self.clock_server.asked.take().map(|(_, q)| q[0]);
         if let Some(c) = completion.filter(|c| c.error.is_none()) {
+            if question == Some(AT_FINALIZE) {
+                *self.clock_server.finished.entry(c.source).or_default() += 1;
+            } else {
+                self.clock_server.joined.insert(c.source);
+            }
             let answer = Box::new(self.trace_clock().to_le_bytes());
             let req = self.engine.isend(
                 c.source,
@@ -176,8 +190,9 @@ impl Runtime {
         }
         let deadline = Instant::now() + Duration::from_secs(self.settings.connect_timeout());
         let mut exchanges = Vec::with_capacity(EXCHANGES);
+        let at_finalize = when == "finalize";
         for _ in 0..EXCHANGES {
-            match self.exchange_clock(deadline) {
+            match self.exchange_clock(deadline, at_finalize) {
                 Some(exchange) => exchanges.push(exchange),
                 None => {
                     tracing::warn!(
@@ -193,8 +208,11 @@ impl Runtime {
     }
 
     /// One question to rank 0: (sent, rank 0's time, received).
-    fn exchange_clock(&mut self, deadline: Instant) -> Option<(i64, i64, i64)> {
-        let question = Box::new([0u8; 8]);
+    fn exchange_clock(&mut self, deadline: Instant, at_finalize: bool) -> Option<(i64, i64, i64)> {
+        let mut question = Box::new([0u8; 8]);
+        if at_finalize {
+            question[0] = AT_FINALIZE;
+        }
         let mut answer = Box::new([0u8; 8]);
         let sent = self.trace_clock();
         let ask = self.engine.isend(
@@ -233,6 +251,24 @@ impl Runtime {
             .is_some_and(|c| c.error.is_none());
         let _ = self.engine.take_completion(ask);
         ok.then(|| (sent, i64::from_le_bytes(*answer), received))
+    }
+
+    /// Rank 0 at finalize, before its goodbye: answers the finalize clock
+    /// questions of every process that asked at join and is not lost,
+    /// until `deadline`.
+    pub(super) fn answer_final_clocks(&mut self, deadline: Instant) {
+        if self.me != 0 {
+            return;
+        }
+        let waiting = |rt: &Runtime| {
+            let server = &rt.clock_server;
+            server.joined.iter().any(|p| {
+                server.finished.get(p).copied().unwrap_or(0) < EXCHANGES && !rt.engine.is_lost(*p)
+            })
+        };
+        while waiting(self) && Instant::now() < deadline {
+            self.progress_once(Some(Duration::from_millis(10)));
+        }
     }
 
     /// Finalize: the clock once more, then the file.
