@@ -97,3 +97,5 @@ def test_a_flood_of_eager_sends_waits_in_order_and_completes_at_the_sender(built
            "shm-small-ring": {"TETHER_TRANSPORTS": "shm", "TETHER_SHM_RING_BYTES": "4096"}}[setup]
     proc = tether_run(["--name", "a", "-n", "2", program("p2p_suite"), "flood"], env=clean_env(**env), timeout=120)
     assert proc.stdout.count("ok flood") == 2, proc.stdout + proc.stderr
+    full = int(proc.stdout.split("the link was full ")[1].split()[0])
+    assert full > 0, "the link never filled: the flood did not reach back-pressure"

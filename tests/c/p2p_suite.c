@@ -494,6 +494,9 @@ static void flood(void) {
             CHECK(tether_isend(bufs + (size_t)i * MAX, (int64_t)len, TETHER_BYTE, 1, 3, TETHER_COMM_UNIVERSE, &reqs[i]));
         }
         CHECK(tether_waitall(FLOOD, reqs, TETHER_STATUSES_IGNORE));
+        int64_t full = 0;
+        CHECK(tether_stats_read("link_full", &full));
+        printf("flood: the link was full %lld times\n", (long long)full);
         free(reqs);
         free(bufs);
     } else if (me == 1) {

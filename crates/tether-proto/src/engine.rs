@@ -59,7 +59,7 @@ use crate::wire::{FrameHeader, FrameKind, WireError, FLAG_REMOTE_KEY};
 
 mod remote;
 
-use remote::{key_sink, PutState, RemoteRecv};
+use remote::{key_sink, keyed, PutState, RemoteRecv};
 
 /// Settings of one engine.
 #[derive(Debug, Clone, Copy)]
@@ -95,6 +95,25 @@ impl TransmitPayload {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Replaces user memory (a borrowed region, or runs) with an owned
+    /// copy, so that the send it belongs to may complete while the frame
+    /// still waits (an eager frame with `copy_if_blocked`). Returns
+    /// whether it copied; an owned payload or none is left as it is.
+    ///
+    /// # Safety
+    /// The user memory is still valid: its request has not completed.
+    pub unsafe fn make_owned(&mut self) -> bool {
+        let copy = match self {
+            // SAFETY: valid, by this function's contract.
+            TransmitPayload::Borrowed(region) => unsafe { region.as_slice() }.to_vec(),
+            // SAFETY: as above, for every run.
+            TransmitPayload::Gathered(g) => unsafe { g.to_vec() },
+            TransmitPayload::None | TransmitPayload::Owned(_) => return false,
+        };
+        *self = TransmitPayload::Owned(copy);
+        true
     }
 }
 
@@ -449,10 +468,7 @@ impl Engine {
                 },
             );
             let payload = match offer {
-                Some(key) => {
-                    header.flags |= FLAG_REMOTE_KEY;
-                    TransmitPayload::Owned(key.encode().to_vec())
-                }
+                Some(key) => keyed(&mut header, key),
                 None => TransmitPayload::None,
             };
             self.outbox.push_back(Transmit {

@@ -143,11 +143,10 @@ impl Peers {
     /// where a frame taken off the front comes back).
     pub(crate) fn wait(&mut self, t: Transmit, front: bool) {
         let peer = t.peer;
-        let record = self.entry(peer);
+        let record = self.table.get_or_insert_with(peer, Peer::default);
         if record.waiting.is_empty() {
             self.waiting.push(peer);
         }
-        let record = self.entry(peer);
         if front {
             record.waiting.push_front(t);
         } else {

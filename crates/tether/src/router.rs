@@ -39,7 +39,6 @@ use std::time::{Duration, Instant};
 
 use tether_proto::{
     deliver, Delivery, Engine, FileData, FrameKind, PayloadSink, RmaStatus, Transmit,
-    TransmitPayload,
 };
 use tether_rendezvous::Rendezvous;
 
@@ -124,6 +123,8 @@ pub struct Transports {
     pub aborts: Vec<(u32, i32)>,
     /// Lookups of a pending route after its first (counters).
     route_retries: u64,
+    /// Times a settled link gave a frame back as full (counters).
+    link_full: u64,
 }
 
 /// What the file transport needs besides the universe, read at start-up.
@@ -262,6 +263,7 @@ impl Transports {
             file: None,
             file_settings,
             route_retries: 0,
+            link_full: 0,
             hybrid_threshold: settings.hybrid_threshold(),
             file_eager_limit: settings.file_eager_limit(),
             hybrid_inline_warned: false,
@@ -389,7 +391,7 @@ impl Transports {
     /// for a peer without a route (lost) is dropped.
     fn hand_to_route(&mut self, t: Transmit, engine: &mut Engine) -> Option<NoResource> {
         let peer = t.peer;
-        match self.peers.route(peer) {
+        let refused = match self.peers.route(peer) {
             Some(Route::Tcp) => self.tcp.send(t).err(),
             Some(Route::Shm) => self.shm.as_mut().and_then(|shm| shm.send(t).err()),
             Some(Route::File) => match self.file() {
@@ -399,9 +401,11 @@ impl Transports {
                     None
                 }
             },
-            Some(Route::Pending(_)) => Some(NoResource(t)),
+            Some(Route::Pending(_)) => return Some(NoResource(t)),
             None => None,
-        }
+        };
+        self.link_full += u64::from(refused.is_some());
+        refused
     }
 
     /// Keeps `t` in its peer's queue (`front`: where it was taken from).
@@ -413,33 +417,30 @@ impl Transports {
     /// even reached would let a process exit with its message unsent.
     fn wait(&mut self, mut t: Transmit, front: bool, engine: &mut Engine) {
         let settled = !matches!(self.peers.route(t.peer), Some(Route::Pending(_)) | None);
-        if t.copy_if_blocked && settled {
-            let copy = match &t.payload {
-                // SAFETY: valid until `completes` is reported, just below.
-                TransmitPayload::Borrowed(region) => Some(unsafe { region.as_slice() }.to_vec()),
-                // SAFETY: as above, for every run.
-                TransmitPayload::Gathered(g) => Some(unsafe { g.to_vec() }),
-                _ => None,
-            };
-            if let Some(copy) = copy {
-                t.payload = TransmitPayload::Owned(copy);
-                if let Some(req) = t.completes.take() {
-                    engine.transmit_done(req);
-                }
+        // SAFETY: the payload is valid until `completes` is reported,
+        // which happens only after the copy.
+        if t.copy_if_blocked && settled && unsafe { t.payload.make_owned() } {
+            if let Some(req) = t.completes.take() {
+                engine.transmit_done(req);
             }
         }
         self.peers.wait(t, front);
     }
 
-    /// Offers the frames that wait to their peers' links again, in order,
-    /// until a link gives one back.
+    /// Offers the frames that wait to their peers' links again.
     fn offer_waiting(&mut self, engine: &mut Engine) {
         for peer in self.peers.waiting_peers() {
-            while let Some(t) = self.peers.next_waiting(peer) {
-                if let Some(NoResource(t)) = self.hand_to_route(t, engine) {
-                    self.wait(t, true, engine);
-                    break;
-                }
+            self.offer_waiting_of(peer, engine);
+        }
+    }
+
+    /// Offers the frames that wait for `peer` to its link, in order, until
+    /// the link gives one back.
+    fn offer_waiting_of(&mut self, peer: u32, engine: &mut Engine) {
+        while let Some(t) = self.peers.next_waiting(peer) {
+            if let Some(NoResource(t)) = self.hand_to_route(t, engine) {
+                self.wait(t, true, engine);
+                break;
             }
         }
     }
@@ -686,7 +687,7 @@ impl Transports {
         for t in self.peers.waiting_mut(peer) {
             engine.revisit(t);
         }
-        self.offer_waiting(engine);
+        self.offer_waiting_of(peer, engine);
     }
 
     /// The router gives up on reaching `peer`.
@@ -858,6 +859,13 @@ impl Transports {
     /// Peers known to share this host (those reached by shared memory).
     /// Connection set-up tries that were retries: TCP connects and
     /// lookups of a peer's shared memory or address after the first.
+    /// Times a link gave a frame back because it was full
+    /// (`NoResource`); a frame offered again and refused again counts
+    /// again.
+    pub fn link_full(&self) -> u64 {
+        self.link_full
+    }
+
     pub fn connect_retries(&self) -> u64 {
         self.tcp.connect_retries + self.route_retries
     }

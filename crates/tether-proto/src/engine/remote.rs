@@ -66,6 +66,12 @@ pub(super) struct PutState {
     rest: bool,
 }
 
+/// Flags `header` as carrying `key`, and the payload that carries it.
+pub(super) fn keyed(header: &mut FrameHeader, key: RemoteKey) -> TransmitPayload {
+    header.flags |= FLAG_REMOTE_KEY;
+    TransmitPayload::Owned(key.encode().to_vec())
+}
+
 /// Where the remote key that follows a keyed `Rts` or `Cts` goes.
 pub(super) fn key_sink(peer: u32, header: &FrameHeader) -> PayloadSink {
     PayloadSink::Owned {
@@ -153,8 +159,7 @@ impl Engine {
             _ => None,
         };
         if let Some(key) = offer {
-            t.header.flags |= FLAG_REMOTE_KEY;
-            t.payload = TransmitPayload::Owned(key.encode().to_vec());
+            t.payload = keyed(&mut t.header, key);
             self.set_send_state(req, SendState::AwaitCts { offered: true });
         }
     }
@@ -212,9 +217,7 @@ impl Engine {
         if len == 0 || len > self.remote_memory(peer) {
             return (RemoteRecv::Link { offer }, TransmitPayload::None, None);
         }
-        cts.flags |= FLAG_REMOTE_KEY;
-        let payload =
-            TransmitPayload::Owned(RemoteKey::of(req.to_wire(), granted).encode().to_vec());
+        let payload = keyed(cts, RemoteKey::of(req.to_wire(), granted));
         let offer = offer.filter(|key| key.id == cts.sender_req && key.len >= len);
         let split = self.split_bytes > 0 && len >= self.split_bytes;
         match offer {

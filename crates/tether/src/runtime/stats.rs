@@ -14,6 +14,8 @@
 //! - `blocked_ns`: time spent in waits that did not complete at once;
 //! - `connect_retries`: connection set-up tries after a first that found
 //!   the peer not there yet (its address, listener or shared memory);
+//! - `link_full`: times a full link gave a frame back (back-pressure),
+//!   to wait in its peer's queue;
 //! - `unexpected_now`, `unexpected_max`: messages waiting for their
 //!   receive now, and the most at once.
 //!
@@ -84,6 +86,7 @@ impl Runtime {
             "connect_retries".to_string(),
             self.transport.connect_retries(),
         ));
+        out.push(("link_full".to_string(), self.transport.link_full()));
         out.push((
             "unexpected_now".to_string(),
             self.engine.unexpected_len() as u64,

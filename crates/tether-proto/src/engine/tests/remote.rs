@@ -41,6 +41,19 @@ fn transfer(model: RemoteModel, split: u64, len: usize, receive: usize) -> Vec<R
     w.rma_log
 }
 
+/// Hands the keyed frame `t` from `from` to `to` by hand, as a link
+/// would: its header, then its key as the payload.
+fn hand_keyed(to: &mut Engine, from: u32, mut t: Transmit) {
+    t.header.payload_len = t.payload.len() as u64;
+    let TransmitPayload::Owned(key) = t.payload else {
+        panic!("a keyed frame carries its key: {:?}", t.header);
+    };
+    let PayloadSink::Owned { token, .. } = to.on_header(from, &t.header).unwrap() else {
+        panic!("the key is read as an owned payload");
+    };
+    to.payload_done(token, Some(key));
+}
+
 fn op(rank: u32, put: bool, bytes: u64, status: RmaStatus) -> RmaRecord {
     RmaRecord {
         rank,
@@ -291,13 +304,7 @@ fn a_lost_peer_drops_its_operations_and_fails_the_transfer() {
     let recv = w.engines[1].irecv(Some(0), 0, None, region(&mut dst));
     let send = w.engines[0].isend(1, 0, 0, region(&mut src));
     let rts = w.engines[0].poll_transmit().unwrap();
-    let TransmitPayload::Owned(key) = rts.payload else {
-        panic!("keyed");
-    };
-    let PayloadSink::Owned { token, .. } = w.engines[1].on_header(0, &rts.header).unwrap() else {
-        panic!("the key is read");
-    };
-    w.engines[1].payload_done(token, Some(key));
+    hand_keyed(&mut w.engines[1], 0, rts);
     assert!(w.engines[1].has_rma());
     w.engines[1].peer_lost(0);
     assert!(!w.engines[1].has_rma());
@@ -344,29 +351,15 @@ fn frames_that_waited_for_their_route_are_revisited() {
     let mut dst = vec![0u8; 100_000];
     let r = w.engines[1].irecv(Some(0), 0, None, region(&mut dst));
     let s = w.engines[0].isend(1, 0, 0, region(&mut src));
-    let mut rts = w.engines[0].poll_transmit().unwrap();
-    rts.header.payload_len = rts.payload.len() as u64;
-    let TransmitPayload::Owned(key) = rts.payload else {
-        panic!("offered");
-    };
-    let PayloadSink::Owned { token, .. } = w.engines[1].on_header(0, &rts.header).unwrap() else {
-        panic!("the key is read");
-    };
-    w.engines[1].payload_done(token, Some(key));
+    let rts = w.engines[0].poll_transmit().unwrap();
+    hand_keyed(&mut w.engines[1], 0, rts);
     let mut cts = w.engines[1].poll_transmit().unwrap();
     assert_eq!(cts.header.flags, 0);
     w.engines[1].set_remote_memory(0, u64::MAX);
     w.engines[1].revisit(&mut cts);
     assert_eq!(cts.header.flags, FLAG_REMOTE_KEY | FLAG_SPLIT);
     assert!(w.engines[1].has_rma(), "the receiver reads its part");
-    cts.header.payload_len = cts.payload.len() as u64;
-    let TransmitPayload::Owned(key) = cts.payload else {
-        panic!("keyed");
-    };
-    let PayloadSink::Owned { token, .. } = w.engines[0].on_header(1, &cts.header).unwrap() else {
-        panic!("the key is read");
-    };
-    w.engines[0].payload_done(token, Some(key));
+    hand_keyed(&mut w.engines[0], 1, cts);
     w.pump();
     assert_eq!(done(&mut w.engines[1], r).error, None);
     assert_eq!(done(&mut w.engines[0], s).error, None);

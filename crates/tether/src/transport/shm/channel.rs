@@ -475,12 +475,9 @@ impl Outgoing {
     /// so the user may reuse the buffer.
     fn copy_blocked_eager(&mut self, done: &mut Vec<ReqId>) {
         for frame in self.out.iter_mut() {
-            if frame.copy_if_blocked {
-                if let TransmitPayload::Borrowed(region) = frame.payload {
-                    // SAFETY: valid until `completes` is reported, just below.
-                    frame.payload = TransmitPayload::Owned(unsafe { region.as_slice() }.to_vec());
-                    done.extend(frame.completes.take());
-                }
+            // SAFETY: valid until `completes` is reported, just after.
+            if frame.copy_if_blocked && unsafe { frame.payload.make_owned() } {
+                done.extend(frame.completes.take());
             }
         }
     }

@@ -273,15 +273,8 @@ impl Conn {
     /// so the user may reuse the buffer.
     fn copy_blocked_eager(&mut self, done: &mut Vec<ReqId>) {
         for frame in self.out.iter_mut() {
-            if frame.copy_if_blocked {
-                let copy = match &frame.payload {
-                    // SAFETY: valid until `completes` is reported, just below.
-                    TransmitPayload::Borrowed(region) => unsafe { region.as_slice() }.to_vec(),
-                    // SAFETY: as above.
-                    TransmitPayload::Gathered(g) => unsafe { g.to_vec() },
-                    _ => continue,
-                };
-                frame.payload = TransmitPayload::Owned(copy);
+            // SAFETY: valid until `completes` is reported, just after.
+            if frame.copy_if_blocked && unsafe { frame.payload.make_owned() } {
                 done.extend(frame.completes.take());
             }
         }
