@@ -1057,10 +1057,12 @@ impl Engine {
     }
 
     /// Where the rendezvous data of receive `req` will land: the part of
-    /// its buffer that its `Cts` granted. For transports that let the
-    /// sender write there directly (cross-memory attach, RDMA); `None`
-    /// unless `req` is a receive that has sent its `Cts` and waits for the
-    /// data. The region is valid until the request completes.
+    /// its buffer that its `Cts` granted; `None` unless `req` is a receive
+    /// that has sent its `Cts` and waits for the data. The region is valid
+    /// until the request completes. Transports are not told it: a peer
+    /// writes there only through the key the `Cts` carries
+    /// (`engine/remote.rs`); the tests and the engine fuzz target read it
+    /// to check what the engine holds.
     pub fn granted_region(&self, req: ReqId) -> Option<Region> {
         match self.requests.get(req) {
             Some(Request {
