@@ -1,45 +1,45 @@
-//! The router: which transport reaches which peer, and the one place
-//! that hands what transports report to the engine and the runtime.
+//! The router: which transport reaches which peer, composed as one
+//! [`Transport`] over tcp, shm and file.
 //!
-//! [`Transports`] is the one interface the runtime sees. For each peer it
-//! picks, on first use, the first transport of `TETHER_TRANSPORTS` that
-//! reaches it (`shm`: the peer is on this host, by its published host
-//! identity, and its segment can be attached; `tcp`: always), and keeps
-//! that choice for the rest of the run, so the frames of one direction of
-//! a pair never change transport and MPI's order holds. Frames for a peer
-//! whose address or segment is not published yet wait in order, up to
-//! `TETHER_CONNECT_TIMEOUT`. What the router knows of each peer is in
-//! its record (`peers.rs`); when and how long it tries to reach a peer is
-//! the connection policy's (`policy.rs`).
+//! [`Router`] picks for each peer, on first use, the first transport of
+//! `TETHER_TRANSPORTS` that reaches it (`shm`: the peer is on this host,
+//! by its published host identity, and its segment can be attached;
+//! `tcp`: always), and keeps that choice for the rest of the run, so the
+//! frames of one direction of a pair never change transport and MPI's
+//! order holds. Frames for a peer whose address or segment is not
+//! published yet wait in order in its record, up to
+//! `TETHER_CONNECT_TIMEOUT`, as do frames a link gave back
+//! ([`NoResource`]): the router keeps the one queue per peer and takes
+//! every frame it is given. What the router knows of each peer is in its
+//! record (`peers.rs`); when and how long it tries to reach a peer is the
+//! connection policy's (`policy.rs`). `hybrid` reaches a peer as `shm`
+//! or, failing that, `tcp` would, and sends that peer's rendezvous
+//! payloads above `TETHER_HYBRID_THRESHOLD` through files: the route's
+//! transport wrapped in a [`Hybrid`] with the file transport, which is
+//! created on first use.
+//!
+//! The router reports like any transport, in its own [`Events`], into
+//! which it drains the transports it is made of; a peer whose route it
+//! settled is reported with the route's [`Caps`] (`Events::reached`).
+//! It never calls the engine: the hand-over (`router/hand_over.rs`) does.
 //!
 //! Progress: shared memory is polled on every call (a few memory loads);
 //! epoll, a system call, only when sleeping, when TCP has connections, or
 //! every [`TCP_POLL_EVERY`] calls otherwise (to accept connections and
 //! see pidfd events), so a busy-polling wait on shared memory does not
 //! pay a system call per round. Sleeping happens in the one epoll, the
-//! router's reactor (`transport/reactor.rs`), that watches the sockets, the shared-memory
-//! doorbell, the peers' pidfds and the file inbox's inotify descriptor
-//! (capped by the file transport's polling schedule where there are no
-//! events). Each transport registers under tokens of its own space, and
-//! the router hands each ready token to its owner: no transport waits,
-//! and none sees another's descriptors.
-//!
-//! `file` reaches every peer (that shares `TETHER_FILE_DIR`); `hybrid`
-//! reaches a peer as `shm` or, failing that, `tcp` would, and additionally
-//! sends rendezvous payloads above `TETHER_HYBRID_THRESHOLD` through files
-//! (`transport/file/mod.rs`). The file transport is created on first use.
-//!
-//! The router is the only caller of the engine below the runtime: the
-//! transports under `transport/` report [`Events`] and never see the
-//! engine (`transport/api.rs`).
+//! router's reactor (`transport/reactor.rs`), that watches the sockets,
+//! the shared-memory doorbell, the peers' pidfds and the file inbox's
+//! inotify descriptor (capped by the file transport's polling schedule
+//! where there are no events). Each transport registers under tokens of
+//! its own space, and the router hands each ready token to its owner: no
+//! transport waits, and none sees another's descriptors.
 
-use std::path::PathBuf;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tether_proto::{
-    deliver, Delivery, Engine, FileData, FrameKind, PayloadSink, RmaStatus, Transmit,
-};
+use tether_proto::{FileData, PayloadSink, RmaOp, RmaStatus, Transmit, WireError};
 use tether_rendezvous::Rendezvous;
 
 use crate::addresses::{Addresses, NoAddress};
@@ -48,16 +48,21 @@ use crate::host;
 use crate::peers::{Peers, Pending, Route};
 use crate::policy::{ConnectionPolicy, Effect};
 use crate::settings::{Key, Settings};
-use crate::transport::api::{NoResource, Transport};
+use crate::transport::api::{Caps, NoResource, PayloadFiles, Transport};
 use crate::transport::events::{Events, LinkEvent};
-use crate::transport::file::{self, FileConfig, FileTransport, NotifyMode};
+use crate::transport::file::{self, FileConfig, FileTransport};
+use crate::transport::hybrid::Hybrid;
 use crate::transport::reactor::{self, Owner, Reactor};
 use crate::transport::shm::{self, AttachError, ShmConfig, ShmTransport};
 pub use crate::transport::shm::{Direct, Wanted};
 use crate::transport::tcp::{self, TcpConfig, TcpTransport};
-use crate::universe::{size_key, PeerAddress, Universe};
+use crate::universe::{PeerAddress, Universe};
 
+mod files;
+mod hand_over;
 mod short_path;
+use files::FileSettings;
+pub use hand_over::Transports;
 pub use short_path::ShortPath;
 
 /// A busy-polling wait calls epoll once per this many progress calls
@@ -93,11 +98,8 @@ enum ShmMiss {
     Gone(String),
 }
 
-pub struct Transports {
+pub struct Router {
     reactor: Reactor,
-    /// Payloads that wait in files (`hybrid`), delivered on a socket or
-    /// ring, for the file transport.
-    in_file: Vec<FileData>,
     /// Ready shared-memory tokens of the last wait (kept to reuse its memory).
     shm_ready: Vec<mio::Token>,
     tcp: TcpTransport,
@@ -111,66 +113,52 @@ pub struct Transports {
     /// Peers' addresses, shared with TCP (`addresses.rs`).
     addresses: Addresses,
     polls: u32,
-    /// Created on first use (see [`Transports::file`]).
+    /// Created on first use (see [`Router::file`]).
     file: Option<FileTransport>,
     file_settings: FileSettings,
     hybrid_threshold: u64,
     /// Eager limit of the peers reached through `file`.
     file_eager_limit: u64,
     hybrid_inline_warned: bool,
-    /// Aborts of the universe that peers sent (peer, code), for the
-    /// runtime; a lost peer is in its record instead.
-    pub aborts: Vec<(u32, i32)>,
+    /// What the router reports: its transports' events, drained into it.
+    events: Events,
+    /// The transport each frame of `events.frames` came from, in the same
+    /// order: its delivery goes back there.
+    origins: VecDeque<Owner>,
+    /// Lost peers whose loss waits until the frames they sent before are
+    /// delivered (see [`Router::collect`]).
+    losing: Vec<(u32, Error)>,
     /// Lookups of a pending route after its first (counters).
     route_retries: u64,
     /// Times a settled link gave a frame back as full (counters).
     link_full: u64,
 }
 
-/// What the file transport needs besides the universe, read at start-up.
-struct FileSettings {
-    root: PathBuf,
-    /// Whether `root` is the per-user default, which must be private.
-    private_root: bool,
-    /// The run's directory name and the run id its files carry, read at
-    /// start-up (universe rank 0's rendezvous entry is removed when it
-    /// finalizes), or why they cannot be known.
-    run: std::result::Result<(String, u64), Error>,
-    fsync: bool,
-    notify: NotifyMode,
-    poll_min: Duration,
-    poll_max: Duration,
-    peer_timeout: Duration,
-}
-
-impl FileSettings {
-    fn new(settings: &Settings, rendezvous: &Rendezvous, universe: &Universe) -> FileSettings {
-        let (root, private_root) = match (settings.file_dir(), rendezvous) {
-            (Some(dir), _) => (PathBuf::from(dir), false),
-            (None, Rendezvous::Dir(store)) => (store.path().join("files"), false),
-            (None, Rendezvous::Tcp(_)) => {
-                // SAFETY: getuid cannot fail.
-                let uid = unsafe { libc::getuid() };
-                (
-                    std::env::temp_dir().join(format!("tether-files-{uid}")),
-                    true,
-                )
+/// Runs `$call` on the transport the oldest reported frame came from
+/// (its delivery goes back there), statically dispatched.
+macro_rules! on_origin {
+    ($router:expr, |$t:ident| $call:expr) => {
+        match $router.origins.pop_front() {
+            Some(Owner::Tcp) => {
+                let $t = &mut $router.tcp;
+                $call
             }
-        };
-        FileSettings {
-            root,
-            private_root,
-            run: run_identity(settings.run_id(), universe),
-            fsync: settings.file_fsync(),
-            notify: NotifyMode::parse(settings.file_notify()),
-            poll_min: Duration::from_micros(settings.file_poll_us()),
-            poll_max: Duration::from_micros(settings.file_poll_max_us()),
-            peer_timeout: Duration::from_secs(settings.file_peer_timeout()),
+            Some(Owner::Shm) => {
+                if let Some($t) = $router.shm.as_mut() {
+                    $call
+                }
+            }
+            Some(Owner::File) => {
+                if let Some($t) = $router.file.as_mut() {
+                    $call
+                }
+            }
+            None => {}
         }
-    }
+    };
 }
 
-impl Transports {
+impl Router {
     /// Listens on TCP and creates the shared-memory segment (a failure of
     /// the latter only disables `shm`, with the reason kept for errors).
     pub fn bind(settings: &Settings) -> Result<Bound> {
@@ -219,7 +207,7 @@ impl Transports {
         settings: &Settings,
         universe: Arc<Universe>,
         rendezvous: Arc<Rendezvous>,
-    ) -> Transports {
+    ) -> Router {
         let addresses = Addresses::new(universe.clone(), rendezvous.clone());
         let tcp = TcpTransport::new(
             bound.tcp,
@@ -246,9 +234,8 @@ impl Transports {
                 .ok()
         });
         let file_settings = FileSettings::new(settings, &rendezvous, &universe);
-        let mut transports = Transports {
+        let mut router = Router {
             reactor: bound.reactor,
-            in_file: Vec::new(),
             shm_ready: Vec::new(),
             tcp,
             shm,
@@ -262,15 +249,17 @@ impl Transports {
             polls: 0,
             file: None,
             file_settings,
-            route_retries: 0,
-            link_full: 0,
             hybrid_threshold: settings.hybrid_threshold(),
             file_eager_limit: settings.file_eager_limit(),
             hybrid_inline_warned: false,
-            aborts: Vec::new(),
+            events: Events::default(),
+            origins: VecDeque::new(),
+            losing: Vec::new(),
+            route_retries: 0,
+            link_full: 0,
         };
-        transports.start_file_inbox();
-        transports
+        router.start_file_inbox();
+        router
     }
 
     /// When `file` is a transport of this run, peers may write to this
@@ -348,56 +337,60 @@ impl Transports {
         self.policy.apply_hint(hint, settings, &self.peers)
     }
 
-    /// Sends an engine frame to its peer over the peer's transport,
-    /// choosing it first if needed.
-    pub fn send(&mut self, mut t: Transmit, engine: &mut Engine) {
-        let peer = t.peer;
-        if !self.peers.has_route(peer) {
-            self.resolve(peer, engine, None);
-            // The engine chose the frame's protocol before the route was
-            // known: a rendezvous frame may use remote memory after all.
-            engine.revisit(&mut t);
-        }
-        // The size test first: most frames are not large hybrid data, and
-        // it spares them the lookups.
-        if t.header.kind == FrameKind::Data
-            && t.payload.len() as u64 > self.hybrid_threshold
-            && self.peers.is_hybrid(peer)
-            && matches!(self.peers.route(peer), Some(Route::Tcp | Route::Shm))
-        {
-            t = match self.file() {
-                Ok(file) => file.send_payload(t),
-                Err(e) => {
-                    if !self.hybrid_inline_warned {
-                        self.hybrid_inline_warned = true;
-                        tracing::warn!(
-                            "hybrid: large payloads go on the socket, no file transport: {e}"
-                        );
-                    }
-                    t
-                }
-            };
-        }
-        if self.peers.has_waiting(peer) {
-            self.wait(t, false, engine);
-        } else if let Some(NoResource(t)) = self.hand_to_route(t, engine) {
-            self.wait(t, false, engine);
-        }
-        self.hand_over(engine);
+    /// The shared-memory short path (`runtime/direct.rs`), borrowed
+    /// apart from the rest of the router.
+    #[inline(always)]
+    pub fn short_path(&mut self) -> ShortPath<'_> {
+        ShortPath::new(&self.peers, self.shm.as_mut())
     }
 
-    /// Hands `t` to the transport of its peer's route; gives it back when
+    pub fn has_route(&self, peer: u32) -> bool {
+        self.peers.has_route(peer)
+    }
+
+    /// Chooses the transport for `peer` and connects, unless a route
+    /// exists: a wait for a receive from a peer this process never sent
+    /// to links with it, so that its death is seen (a closed connection,
+    /// a refused one, a process gone) instead of waited for.
+    pub fn reach(&mut self, peer: u32) {
+        if !self.peers.has_route(peer) {
+            self.resolve(peer, None);
+        }
+        self.collect();
+    }
+
+    /// Chooses the transport for `peer` now and connects (eager
+    /// connections, kernels).
+    pub fn start_connect(&mut self, peer: u32) {
+        match self.peers.route(peer) {
+            Some(Route::Tcp) => self.tcp.start_connect(peer),
+            Some(_) => {}
+            None => self.resolve(peer, None),
+        }
+        self.collect();
+    }
+
+    /// Hands `t` to the transport of its peer's route (wrapped in a
+    /// [`Hybrid`] for a hybrid peer's large payload); gives it back when
     /// the route is not settled or the link cannot take it now. A frame
     /// for a peer without a route (lost) is dropped.
-    fn hand_to_route(&mut self, t: Transmit, engine: &mut Engine) -> Option<NoResource> {
+    fn hand_to_route(&mut self, t: Transmit) -> Option<NoResource> {
         let peer = t.peer;
+        // The size test first: most frames are small, and it spares them
+        // the lookup.
+        let hybrid = t.payload.len() as u64 > self.hybrid_threshold && self.peers.is_hybrid(peer);
+        let files = self.file.as_mut().filter(|_| hybrid);
+        let threshold = self.hybrid_threshold;
         let refused = match self.peers.route(peer) {
-            Some(Route::Tcp) => self.tcp.send(t).err(),
-            Some(Route::Shm) => self.shm.as_mut().and_then(|shm| shm.send(t).err()),
+            Some(Route::Tcp) => send_on(&mut self.tcp, files, threshold, t),
+            Some(Route::Shm) => match self.shm.as_mut() {
+                Some(shm) => send_on(shm, files, threshold, t),
+                None => None,
+            },
             Some(Route::File) => match self.file() {
                 Ok(file) => file.send(t).err(),
                 Err(e) => {
-                    self.fail(peer, e, engine);
+                    self.fail(peer, e);
                     None
                 }
             },
@@ -415,149 +408,47 @@ impl Transports {
     /// before receiving cannot wait on each other. While the route is not
     /// settled it does not: a send that completed before its peer was
     /// even reached would let a process exit with its message unsent.
-    fn wait(&mut self, mut t: Transmit, front: bool, engine: &mut Engine) {
+    fn wait(&mut self, mut t: Transmit, front: bool) {
         let settled = !matches!(self.peers.route(t.peer), Some(Route::Pending(_)) | None);
         // SAFETY: the payload is valid until `completes` is reported,
         // which happens only after the copy.
         if t.copy_if_blocked && settled && unsafe { t.payload.make_owned() } {
             if let Some(req) = t.completes.take() {
-                engine.transmit_done(req);
+                self.events.sent.push(req);
             }
         }
         self.peers.wait(t, front);
     }
 
     /// Offers the frames that wait to their peers' links again.
-    fn offer_waiting(&mut self, engine: &mut Engine) {
+    pub fn offer_waiting(&mut self) {
         for peer in self.peers.waiting_peers() {
-            self.offer_waiting_of(peer, engine);
+            self.offer_waiting_of(peer);
         }
+        self.collect();
     }
 
     /// Offers the frames that wait for `peer` to its link, in order, until
-    /// the link gives one back.
-    fn offer_waiting_of(&mut self, peer: u32, engine: &mut Engine) {
+    /// the link gives one back. The caller offers the frames of a peer
+    /// reported `reached` only after taking in its caps (the engine may
+    /// revisit them: `peers_mut().waiting_mut`).
+    pub fn offer_waiting_of(&mut self, peer: u32) {
         while let Some(t) = self.peers.next_waiting(peer) {
-            if let Some(NoResource(t)) = self.hand_to_route(t, engine) {
-                self.wait(t, true, engine);
+            if let Some(NoResource(t)) = self.hand_to_route(t) {
+                self.wait(t, true);
                 break;
             }
         }
     }
 
-    /// Hands what the transports reported to the engine and the runtime
-    /// (`events.rs`): completed sends and filled payloads; then each
-    /// data-path frame to [`deliver`] and its delivery back to the
-    /// transport, which reads on and may report more; payloads that wait
-    /// in files to the file transport; then lost peers ([`Transports::lose`])
-    /// and aborts.
-    /// Returns whether frames or payloads moved.
-    #[inline]
-    fn hand_over(&mut self, engine: &mut Engine) -> bool {
-        let mut moved = false;
-        loop {
-            self.settle(engine);
-            let in_file = &mut self.in_file;
-            let delivered = deliver_next(&mut self.tcp, engine, in_file)
-                || self
-                    .shm
-                    .as_mut()
-                    .is_some_and(|shm| deliver_next(shm, engine, in_file))
-                || self
-                    .file
-                    .as_mut()
-                    .is_some_and(|file| deliver_next(file, engine, in_file));
-            if !delivered {
-                if self.in_file.is_empty() {
-                    break;
-                }
-                let in_file = std::mem::take(&mut self.in_file);
-                self.read_file_payloads(in_file, engine);
-            }
-            moved = true;
-        }
-        let mut links = std::mem::take(&mut self.tcp.events.links);
-        if let Some(shm) = self.shm.as_mut() {
-            links.append(&mut shm.events.links);
-        }
-        if let Some(file) = self.file.as_mut() {
-            links.append(&mut file.events.links);
-        }
-        for event in links {
-            match event {
-                LinkEvent::Lost { peer, error } => self.lose(peer, error, engine),
-                LinkEvent::Abort { peer, code } => self.aborts.push((peer, code)),
-            }
-        }
-        moved
-    }
-
-    /// Carries out the engine's remote memory operations on the transport
-    /// of each one's peer, then hands over what the transports reported
-    /// (a peer lost by a failed copy).
-    pub fn run_rma(&mut self, engine: &mut Engine) {
-        while let Some(op) = engine.poll_rma() {
-            let status = match (self.peers.route(op.peer), self.shm.as_mut()) {
-                (Some(Route::Shm), Some(shm)) => shm.rma(&op),
-                _ => RmaStatus::Refused,
-            };
-            engine.rma_done(op, status);
-        }
-        self.hand_over(engine);
-    }
-
-    /// Hands every transport's completed sends and filled payloads to the
-    /// engine.
-    #[inline]
-    fn settle(&mut self, engine: &mut Engine) {
-        settle(self.tcp.events(), engine);
-        if let Some(shm) = self.shm.as_mut() {
-            settle(shm.events(), engine);
-        }
-        if let Some(file) = self.file.as_mut() {
-            settle(file.events(), engine);
-        }
-    }
-
-    /// The shared-memory short path (`runtime/direct.rs`), borrowed
-    /// apart from the rest of the router.
-    #[inline(always)]
-    pub fn short_path(&mut self) -> ShortPath<'_> {
-        ShortPath::new(&self.peers, self.shm.as_mut())
-    }
-
-    pub fn has_route(&self, peer: u32) -> bool {
-        self.peers.has_route(peer)
-    }
-
-    /// Chooses the transport for `peer` and connects, unless a route
-    /// exists: a wait for a receive from a peer this process never sent
-    /// to links with it, so that its death is seen (a closed connection,
-    /// a refused one, a process gone) instead of waited for.
-    pub fn reach(&mut self, peer: u32, engine: &mut Engine) {
-        if !self.peers.has_route(peer) {
-            self.resolve(peer, engine, None);
-        }
-    }
-
-    /// Chooses the transport for `peer` now and connects (eager
-    /// connections, kernels).
-    pub fn start_connect(&mut self, peer: u32, engine: &mut Engine) {
-        match self.peers.route(peer) {
-            Some(Route::Tcp) => self.tcp.start_connect(peer),
-            Some(_) => {}
-            None => self.resolve(peer, engine, None),
-        }
-    }
-
     /// Chooses the route of `peer` by the transport order; `no_shm` is why
     /// shared memory turned out not to reach it, when it did not.
-    fn resolve(&mut self, peer: u32, engine: &mut Engine, no_shm: Option<String>) {
+    fn resolve(&mut self, peer: u32, no_shm: Option<String>) {
         let mut reasons = Vec::new();
         for name in self.order.clone() {
             match name.as_str() {
-                "tcp" => return self.route(peer, Route::Tcp, engine),
-                "file" => return self.route(peer, Route::File, engine),
+                "tcp" => return self.route(peer, Route::Tcp),
+                "file" => return self.route(peer, Route::File),
                 "shm" | "hybrid" => {
                     if name == "hybrid" {
                         self.peers.set_hybrid(peer);
@@ -566,10 +457,8 @@ impl Transports {
                         reasons.push(format!("shm: {why}"));
                     } else {
                         match self.try_shm(peer) {
-                            Ok(()) => return self.route(peer, Route::Shm, engine),
-                            Err(ShmMiss::Gone(problem)) => {
-                                return self.lose_gone(peer, &problem, engine)
-                            }
+                            Ok(()) => return self.route(peer, Route::Shm),
+                            Err(ShmMiss::Gone(problem)) => return self.lose_gone(peer, &problem),
                             Err(ShmMiss::Cannot(problem)) => {
                                 reasons.push(format!("shm: {problem}"))
                             }
@@ -577,7 +466,7 @@ impl Transports {
                         }
                     }
                     if name == "hybrid" {
-                        return self.route(peer, Route::Tcp, engine);
+                        return self.route(peer, Route::Tcp);
                     }
                 }
                 other => reasons.push(format!("{other}: not built in")),
@@ -589,22 +478,22 @@ impl Transports {
             self.universe.describe(peer),
             reasons.join("; ")
         );
-        self.fail(peer, err(ErrorClass::Transport, message), engine);
+        self.fail(peer, err(ErrorClass::Transport, message));
     }
 
     /// No transport reaches a process that ended: `peer` is lost, once
     /// what it wrote before it went is delivered (its ring may not have
     /// been found yet: it attached, wrote and exited since the last poll).
-    fn lose_gone(&mut self, peer: u32, problem: &str, engine: &mut Engine) {
+    fn lose_gone(&mut self, peer: u32, problem: &str) {
         if let Some(shm) = self.shm.as_mut() {
             shm.poll(self.reactor.registry());
         }
-        self.hand_over(engine);
+        self.collect();
         let message = format!(
             "{} exited or was killed: {problem}",
             self.universe.describe(peer)
         );
-        self.fail(peer, err(ErrorClass::PeerLost, message), engine);
+        self.fail(peer, err(ErrorClass::PeerLost, message));
     }
 
     /// Attaches to `peer`'s segment. `Err(ShmMiss::Cannot(why))`: shm cannot reach
@@ -659,61 +548,78 @@ impl Transports {
         Err(ShmMiss::NotYet)
     }
 
-    /// Settles the route of `peer`, sending what waited for it in order.
-    fn route(&mut self, peer: u32, route: Route, engine: &mut Engine) {
-        let tcp = matches!(route, Route::Tcp);
-        let file = matches!(route, Route::File);
-        let shm = matches!(route, Route::Shm);
-        self.peers.set_route(peer, route);
-        if tcp {
-            tracing::info!("reaching {} over tcp", self.universe.describe(peer));
-            self.tcp.start_connect(peer);
-        }
-        if shm {
-            let remote = match self.shm.as_ref().map(|shm| shm.caps().remote_memory) {
-                Some(true) if self.peers.is_hybrid(peer) => self.hybrid_threshold,
-                Some(true) => u64::MAX,
-                _ => 0,
-            };
-            engine.set_remote_memory(peer, remote);
-        }
-        if file {
-            tracing::info!("reaching {} through files", self.universe.describe(peer));
+    /// Settles the route of `peer` and reports it `reached` with what the
+    /// route can do; what waited for it is offered by the caller, once it
+    /// has taken that in ([`Router::offer_waiting_of`]).
+    fn route(&mut self, peer: u32, route: Route) {
+        let caps = match route {
+            Route::Tcp => {
+                tracing::info!("reaching {} over tcp", self.universe.describe(peer));
+                self.tcp.start_connect(peer);
+                self.tcp.caps()
+            }
+            Route::Shm => self.shm.as_ref().map_or(Caps::NONE, ShmTransport::caps),
             // Without the transport, the first send fails the peer.
-            if let Some(limit) = self.file().ok().and_then(|f| f.caps().eager_limit) {
-                engine.set_peer_eager_limit(peer, limit);
+            Route::File => {
+                tracing::info!("reaching {} through files", self.universe.describe(peer));
+                self.file().map_or(Caps::NONE, |f| f.caps())
+            }
+            Route::Pending(_) => unreachable!("a settled route"),
+        };
+        let hybrid = matches!(route, Route::Tcp | Route::Shm) && self.peers.is_hybrid(peer);
+        self.peers.set_route(peer, route);
+        let caps = if hybrid { self.hybrid_caps(caps) } else { caps };
+        self.events.reached.push((peer, caps));
+    }
+
+    /// What a hybrid route can do: its link's `caps`, through a
+    /// [`Hybrid`] with the file transport, created now. Without one,
+    /// large payloads go on the link, with a warning.
+    fn hybrid_caps(&mut self, caps: Caps) -> Caps {
+        match self.file() {
+            Ok(_) => Caps {
+                remote_memory: caps.remote_memory.min(self.hybrid_threshold),
+                ..caps
+            },
+            Err(e) => {
+                if !self.hybrid_inline_warned {
+                    self.hybrid_inline_warned = true;
+                    tracing::warn!(
+                        "hybrid: large payloads go on the socket (or ring), no file transport: {e}"
+                    );
+                }
+                caps
             }
         }
-        for t in self.peers.waiting_mut(peer) {
-            engine.revisit(t);
-        }
-        self.offer_waiting_of(peer, engine);
     }
 
-    /// The router gives up on reaching `peer`.
-    fn fail(&mut self, peer: u32, error: Error, engine: &mut Engine) {
+    /// The router gives up on reaching `peer`: its record says why at
+    /// once (no send tries it again), the rest of the loss waits for the
+    /// frames it sent before ([`Router::collect`]).
+    fn fail(&mut self, peer: u32, error: Error) {
         self.peers.remove_route(peer);
-        self.lose(peer, error, engine);
+        self.peers.lose(peer, error.clone());
+        self.losing.push((peer, error));
     }
 
-    /// `peer` is lost, whether a transport or the router found it: the
-    /// file transport lets go of what it keeps for the peer's transfers (a
-    /// payload waiting in a file), so that it writes into no receive that
-    /// fails now; then the engine fails what needs the peer (and drops its
-    /// remote memory operations), and the peer's record keeps why, for
-    /// the statuses of what failed.
-    fn lose(&mut self, peer: u32, error: Error, engine: &mut Engine) {
+    /// `peer` is lost, whether a transport or the router found it, and
+    /// what it sent before is delivered: the file transport lets go of
+    /// what it keeps for the peer's transfers (a payload waiting in a
+    /// file), so that it writes into no receive that fails now; its
+    /// waiting frames are dropped, its record keeps why (for the
+    /// statuses of what failed), and the loss is reported.
+    fn lose(&mut self, peer: u32, error: Error) {
         if let Some(file) = self.file.as_mut() {
             file.forget(peer);
         }
         self.peers.drop_waiting(peer);
-        engine.peer_lost(peer);
-        self.peers.lose(peer, error);
+        self.peers.lose(peer, error.clone());
+        self.events.links.push(LinkEvent::Lost { peer, error });
     }
 
     /// Tries again the peers whose route is pending and due for a try;
     /// fails those past their deadline.
-    fn retry_pending(&mut self, now: Instant, engine: &mut Engine) {
+    fn retry_pending(&mut self, now: Instant) {
         let due: Vec<u32> = self
             .peers
             .pending()
@@ -722,7 +628,7 @@ impl Transports {
             .collect();
         for peer in due {
             match self.try_shm(peer) {
-                Ok(()) => self.route(peer, Route::Shm, engine),
+                Ok(()) => self.route(peer, Route::Shm),
                 Err(ShmMiss::NotYet) => {
                     if let Some(Route::Pending(Pending {
                         deadline, problem, ..
@@ -734,16 +640,16 @@ impl Transports {
                                 self.universe.describe(peer),
                                 self.policy.connect_timeout().as_secs()
                             );
-                            self.fail(peer, err(ErrorClass::Timeout, message), engine);
+                            self.fail(peer, err(ErrorClass::Timeout, message));
                         }
                     }
                 }
-                Err(ShmMiss::Gone(why)) => self.lose_gone(peer, &why, engine),
+                Err(ShmMiss::Gone(why)) => self.lose_gone(peer, &why),
                 Err(ShmMiss::Cannot(why)) => {
                     // Shared memory turned out not to reach it: the next
                     // transport in the order decides, with the queue kept.
                     self.peers.remove_route(peer);
-                    self.resolve(peer, engine, Some(why));
+                    self.resolve(peer, Some(why));
                 }
             }
         }
@@ -759,7 +665,10 @@ impl Transports {
 
     /// One round of progress, sleeping up to `timeout` in epoll if nothing
     /// moved (see the module documentation). Returns whether bytes moved.
-    pub fn poll(&mut self, timeout: Option<Duration>, engine: &mut Engine) -> bool {
+    /// Frames given back earlier are offered again by the caller
+    /// ([`Router::offer_waiting`]), after it took in the routes settled
+    /// here.
+    pub fn poll(&mut self, timeout: Option<Duration>) -> bool {
         let mut moved = false;
         if let Some(shm) = self.shm.as_mut() {
             moved |= shm.poll(self.reactor.registry());
@@ -770,7 +679,7 @@ impl Transports {
         let mut timeout = timeout;
         if self.peers.has_pending() {
             let now = Instant::now();
-            self.retry_pending(now, engine);
+            self.retry_pending(now);
             if let Some(at) = self.next_pending() {
                 let left = at.saturating_duration_since(now);
                 timeout = Some(timeout.map_or(left, |t| t.min(left)));
@@ -787,78 +696,87 @@ impl Transports {
         if tcp_due && !wants_sleep && !epoll_round && self.tcp.can_poll_direct() {
             moved |= self.tcp.poll_direct();
         } else if tcp_due {
-            let sleeping = wants_sleep && self.shm.as_mut().is_none_or(|s| s.prepare_sleep());
-            let mut wait = if sleeping {
-                timeout
-            } else {
-                Some(Duration::ZERO)
-            };
-            // The clock is read only while a TCP timer is armed (connects
-            // and handshakes in progress): an established link needs none.
-            let timer = self.tcp.timer();
-            if let Some(at) = timer {
-                let left = at.saturating_duration_since(Instant::now());
-                wait = Some(wait.map_or(left, |t| t.min(left)));
-            }
-            let mut file_ready = false;
-            self.shm_ready.clear();
-            for ready in self.reactor.wait(wait) {
-                moved = true;
-                match reactor::owner(ready.token) {
-                    Some(Owner::Tcp) => self.tcp.on_ready(ready),
-                    Some(Owner::Shm) => self.shm_ready.push(ready.token),
-                    Some(Owner::File) => file_ready = true,
-                    None => {}
-                }
-            }
-            if timer.is_some() {
-                self.tcp.handle_timers();
-            }
-            if file_ready {
-                if let Some(file) = self.file.as_mut() {
-                    file.notify();
-                    moved |= file.poll();
-                }
-            }
-            if let Some(shm) = self.shm.as_mut() {
-                if sleeping {
-                    shm.awake();
-                }
-                for &token in &self.shm_ready {
-                    shm.on_ready(token);
-                }
-                if wants_sleep {
-                    moved |= shm.poll(self.reactor.registry());
-                }
-            }
+            moved |= self.wait_ready(timeout, wants_sleep);
         }
-        if self.peers.has_queued() {
-            self.offer_waiting(engine);
-        }
-        moved |= self.hand_over(engine);
+        self.collect();
         moved
     }
 
-    /// Hands payloads announced on a socket to the file transport.
-    fn read_file_payloads(&mut self, payloads: Vec<FileData>, engine: &mut Engine) {
-        match self.file() {
-            Ok(file) => {
-                for payload in payloads {
-                    file.add_payload(payload);
-                }
-                file.poll();
+    /// Waits in the reactor (`wants_sleep`: up to `timeout`, else not at
+    /// all) and hands each ready descriptor to its transport.
+    fn wait_ready(&mut self, timeout: Option<Duration>, wants_sleep: bool) -> bool {
+        let mut moved = false;
+        let sleeping = wants_sleep && self.shm.as_mut().is_none_or(|s| s.prepare_sleep());
+        let mut wait = if sleeping {
+            timeout
+        } else {
+            Some(Duration::ZERO)
+        };
+        // The clock is read only while a TCP timer is armed (connects
+        // and handshakes in progress): an established link needs none.
+        let timer = self.tcp.timer();
+        if let Some(at) = timer {
+            let left = at.saturating_duration_since(Instant::now());
+            wait = Some(wait.map_or(left, |t| t.min(left)));
+        }
+        let mut file_ready = false;
+        self.shm_ready.clear();
+        for ready in self.reactor.wait(wait) {
+            moved = true;
+            match reactor::owner(ready.token) {
+                Some(Owner::Tcp) => self.tcp.on_ready(ready),
+                Some(Owner::Shm) => self.shm_ready.push(ready.token),
+                Some(Owner::File) => file_ready = true,
+                None => {}
             }
-            Err(e) => {
-                for payload in payloads {
-                    self.fail(payload.peer, e.clone(), engine);
-                }
+        }
+        if timer.is_some() {
+            self.tcp.handle_timers();
+        }
+        if file_ready {
+            if let Some(file) = self.file.as_mut() {
+                file.notify();
+                moved |= file.poll();
+            }
+        }
+        if let Some(shm) = self.shm.as_mut() {
+            if sleeping {
+                shm.awake();
+            }
+            for &token in &self.shm_ready {
+                shm.on_ready(token);
+            }
+            if wants_sleep {
+                moved |= shm.poll(self.reactor.registry());
+            }
+        }
+        moved
+    }
+
+    /// Drains the transports' events into the router's own: what they
+    /// sent and filled, their data-path frames (remembering where each
+    /// came from) and aborts. A lost peer is taken in ([`Router::lose`])
+    /// only once no frame waits for delivery, so that what the peer sent
+    /// before it went reaches the engine before its loss does, and no
+    /// payload the peer announced is read after its receive failed.
+    #[inline]
+    fn collect(&mut self) {
+        let into = (&mut self.events, &mut self.origins, &mut self.losing);
+        let into = drain(&mut self.tcp.events, Owner::Tcp, into);
+        let into = match self.shm.as_mut() {
+            Some(shm) => drain(&mut shm.events, Owner::Shm, into),
+            None => into,
+        };
+        if let Some(file) = self.file.as_mut() {
+            drain(&mut file.events, Owner::File, into);
+        }
+        if self.events.frames.is_empty() && !self.losing.is_empty() {
+            for (peer, error) in std::mem::take(&mut self.losing) {
+                self.lose(peer, error);
             }
         }
     }
 
-    /// Peers known to share this host (those reached by shared memory).
-    /// Connection set-up tries that were retries: TCP connects and
-    /// lookups of a peer's shared memory or address after the first.
     /// Times a link gave a frame back because it was full
     /// (`NoResource`); a frame offered again and refused again counts
     /// again.
@@ -866,6 +784,8 @@ impl Transports {
         self.link_full
     }
 
+    /// Connection set-up tries that were retries: TCP connects and
+    /// lookups of a peer's shared memory or address after the first.
     pub fn connect_retries(&self) -> u64 {
         self.tcp.connect_retries + self.route_retries
     }
@@ -885,20 +805,80 @@ impl Transports {
         }
     }
 
+    /// Peers known to share this host (those reached by shared memory).
     pub fn local_peers(&self) -> usize {
         self.shm.as_ref().map_or(0, ShmTransport::local_peers)
     }
+}
 
-    /// Whether any frame is still queued (for finalize).
-    pub fn has_output(&self) -> bool {
+/// What the router is to the runtime: one transport that reaches every
+/// peer. Its caps are those of the routes, per peer (`Events::reached`).
+impl Transport for Router {
+    fn caps(&self) -> Caps {
+        self.shm.as_ref().map_or(Caps::NONE, ShmTransport::caps)
+    }
+
+    /// Takes every frame: a frame its link cannot take now waits in the
+    /// peer's record, in order, and a new one goes behind it. A peer not
+    /// reached yet is reached first; a frame for a lost peer is dropped.
+    fn send(&mut self, t: Transmit) -> std::result::Result<(), NoResource> {
+        let peer = t.peer;
+        if !self.peers.has_route(peer) && self.peers.lost(peer).is_none() {
+            self.resolve(peer, None);
+        }
+        if self.peers.has_waiting(peer) {
+            self.wait(t, false);
+        } else if let Some(NoResource(t)) = self.hand_to_route(t) {
+            self.wait(t, false);
+        }
+        self.collect();
+        Ok(())
+    }
+
+    fn rma(&mut self, op: &RmaOp) -> RmaStatus {
+        let status = match (self.peers.route(op.peer), self.shm.as_mut()) {
+            (Some(Route::Shm), Some(shm)) => shm.rma(op),
+            _ => RmaStatus::Refused,
+        };
+        self.collect();
+        status
+    }
+
+    fn place(&mut self, peer: u32, sink: PayloadSink) {
+        on_origin!(self, |t| t.place(peer, sink));
+        self.collect();
+    }
+
+    /// The file transport reads the payload (created now if need be:
+    /// any peer may be a hybrid, whatever this side's order says).
+    fn place_in_file(&mut self, data: FileData) {
+        let peer = data.peer;
+        let added = self.file().map(|file| file.add_payload(data));
+        on_origin!(self, |t| t.place(peer, PayloadSink::None));
+        if let Err(e) = added {
+            self.fail(peer, e);
+        }
+        self.collect();
+    }
+
+    fn broke_protocol(&mut self, peer: u32, error: WireError) {
+        on_origin!(self, |t| t.broke_protocol(peer, error));
+        self.collect();
+    }
+
+    fn events(&mut self) -> &mut Events {
+        &mut self.events
+    }
+
+    /// Whether any frame is still queued, in a link or in a record.
+    fn has_output(&self) -> bool {
         self.tcp.has_output()
             || self.shm.as_ref().is_some_and(ShmTransport::has_output)
             || self.file.as_ref().is_some_and(FileTransport::has_output)
             || self.peers.has_queued()
     }
 
-    /// Says goodbye on every link of every transport (once).
-    pub fn say_goodbye(&mut self, engine: &mut Engine) {
+    fn say_goodbye(&mut self) {
         self.tcp.say_goodbye();
         if let Some(shm) = self.shm.as_mut() {
             shm.say_goodbye();
@@ -906,11 +886,10 @@ impl Transports {
         if let Some(file) = self.file.as_mut() {
             file.say_goodbye();
         }
-        self.hand_over(engine);
+        self.collect();
     }
 
-    /// Whether every link has both said and heard goodbye.
-    pub fn all_goodbyes_heard(&self) -> bool {
+    fn all_goodbyes_heard(&self) -> bool {
         self.tcp.all_goodbyes_heard()
             && self
                 .shm
@@ -922,8 +901,7 @@ impl Transports {
                 .is_none_or(FileTransport::all_goodbyes_heard)
     }
 
-    /// Sends an abort on every link, best effort.
-    pub fn broadcast_abort(&mut self, code: i32, engine: &mut Engine) {
+    fn broadcast_abort(&mut self, code: i32) {
         self.tcp.broadcast_abort(code);
         if let Some(shm) = self.shm.as_mut() {
             shm.broadcast_abort(code);
@@ -931,71 +909,47 @@ impl Transports {
         if let Some(file) = self.file.as_mut() {
             file.broadcast_abort(code);
         }
-        self.hand_over(engine);
+        self.collect();
     }
 }
 
-/// Hands `events`' completed transmissions and filled payloads to `engine`.
+/// Sends `t` on `link`, through a [`Hybrid`] with `files` when given.
 #[inline]
-fn settle(events: &mut Events, engine: &mut Engine) {
-    for req in events.sent.drain(..) {
-        engine.transmit_done(req);
-    }
-    for (token, owned) in events.filled.drain(..) {
-        engine.payload_done(token, owned);
+fn send_on<L: Transport>(
+    link: &mut L,
+    files: Option<&mut FileTransport>,
+    threshold: u64,
+    t: Transmit,
+) -> Option<NoResource> {
+    match files {
+        Some(files) => Hybrid::new(link, files, threshold).send(t).err(),
+        None => link.send(t).err(),
     }
 }
 
-/// Delivers the next data-path frame `transport` reported, if any, to the
-/// engine and its payload's place back to the transport, which reads on;
-/// a payload that waits in a file goes to `in_file`. Whether there was one.
-fn deliver_next<T: Transport>(
-    transport: &mut T,
-    engine: &mut Engine,
-    in_file: &mut Vec<FileData>,
-) -> bool {
-    let Some((peer, header)) = transport.events().frames.pop_front() else {
-        return false;
-    };
-    match deliver(engine, peer, &header) {
-        Ok(Delivery::Payload(sink)) => transport.place(peer, sink),
-        Ok(Delivery::InFile(data)) => {
-            in_file.push(data);
-            transport.place(peer, PayloadSink::None);
-        }
-        Err(e) => transport.broke_protocol(peer, e),
-    }
-    true
-}
+/// Where [`drain`] puts a transport's events: the router's events, the
+/// origins of its frames, and the losses it has yet to take in.
+type Sinks<'a> = (
+    &'a mut Events,
+    &'a mut VecDeque<Owner>,
+    &'a mut Vec<(u32, Error)>,
+);
 
-/// The run's directory name and run id, the same in every process of the
-/// run and different in every run. The name is `TETHER_RUN_ID` when set
-/// (by `tether run` or the user), else universe rank 0's random start-up
-/// nonce and the universe id; the id hashes the name with that nonce, so
-/// even a rerun under the same `TETHER_RUN_ID` refuses the files an
-/// earlier run left behind. The nonce comes from rank 0's size entry,
-/// which every process read while joining: rank 0's address, removed when
-/// it finalizes, may already be gone when a slow process gets here.
-fn run_identity(
-    run_id: Option<&str>,
-    universe: &Universe,
-) -> std::result::Result<(String, u64), Error> {
-    let nonce = universe.run_nonce;
-    let name = match (run_id, nonce) {
-        (Some(id), _) if file::is_safe_run_name(id) => id.to_string(),
-        (Some(id), _) => format!("{:016x}", file::format::run_id(id)),
-        (None, Some(nonce)) => format!("{nonce:016x}{:016x}", universe.id),
-        (None, None) => {
-            let message = format!(
-                "cannot name the run: universe rank 0's rendezvous entry {} has no start-up nonce (written by an older Tether); set TETHER_RUN_ID",
-                size_key(&universe.programs[0].name)
-            );
-            return Err(err(ErrorClass::File, message));
+/// Moves `from`'s events, reported by `owner`, into the router's.
+#[inline]
+fn drain<'a>(from: &mut Events, owner: Owner, into: Sinks<'a>) -> Sinks<'a> {
+    let (events, origins, losing) = into;
+    events.sent.append(&mut from.sent);
+    events.filled.append(&mut from.filled);
+    while let Some(frame) = from.frames.pop_front() {
+        events.frames.push_back(frame);
+        origins.push_back(owner);
+    }
+    for event in from.links.drain(..) {
+        match event {
+            LinkEvent::Lost { peer, error } => losing.push((peer, error)),
+            abort @ LinkEvent::Abort { .. } => events.links.push(abort),
         }
-    };
-    let salted = match nonce {
-        Some(nonce) => format!("{name}/{nonce:016x}"),
-        None => name.clone(),
-    };
-    Ok((name, file::format::run_id(&salted)))
+    }
+    (events, origins, losing)
 }

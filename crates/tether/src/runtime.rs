@@ -167,7 +167,7 @@ impl Runtime {
         };
         runtime.choose_polling();
         runtime.start_tracing()?;
-        if let Some(effect) = runtime.transport.policy().at_start() {
+        if let Some(effect) = runtime.transport.router().policy().at_start() {
             runtime.carry_out(effect);
         }
         tracing::info!(
@@ -277,8 +277,8 @@ impl Runtime {
     /// at once when the next kernel starts).
     #[inline(always)]
     fn note_peer(&mut self, peer: u32) {
-        if self.transport.policy().in_kernel() {
-            self.transport.peers_mut().mark_kernel(peer);
+        if self.transport.router().policy().in_kernel() {
+            self.transport.router_mut().peers_mut().mark_kernel(peer);
         }
     }
 
@@ -393,6 +393,7 @@ impl Runtime {
             CompletionError::Cancelled => err(ErrorClass::Cancelled, "the receive was cancelled"),
             CompletionError::PeerLost => self
                 .transport
+                .router()
                 .peers()
                 .lost(c.source)
                 .cloned()
@@ -428,7 +429,8 @@ impl Runtime {
             return Ok(status);
         }
         let lost = |rt: &Runtime, peer: Option<u32>| {
-            peer.and_then(|p| rt.transport.peers().lost(p)).cloned()
+            peer.and_then(|p| rt.transport.router().peers().lost(p))
+                .cloned()
         };
         if let Some(e) = lost(self, source_sel) {
             return Err(e);
@@ -549,7 +551,7 @@ impl Runtime {
 
     /// Moves every activity as far as it goes now.
     fn advance_activities(&mut self) {
-        let path = self.transport.short_path();
+        let path = self.transport.router_mut().short_path();
         let peers = path.peers();
         let mut shortcut = RingShortcut { transport: path };
         let mut progress = Progress {
@@ -585,12 +587,12 @@ impl Runtime {
         if done(self) {
             return;
         }
-        let window = if self.transport.policy().in_kernel() {
+        let window = if self.transport.router().policy().in_kernel() {
             Duration::from_micros(self.settings.poll_spin_us()).max(Duration::from_millis(1))
         } else {
             self.spin.window()
         };
-        if self.transport.local_peers() != self.local_peers_seen {
+        if self.transport.router().local_peers() != self.local_peers_seen {
             self.choose_polling();
         }
         let mut idle = IdleClock::default();
@@ -634,7 +636,7 @@ impl Runtime {
         let awaited = self.engine.awaited_sources();
         if awaited
             .iter()
-            .all(|&peer| peer == self.me || self.transport.has_route(peer))
+            .all(|&peer| peer == self.me || self.transport.router().has_route(peer))
         {
             return;
         }
@@ -652,7 +654,7 @@ impl Runtime {
     /// universe on this host are those `tether run` started here or, if
     /// more, this one and the peers found through shared memory.
     fn choose_polling(&mut self) {
-        self.local_peers_seen = self.transport.local_peers();
+        self.local_peers_seen = self.transport.router().local_peers();
         let processes = (self.settings.local_processes() as usize).max(1 + self.local_peers_seen);
         let polling = Polling::choose(self.settings.wait(), processes, self.cpus);
         if polling != self.polling {
@@ -673,7 +675,7 @@ impl Runtime {
     /// change asks for, and the runtime carries it out.
     pub fn hint(&mut self, key: &str, value: &str) -> Result<()> {
         let hint = self.settings.set_hint(key, value)?;
-        if let Some(effect) = self.transport.apply_hint(hint, &self.settings) {
+        if let Some(effect) = self.transport.router_mut().apply_hint(hint, &self.settings) {
             self.carry_out(effect);
         }
         Ok(())
@@ -684,12 +686,15 @@ impl Runtime {
             Effect::EagerLimit(limit) => self.engine.set_eager_limit(limit),
             Effect::ChoosePolling => self.choose_polling(),
             Effect::SpinMax(max) => self.spin.set_max(max),
-            Effect::TransportOrder(order) => self.transport.set_order(order),
+            Effect::TransportOrder(order) => self.transport.router_mut().set_order(order),
             Effect::Timeouts {
                 connect,
                 handshake,
                 goodbye,
-            } => self.transport.set_timeouts(connect, handshake, goodbye),
+            } => self
+                .transport
+                .router_mut()
+                .set_timeouts(connect, handshake, goodbye),
             Effect::ConnectAll => {
                 let me = self.me;
                 for peer in (0..self.universe.size()).filter(|p| *p != me) {

@@ -212,7 +212,7 @@ impl Runtime {
             Err(failure) => {
                 let (_, error) = describe_failure(
                     &self.universe,
-                    self.transport.peers(),
+                    self.transport.router().peers(),
                     what,
                     comm,
                     &running,
@@ -305,7 +305,7 @@ impl Runtime {
     fn advance_one(&mut self, running: &mut Running) -> Option<std::result::Result<(), Failure>> {
         loop {
             let mut shortcut = RingShortcut {
-                transport: self.transport.short_path(),
+                transport: self.transport.router_mut().short_path(),
             };
             let outcome = running.advance_via(&mut self.engine, &mut shortcut);
             if outcome.is_some() || !(self.engine.has_transmit() || self.engine.has_rma()) {

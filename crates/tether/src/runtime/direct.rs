@@ -135,7 +135,7 @@ impl Runtime {
         }
         let started = self.trace_now();
         let sent = send_now(
-            &mut self.transport.short_path(),
+            &mut self.transport.router_mut().short_path(),
             &self.engine,
             peer,
             context,
@@ -199,7 +199,7 @@ impl Runtime {
         // Nothing reaches the engine while the transport polls, so the
         // check of the unexpected queue above holds for every poll.
         match take_next(
-            &mut self.transport.short_path(),
+            &mut self.transport.router_mut().short_path(),
             &self.engine,
             (peer, context, tag),
             Region { ptr: buf, len },

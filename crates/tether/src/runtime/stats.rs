@@ -51,7 +51,11 @@ impl Runtime {
         let mut by_transport: Vec<(&'static str, [u64; COUNTERS.len()])> = Vec::new();
         let mut peers = Vec::new();
         for (peer, counts) in counters.peers() {
-            let transport = self.transport.transport_of(peer, self.me).unwrap_or("none");
+            let transport = self
+                .transport
+                .router()
+                .transport_of(peer, self.me)
+                .unwrap_or("none");
             let values = COUNTERS.map(|(_, read)| read(counts));
             let slot = match by_transport.iter().position(|(t, _)| *t == transport) {
                 Some(at) => at,
@@ -84,9 +88,9 @@ impl Runtime {
         out.push(("blocked_ns".to_string(), self.blocked.as_nanos() as u64));
         out.push((
             "connect_retries".to_string(),
-            self.transport.connect_retries(),
+            self.transport.router().connect_retries(),
         ));
-        out.push(("link_full".to_string(), self.transport.link_full()));
+        out.push(("link_full".to_string(), self.transport.router().link_full()));
         out.push((
             "unexpected_now".to_string(),
             self.engine.unexpected_len() as u64,

@@ -282,7 +282,7 @@ impl Runtime {
         };
         let me = self.me;
         let transport = &self.transport;
-        match trace.write(|peer| transport.transport_of(peer, me)) {
+        match trace.write(|peer| transport.router().transport_of(peer, me)) {
             Ok(path) => tracing::debug!("trace written to {}", path.display()),
             Err(e) => tracing::warn!("trace: cannot write {}: {e}", trace.path().display()),
         }

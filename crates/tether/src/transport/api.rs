@@ -21,7 +21,9 @@
 //! ([`Events::sent`]); a [`PayloadSink`] region stays valid until the
 //! transport reports it filled, or the peer lost.
 
-use tether_proto::{PayloadSink, RmaOp, RmaStatus, Transmit, WireError};
+use tether_proto::{
+    Delivery, FileData, FrameKind, PayloadSink, RmaOp, RmaStatus, Transmit, WireError,
+};
 
 use super::events::Events;
 
@@ -41,11 +43,20 @@ pub struct Caps {
     /// general one does not suit it (`file`: each message is a file, so
     /// a larger eager message saves the rendezvous's two extra files).
     pub eager_limit: Option<u64>,
-    /// The transport reaches a peer's memory by address (cross-memory
-    /// attach), so it carries out the engine's remote memory operations
-    /// ([`Transport::rma`]): rendezvous data then moves without passing
-    /// through the link.
-    pub remote_memory: bool,
+    /// The largest message whose data the transport moves by the peer's
+    /// memory address (cross-memory attach), carrying out the engine's
+    /// remote memory operations ([`Transport::rma`]) so that rendezvous
+    /// data does not pass through the link: 0 for none, `u64::MAX` for
+    /// every size (a hybrid keeps larger payloads for its files).
+    pub remote_memory: u64,
+}
+
+impl Caps {
+    /// Nothing beyond frames on links.
+    pub const NONE: Caps = Caps {
+        eager_limit: None,
+        remote_memory: 0,
+    };
 }
 
 pub trait Transport {
@@ -76,6 +87,19 @@ pub trait Transport {
     /// when no frame of `peer` waits.
     fn place(&mut self, peer: u32, sink: PayloadSink);
 
+    /// The payload of the data-path frame `peer`'s link reported waits in
+    /// a file (the sender is a hybrid: `Delivery::InFile`); the link reads
+    /// on. Only a transport that reads payload files takes it (the router,
+    /// a [`Hybrid`](super::hybrid::Hybrid)); for the others the peer broke
+    /// the protocol, which is the default.
+    fn place_in_file(&mut self, data: FileData) {
+        let error = WireError::UnexpectedFrame {
+            got: FrameKind::Data,
+            state: "with its payload in a file, on a link that reads no files",
+        };
+        self.broke_protocol(data.peer, error);
+    }
+
     /// The engine refused the frame `peer`'s link reported: the peer broke
     /// the protocol, and is reported lost with `error` named.
     fn broke_protocol(&mut self, peer: u32, error: WireError);
@@ -94,4 +118,31 @@ pub trait Transport {
 
     /// Queues an abort with exit code `code` on every link, best effort.
     fn broadcast_abort(&mut self, code: i32);
+}
+
+/// A transport that carries payloads announced on another link: the
+/// large-payload half of a [`Hybrid`](super::hybrid::Hybrid) (files).
+pub trait PayloadFiles {
+    /// Writes the payload of the rendezvous `Data` frame `t` where the
+    /// peer will look for it, and returns the frame to send on the link
+    /// instead: payload-less, flagged as announcing a payload elsewhere,
+    /// its send reported done (the payload is written). When the payload
+    /// cannot be written, returns `t` untouched with a warning, so that
+    /// the link carries it (nothing is reported; the buffer stays
+    /// borrowed).
+    fn send_payload(&mut self, t: Transmit) -> Transmit;
+
+    /// Reads a payload another link announced into its receive, once it
+    /// is there (reported as filled in this transport's events).
+    fn add_payload(&mut self, data: FileData);
+}
+
+/// Hands `transport` the delivery of the data-path frame `peer`'s link
+/// reported ([`tether_proto::deliver`]'s answer).
+#[inline]
+pub fn place<T: Transport + ?Sized>(transport: &mut T, peer: u32, delivery: Delivery) {
+    match delivery {
+        Delivery::Payload(sink) => transport.place(peer, sink),
+        Delivery::InFile(data) => transport.place_in_file(data),
+    }
 }

@@ -11,11 +11,15 @@
 //! the router hands the filled payloads over before the next frame, so
 //! the engine sees a link's frames and payloads in the order they
 //! arrived.
+//!
+//! A composite transport (the router) drains the transports it is made
+//! of into events of its own, so that its caller sees one transport.
 
 use std::collections::VecDeque;
 
 use tether_proto::{FrameHeader, ReqId, SinkToken};
 
+use super::api::Caps;
 use crate::error::Error;
 
 /// What happened to a peer, for the router.
@@ -41,6 +45,11 @@ pub struct Events {
     pub frames: VecDeque<(u32, FrameHeader)>,
     /// Lost peers and aborts.
     pub links: Vec<LinkEvent>,
+    /// Peers a composite transport (the router) found its route to, with
+    /// what the route can do: the engine chooses their protocols from it.
+    /// Frames that waited for the route are offered once the caller has
+    /// taken this in (the router's `offer_waiting_of`).
+    pub reached: Vec<(u32, Caps)>,
 }
 
 impl Events {

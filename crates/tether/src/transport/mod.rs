@@ -9,6 +9,7 @@
 pub(crate) mod api;
 pub(crate) mod events;
 pub mod file;
+pub(crate) mod hybrid;
 pub(crate) mod peer_table;
 pub(crate) mod reactor;
 pub(crate) mod retry;

@@ -232,6 +232,7 @@ impl Runtime {
 
     fn lost(&self, peer: u32) -> Error {
         self.transport
+            .router()
             .peers()
             .lost(peer)
             .cloned()

@@ -50,7 +50,7 @@ use tether_proto::{
 
 use crate::error::{err, Error, ErrorClass};
 use crate::settings::MAX_EAGER_LIMIT;
-use crate::transport::api::{Caps, NoResource, Transport};
+use crate::transport::api::{Caps, NoResource, PayloadFiles, Transport};
 use crate::transport::events::Events;
 use crate::transport::reactor::FILE_TOKENS;
 use crate::universe::Universe;
@@ -254,12 +254,9 @@ impl FileTransport {
         })
     }
 
-    /// Writes the payload of a hybrid `Data` frame to its file and returns
-    /// the frame to send on the socket instead (payload-less, flagged). If
-    /// the file cannot be written, returns the frame as it came, with a
-    /// warning: its payload then goes on the socket, so the receiver still
-    /// gets it (its user buffer is still borrowed; nothing was reported).
-    pub fn send_payload(&mut self, t: Transmit) -> Transmit {
+    /// Writes the payload of a hybrid `Data` frame to its file
+    /// ([`PayloadFiles::send_payload`]).
+    fn write_payload(&mut self, t: Transmit) -> Transmit {
         let peer = t.peer;
         let receiver_req = t.header.receiver_req;
         let target = self.layout.outgoing_payload(peer, receiver_req);
@@ -366,14 +363,6 @@ impl FileTransport {
             }
         }
         moved
-    }
-
-    /// Queues a hybrid payload to read (a [`Dispatch::InFile`] of tcp or shm).
-    pub fn add_payload(&mut self, payload: FileData) {
-        self.payloads.push(Waiting {
-            payload,
-            since: Instant::now(),
-        });
     }
 
     /// epoll reported the inbox's inotify descriptor.
@@ -806,11 +795,27 @@ impl FileTransport {
     }
 }
 
+/// The files of `hybrid` peers: the payload is written before the link
+/// announces it, and read once its file is there.
+impl PayloadFiles for FileTransport {
+    fn send_payload(&mut self, t: Transmit) -> Transmit {
+        self.write_payload(t)
+    }
+
+    fn add_payload(&mut self, payload: FileData) {
+        self.payloads.push(Waiting {
+            payload,
+            since: Instant::now(),
+        });
+        self.read_payloads();
+    }
+}
+
 impl Transport for FileTransport {
     fn caps(&self) -> Caps {
         Caps {
             eager_limit: Some(self.config.eager_limit),
-            remote_memory: false,
+            remote_memory: 0,
         }
     }
 

@@ -604,7 +604,7 @@ impl Transport for ShmTransport {
     fn caps(&self) -> Caps {
         Caps {
             eager_limit: None,
-            remote_memory: self.config.cma,
+            remote_memory: if self.config.cma { u64::MAX } else { 0 },
         }
     }
 

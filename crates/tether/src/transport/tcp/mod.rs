@@ -443,7 +443,7 @@ impl Transport for TcpTransport {
     fn caps(&self) -> Caps {
         Caps {
             eager_limit: None,
-            remote_memory: false,
+            remote_memory: 0,
         }
     }
 
