@@ -346,7 +346,8 @@ impl Harness {
                 };
                 header.tag = i32::from(b & 0x20 != 0);
             }
-            Bye | Abort => {}
+            // One-sided frames are not among the kinds built here.
+            Bye | Abort | RmaRequest | RmaReply => {}
         }
         Some(header.encode())
     }

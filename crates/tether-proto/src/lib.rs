@@ -37,6 +37,7 @@ pub use engine::{Engine, EngineConfig, PayloadSink, SinkToken, Transmit, Transmi
 pub use link::{Link, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};
 pub use request::{Completion, CompletionError, Gather, Region, ReqId};
 pub use rma::{PutSource, RemoteKey, RmaKind, RmaOp, RmaStatus};
+pub use wire::onesided::{ReplyStatus, RmaCode};
 pub use wire::{FrameHeader, FrameKind, Hello, WireError};
 
 #[cfg(test)]
