@@ -571,6 +571,7 @@ impl Harness {
             (Role::Send { .. }, None) => assert_eq!((c.source, c.bytes), (ME, len), "{c:?}"),
             (Role::Send { .. }, Some(CompletionError::Truncated)) => panic!("a send {c:?}"),
             (_, Some(CompletionError::PeerLost | CompletionError::Cancelled)) => {}
+            (_, Some(CompletionError::RmaRange)) => panic!("a two-sided request {c:?}"),
         }
     }
 
