@@ -57,6 +57,9 @@ use crate::wire::onesided::RmaCode;
 mod origin;
 mod target;
 
+#[cfg(test)]
+mod tests;
+
 /// Where a one-sided operation goes: window, target (universe rank) and
 /// the offset in bytes from the start of the target's window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
