@@ -159,11 +159,8 @@ enum Token {
         origin: u32,
         request: crate::wire::onesided::RmaRequest,
     },
-    /// An accumulate-family payload, for the runtime to apply.
-    RmaOperand {
-        origin: u32,
-        request: crate::wire::onesided::RmaRequest,
-    },
+    /// An accumulate-family payload, for the apply queued in slot `0`.
+    RmaOperand(u64),
     /// The data of a reply, read into operation `0`'s result buffer.
     RmaResult(u64),
     /// The payload of a refused one-sided request, dropped.
@@ -1162,9 +1159,7 @@ impl Engine {
                 }
             }
             Token::RmaPut { origin, request } => self.rma_put_done(origin, request),
-            Token::RmaOperand { origin, request } => {
-                self.rma_operand_done(origin, request, owned.unwrap_or_default())
-            }
+            Token::RmaOperand(slot) => self.rma_operand_done(slot, owned.unwrap_or_default()),
             Token::RmaResult(op) => self.rma_result_done(op),
             Token::RmaDiscard => {}
             Token::Unexpected(envelope) => {

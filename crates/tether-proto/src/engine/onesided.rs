@@ -20,9 +20,10 @@
 //!   straight into the window; a get is answered with the window's bytes
 //!   as the reply's payload, borrowed, not copied. The accumulate family
 //!   is computed by the runtime, which owns the reduction operations: the
-//!   engine hands out one [`Apply`] at a time, in arrival order (so in
-//!   issue order per origin, the frames of a peer arriving in order), and
-//!   answers the origin once the runtime hands it back.
+//!   engine hands out one [`Apply`] at a time, in the order the requests'
+//!   headers arrived (so in issue order per origin, the frames of a peer
+//!   arriving in order, even where payloads are read on several links),
+//!   and answers the origin once the runtime hands it back.
 //! - **Self.** An operation whose target is this process takes the same
 //!   paths without frames: put and get copy at once, the accumulate
 //!   family queues its `Apply` behind the others.
@@ -223,6 +224,18 @@ struct Pending {
     request: Option<ReqId>,
 }
 
+/// An apply in the queue. Its place is taken when its request's header
+/// arrives: a later request of the same origin whose payload is read
+/// first, on another link, must not overtake it.
+#[derive(Debug)]
+struct Queued {
+    apply: Apply,
+    /// Names it for its payload ([`Token::RmaOperand`](super::Token)).
+    slot: u64,
+    /// Its payload is in.
+    ready: bool,
+}
+
 /// The one-sided state of an engine.
 #[derive(Debug)]
 pub(super) struct OneSided {
@@ -230,8 +243,11 @@ pub(super) struct OneSided {
     ops: HashMap<u64, Pending>,
     /// The next operation id; ids grow, so a flush compares them with its mark.
     next_op: u64,
-    /// Accumulate-family operations waiting for the runtime, in arrival order.
-    applies: VecDeque<Apply>,
+    /// Accumulate-family operations waiting for the runtime, in the order
+    /// their headers arrived.
+    applies: VecDeque<Queued>,
+    /// The next [`Queued::slot`].
+    next_slot: u64,
     /// One apply is out with the runtime.
     applying: bool,
 }
@@ -244,6 +260,7 @@ impl Default for OneSided {
             // 0 never names an operation on the wire.
             next_op: 1,
             applies: VecDeque::new(),
+            next_slot: 0,
             applying: false,
         }
     }
@@ -377,18 +394,18 @@ impl Engine {
     /// The next accumulate-family operation to compute, unless one is out
     /// with the runtime already (at most one is: see the module docs).
     pub fn poll_apply(&mut self) -> Option<Apply> {
-        if self.onesided.applying {
+        if self.onesided.applying || !self.onesided.applies.front()?.ready {
             return None;
         }
-        let apply = self.onesided.applies.pop_front()?;
+        let queued = self.onesided.applies.pop_front()?;
         self.onesided.applying = true;
-        Some(apply)
+        Some(queued.apply)
     }
 
     /// Whether an apply waits in [`Engine::poll_apply`].
     #[inline]
     pub fn has_apply(&self) -> bool {
-        !self.onesided.applying && !self.onesided.applies.is_empty()
+        !self.onesided.applying && self.onesided.applies.front().is_some_and(|q| q.ready)
     }
 
     /// The runtime computed (or refused) `apply`: its origin is answered.
@@ -425,10 +442,10 @@ impl Engine {
             }
         }
         let windows = &mut state.windows;
-        state.applies.retain(|apply| {
-            let keep = apply.origin != peer;
+        state.applies.retain(|queued| {
+            let keep = queued.apply.origin != peer;
             if !keep {
-                if let Some(window) = windows.get_mut(&apply.window) {
+                if let Some(window) = windows.get_mut(&queued.apply.window) {
                     window.applies -= 1;
                 }
             }

@@ -67,9 +67,10 @@ impl Engine {
                 PayloadSink::None
             }
             RmaCode::Accumulate | RmaCode::FetchAndOp | RmaCode::CompareAndSwap => {
+                let slot = self.queue_apply(origin, request, region, None);
                 PayloadSink::Owned {
                     buf: vec![0; header.payload_len as usize],
-                    token: SinkToken(Token::RmaOperand { origin, request }),
+                    token: SinkToken(Token::RmaOperand(slot)),
                 }
             }
         })
@@ -80,20 +81,15 @@ impl Engine {
         self.reply(origin, &request, ReplyStatus::Done, ReplyData::None);
     }
 
-    /// An accumulate-family payload was read: queued for the runtime
-    /// behind every apply that arrived before it.
-    pub(in crate::engine) fn rma_operand_done(
-        &mut self,
-        origin: u32,
-        request: RmaRequest,
-        payload: Vec<u8>,
-    ) {
-        // The window was checked when the header came and cannot be freed
-        // while its origin waits for this answer.
-        let Ok(region) = self.window_slice(&request) else {
-            return self.reply(origin, &request, ReplyStatus::NoWindow, ReplyData::None);
-        };
-        self.queue_apply(origin, request, region, payload);
+    /// An accumulate-family payload was read: the apply queued for it in
+    /// `slot` may go to the runtime once those before it went. Nothing if
+    /// it was dropped meanwhile (its origin was lost).
+    pub(in crate::engine) fn rma_operand_done(&mut self, slot: u64, payload: Vec<u8>) {
+        let queued = self.onesided.applies.iter_mut().find(|q| q.slot == slot);
+        if let Some(queued) = queued {
+            queued.apply.payload = payload;
+            queued.ready = true;
+        }
     }
 
     /// An operation this process issued to itself: the target's part,
@@ -122,19 +118,32 @@ impl Engine {
             RmaCode::Put | RmaCode::Accumulate if request.len == 0 => {
                 self.reply(me, &request, ReplyStatus::Done, ReplyData::None)
             }
-            _ => self.queue_apply(me, request, region, bytes),
+            _ => {
+                self.queue_apply(me, request, region, Some(bytes));
+            }
         }
     }
 
-    fn queue_apply(&mut self, origin: u32, request: RmaRequest, region: Region, payload: Vec<u8>) {
+    /// Queues an apply behind every one before it, with its payload, or
+    /// waiting for it (`None`); returns its slot.
+    fn queue_apply(
+        &mut self,
+        origin: u32,
+        request: RmaRequest,
+        region: Region,
+        payload: Option<Vec<u8>>,
+    ) -> u64 {
         if let Some(window) = self.onesided.windows.get_mut(&request.window) {
             window.applies += 1;
         }
+        let slot = self.onesided.next_slot;
+        self.onesided.next_slot += 1;
+        let ready = payload.is_some();
         let old = match request.code {
             RmaCode::FetchAndOp | RmaCode::CompareAndSwap => vec![0; region.len],
             _ => Vec::new(),
         };
-        self.onesided.applies.push_back(Apply {
+        let apply = Apply {
             window: request.window,
             origin,
             code: request.code,
@@ -143,10 +152,14 @@ impl Engine {
                 op: request.op,
             },
             target: region,
-            payload,
+            payload: payload.unwrap_or_default(),
             old,
             origin_op: request.origin_op,
-        });
+        };
+        self.onesided
+            .applies
+            .push_back(super::Queued { apply, slot, ready });
+        slot
     }
 
     /// Answers the origin of an apply the runtime handed back.

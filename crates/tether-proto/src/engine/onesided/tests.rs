@@ -182,6 +182,47 @@ fn a_put_lands_in_the_window_and_a_get_is_answered_from_it_in_place() {
 }
 
 #[test]
+fn an_accumulate_keeps_its_place_while_its_payload_is_read_on_another_link() {
+    let mut e = Engine::new(EngineConfig {
+        me: 1,
+        eager_limit: 64,
+    });
+    let mut window = vec![0u8; 8];
+    e.win_create(WIN, region(&mut window), &[(0, 0)]).unwrap();
+    let request = |digit: u64| crate::wire::onesided::RmaRequest {
+        window: WIN,
+        code: RmaCode::Accumulate,
+        datatype: INT64,
+        op: SHIFT,
+        offset: 0,
+        len: 8,
+        origin_op: digit,
+    };
+    let mut payload_of = |digit: u64| {
+        let Ok(Delivery::Payload(PayloadSink::Owned { mut buf, token })) =
+            deliver(&mut e, 0, &request(digit).to_header())
+        else {
+            panic!("an accumulate's operand goes to a buffer for the runtime");
+        };
+        buf.copy_from_slice(&(digit as i64).to_le_bytes());
+        (buf, token)
+    };
+    // Issued 1 then 2; 2's payload is read first.
+    let (one, first) = payload_of(1);
+    let (two, second) = payload_of(2);
+    e.payload_done(second, Some(two));
+    assert!(e.poll_apply().is_none(), "2 waits for 1");
+    e.payload_done(first, Some(one));
+    for digit in [1, 2] {
+        let mut apply = e.poll_apply().expect("the next apply");
+        assert_eq!(apply.operand(), (digit as i64).to_le_bytes());
+        assert_eq!(compute(&mut apply), ApplyStatus::Done);
+        e.apply_done(apply, ApplyStatus::Done);
+    }
+    assert_eq!(i64_at(&window, 0), 12);
+}
+
+#[test]
 fn a_get_reply_lands_in_the_origin_buffer_and_wrong_replies_break_the_protocol() {
     let mut e = Engine::new(EngineConfig {
         me: 0,
