@@ -51,9 +51,10 @@ use std::collections::{BTreeSet, VecDeque};
 use rustc_hash::FxHashMap as HashMap;
 use thiserror::Error;
 
-use super::Engine;
+use super::{Engine, TransmitPayload};
 use crate::request::{CompletionError, Region, ReqId};
 use crate::wire::onesided::RmaCode;
+use crate::wire::FrameKind;
 
 mod origin;
 mod target;
@@ -322,13 +323,22 @@ impl Engine {
     }
 
     /// Removes window `win`; its memory is the program's again. `Busy`
-    /// while operations this process issued on it are unanswered or
-    /// operations on its memory are being applied: the runtime's
-    /// collective free flushes them first. Errors recorded since the
-    /// last flush are dropped with the window.
+    /// while operations this process issued on it are unanswered,
+    /// operations on its memory are being applied, or a get's reply that
+    /// borrows it waits in [`Engine::poll_transmit`]: the runtime's
+    /// collective free flushes every member first, so that every reply
+    /// has also left the transport. Errors recorded since the last flush
+    /// are dropped with the window.
     pub fn win_free(&mut self, win: u32) -> Result<(), RmaError> {
         let window = self.onesided.windows.get(&win).ok_or(RmaError::NoWindow)?;
-        let busy = window.applies > 0 || window.targets.values().any(|b| !b.outstanding.is_empty());
+        let replying = self.outbox.iter().any(|t| {
+            t.header.kind == FrameKind::RmaReply
+                && t.header.context == win
+                && matches!(t.payload, TransmitPayload::Borrowed(_))
+        });
+        let busy = replying
+            || window.applies > 0
+            || window.targets.values().any(|b| !b.outstanding.is_empty());
         if busy {
             return Err(RmaError::Busy);
         }

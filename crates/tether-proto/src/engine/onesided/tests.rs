@@ -182,6 +182,29 @@ fn a_put_lands_in_the_window_and_a_get_is_answered_from_it_in_place() {
 }
 
 #[test]
+fn a_window_is_not_freed_under_a_get_reply_that_borrows_it() {
+    let mut e = Engine::new(EngineConfig {
+        me: 1,
+        eager_limit: 64,
+    });
+    let mut window = vec![0u8; 64];
+    e.win_create(WIN, region(&mut window), &[(0, 0)]).unwrap();
+    let get = crate::wire::onesided::RmaRequest {
+        window: WIN,
+        code: RmaCode::Get,
+        datatype: 0,
+        op: 0,
+        offset: 0,
+        len: 64,
+        origin_op: 1,
+    };
+    deliver(&mut e, 0, &get.to_header()).unwrap();
+    assert_eq!(e.win_free(WIN), Err(RmaError::Busy));
+    assert!(e.poll_transmit().is_some());
+    assert_eq!(e.win_free(WIN), Ok(()));
+}
+
+#[test]
 fn an_accumulate_keeps_its_place_while_its_payload_is_read_on_another_link() {
     let mut e = Engine::new(EngineConfig {
         me: 1,
