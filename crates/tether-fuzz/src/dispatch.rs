@@ -93,7 +93,9 @@ fn check_class(header: &FrameHeader, kind: LinkKind, open: bool, class: &Result<
         | FrameKind::Rts
         | FrameKind::Cts
         | FrameKind::Data
-        | FrameKind::ReadDone => {
+        | FrameKind::ReadDone
+        | FrameKind::RmaRequest
+        | FrameKind::RmaReply => {
             // A payload in a file is announced beside a socket or ring,
             // and only for rendezvous data.
             let placed = !in_file || (kind != LinkKind::File && header.kind == FrameKind::Data);

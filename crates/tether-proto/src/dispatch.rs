@@ -49,8 +49,8 @@ impl LinkKind {
 /// for [`deliver`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
-    /// A data-path frame (`Eager`, `Rts`, `Cts`, `Data`, `ReadDone`) for
-    /// the engine.
+    /// A data-path frame (`Eager`, `Rts`, `Cts`, `Data`, `ReadDone`,
+    /// `RmaRequest`, `RmaReply`) for the engine.
     Data,
     /// A handshake frame (`Hello`, `HelloAck`, `HelloReject`): read its
     /// payload and hand both to the link's handshake.
@@ -84,15 +84,24 @@ pub fn classify(header: &FrameHeader, kind: LinkKind, open: bool) -> Result<Clas
         | FrameKind::Cts
         | FrameKind::Data
         | FrameKind::ReadDone
+        | FrameKind::RmaRequest
+        | FrameKind::RmaReply
             if !open =>
         {
             unexpected("before the handshake completed")
         }
+        // One-sided frames travel on every kind of link: over files and
+        // tcp always, over shared memory where cross-memory attach is
+        // refused. Their payloads always follow the header (large puts
+        // and get replies land in place through the sink, as rendezvous
+        // data does).
         FrameKind::Eager
         | FrameKind::Rts
         | FrameKind::Cts
         | FrameKind::Data
-        | FrameKind::ReadDone => {
+        | FrameKind::ReadDone
+        | FrameKind::RmaRequest
+        | FrameKind::RmaReply => {
             if header.flags & FLAG_PAYLOAD_IN_FILE != 0 {
                 if kind == LinkKind::File {
                     return unexpected("in a message file (a payload in another file)");
@@ -217,6 +226,8 @@ mod tests {
             FrameKind::Cts,
             FrameKind::Data,
             FrameKind::ReadDone,
+            FrameKind::RmaRequest,
+            FrameKind::RmaReply,
         ] {
             let header = frame(kind);
             assert!(refused(classify(&header, LinkKind::Stream, false)));
@@ -246,6 +257,11 @@ mod tests {
         let mut eager = frame(FrameKind::Eager);
         eager.flags = FLAG_PAYLOAD_IN_FILE;
         assert!(refused(classify(&eager, LinkKind::Ring, true)));
+        for kind in [FrameKind::RmaRequest, FrameKind::RmaReply] {
+            let mut rma = frame(kind);
+            rma.flags = FLAG_PAYLOAD_IN_FILE;
+            assert!(refused(classify(&rma, LinkKind::Stream, true)));
+        }
     }
 
     #[test]

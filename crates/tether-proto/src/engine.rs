@@ -37,7 +37,12 @@
 //!    [`Engine::rma_done`] (which may queue more frames); a frame made
 //!    before its peer's route was known goes through [`Engine::revisit`]
 //!    first;
-//! 5. a blocking call may move an eager message without the engine (the
+//! 5. one-sided operations (`engine/onesided.rs`): register windows with
+//!    [`Engine::win_create`], hand `RmaRequest` and `RmaReply` headers to
+//!    [`Engine::on_header`] like any data-path frame, and drain
+//!    [`Engine::poll_apply`], handing each apply back with
+//!    [`Engine::apply_done`];
+//! 6. a blocking call may move an eager message without the engine (the
 //!    runtime's short path): a send may hand its own `Eager` frame (no
 //!    request handle) to the link when [`Engine::eager_limit`] allows it
 //!    and the peer is not lost; a receive may take an `Eager` frame
@@ -57,8 +62,10 @@ use crate::request::{Completion, CompletionError, Gather, Region, ReqId, Slab};
 use crate::rma::{RemoteKey, RmaOp};
 use crate::wire::{FrameHeader, FrameKind, WireError, FLAG_REMOTE_KEY};
 
+mod onesided;
 mod remote;
 
+pub use onesided::{Apply, ApplyStatus, FlushMark, Reduction, RmaError, RmaTarget};
 use remote::{key_sink, keyed, PutState, RemoteRecv};
 
 /// Settings of one engine.
@@ -147,6 +154,17 @@ enum Token {
         peer: u32,
         header: FrameHeader,
     },
+    /// A put's payload, read into this process's window.
+    RmaPut {
+        origin: u32,
+        request: crate::wire::onesided::RmaRequest,
+    },
+    /// An accumulate-family payload, for the apply queued in slot `0`.
+    RmaOperand(u64),
+    /// The data of a reply, read into operation `0`'s result buffer.
+    RmaResult(u64),
+    /// The payload of a refused one-sided request, dropped.
+    RmaDiscard,
 }
 
 /// What the runtime must do with the payload that follows a header.
@@ -225,6 +243,9 @@ enum Kind {
     /// Completed by its owner through [`Engine::complete_generalized`]
     /// (a collective operation built from point-to-point requests).
     Generalized,
+    /// A one-sided operation's request (`rput`, `rget`) of `bytes` bytes
+    /// to `target` (`engine/onesided.rs`).
+    OneSided { target: u32, bytes: u64 },
 }
 
 /// What a gathered send keeps: its runs, or, sent to this process itself,
@@ -298,6 +319,8 @@ pub struct Engine {
     reads_refused: HashSet<u32>,
     /// Remote memory operations for the transports ([`Engine::poll_rma`]).
     rma: VecDeque<RmaOp>,
+    /// Windows and one-sided operations (`engine/onesided.rs`).
+    onesided: onesided::OneSided,
 }
 
 /// Spare unexpected-message buffers kept at most, and the largest kept
@@ -325,6 +348,7 @@ impl Engine {
             split_bytes: 0,
             reads_refused: HashSet::default(),
             rma: VecDeque::new(),
+            onesided: onesided::OneSided::default(),
         }
     }
 
@@ -772,19 +796,29 @@ impl Engine {
 
     /// A frame whose `completes` named `req` was handed to the transport.
     pub fn transmit_done(&mut self, req: ReqId) {
-        if let Some(Request {
-            kind: Kind::Send { tag, region, .. },
-            done: None,
-            ..
-        }) = self.requests.get(req)
-        {
-            let sent = Completion {
-                source: self.config.me,
-                tag: *tag,
-                bytes: region.len as u64,
-                error: None,
-            };
-            self.complete(req, sent);
+        match self.requests.get(req) {
+            Some(Request {
+                kind: Kind::Send { tag, region, .. },
+                done: None,
+                ..
+            }) => {
+                let sent = Completion {
+                    source: self.config.me,
+                    tag: *tag,
+                    bytes: region.len as u64,
+                    error: None,
+                };
+                self.complete(req, sent);
+            }
+            Some(Request {
+                kind: Kind::OneSided { target, bytes },
+                done: None,
+                ..
+            }) => {
+                let (target, bytes) = (*target, *bytes);
+                self.rput_handed_over(req, target, bytes);
+            }
+            _ => {}
         }
     }
 
@@ -821,6 +855,8 @@ impl Engine {
             }
             FrameKind::Data => self.on_data(peer, header),
             FrameKind::ReadDone => self.on_read_done(peer, header),
+            FrameKind::RmaRequest => self.on_rma_request(peer, header),
+            FrameKind::RmaReply => self.on_rma_reply(peer, header),
             other => Err(WireError::UnexpectedFrame {
                 got: other,
                 state: "on the data path",
@@ -1122,6 +1158,10 @@ impl Engine {
                     self.on_cts(peer, &header, key);
                 }
             }
+            Token::RmaPut { origin, request } => self.rma_put_done(origin, request),
+            Token::RmaOperand(slot) => self.rma_operand_done(slot, owned.unwrap_or_default()),
+            Token::RmaResult(op) => self.rma_result_done(op),
+            Token::RmaDiscard => {}
             Token::Unexpected(envelope) => {
                 let data = owned.unwrap_or_default();
                 match self.posted.take_match(&envelope) {
@@ -1141,6 +1181,7 @@ impl Engine {
         self.lost.insert(peer);
         self.outbox.retain(|t| t.peer != peer);
         self.rma.retain(|op| op.peer != peer);
+        self.onesided_peer_lost(peer);
         let mut failed: Vec<ReqId> = self.posted.take_from_source(peer);
         for (id, request) in self.requests.iter_mut() {
             if request.done.is_some() {
@@ -1152,7 +1193,9 @@ impl Engine {
                     state: RecvState::Matched { source, .. },
                     ..
                 } => *source == peer,
-                Kind::Recv { .. } | Kind::Generalized => false,
+                // Failed (or not) by `onesided_peer_lost`, which knows
+                // whether the operation is still outstanding.
+                Kind::Recv { .. } | Kind::Generalized | Kind::OneSided { .. } => false,
             };
             if needs_peer {
                 failed.push(id);
@@ -1290,6 +1333,7 @@ impl Engine {
         let source = match self.requests.get(req).map(|r| &r.kind) {
             Some(Kind::Send { peer, .. }) => *peer,
             Some(Kind::Recv { selector, .. }) => selector.source.unwrap_or(u32::MAX),
+            Some(Kind::OneSided { target, .. }) => *target,
             Some(Kind::Generalized) | None => u32::MAX,
         };
         self.complete(

@@ -9,7 +9,8 @@
 //!
 //! The layers, top to bottom:
 //! - [`dispatch`]: the one place a decoded frame header is routed;
-//! - [`engine::Engine`]: point-to-point requests with MPI semantics;
+//! - [`engine::Engine`]: point-to-point requests with MPI semantics, and
+//!   one-sided operations on windows (`engine/onesided.rs`);
 //! - [`matching`]: the posted-receive and unexpected-message queues;
 //! - [`rma`]: remote keys and the put/get operations the engine asks a
 //!   transport for;
@@ -33,10 +34,14 @@ pub mod wire;
 
 pub use counters::{Counters, PeerCounters, SendPath};
 pub use dispatch::{classify, deliver, Class, Delivery, FileData, LinkKind};
-pub use engine::{Engine, EngineConfig, PayloadSink, SinkToken, Transmit, TransmitPayload};
+pub use engine::{
+    Apply, ApplyStatus, Engine, EngineConfig, FlushMark, PayloadSink, Reduction, RmaError,
+    RmaTarget, SinkToken, Transmit, TransmitPayload,
+};
 pub use link::{Link, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};
 pub use request::{Completion, CompletionError, Gather, Region, ReqId};
 pub use rma::{PutSource, RemoteKey, RmaKind, RmaOp, RmaStatus};
+pub use wire::onesided::{ReplyStatus, RmaCode};
 pub use wire::{FrameHeader, FrameKind, Hello, WireError};
 
 #[cfg(test)]

@@ -187,6 +187,10 @@ pub enum CompletionError {
     PeerLost,
     /// The request was cancelled before it matched anything.
     Cancelled,
+    /// A one-sided request (`rput`, `rget`) that the target refused: the
+    /// access lies outside its window, or it has no such window. The
+    /// target's memory is untouched; `TETHER_ERR_RMA_RANGE`.
+    RmaRange,
 }
 
 /// How a request ended. For receives `source`, `tag` and `bytes` describe

@@ -20,10 +20,15 @@
 //! Decoding checks magic, version, sequence number and the payload length
 //! allowed for the kind *before* anything is allocated, so a peer cannot
 //! make the receiver allocate from a length it chose.
+//!
+//! The one-sided frames (`RmaRequest`, `RmaReply`) give the fields
+//! meanings of their own: see [`onesided`].
 
 use thiserror::Error;
 
 use crate::rma::RemoteKey;
+
+pub mod onesided;
 
 /// The four bytes every frame starts with.
 pub const MAGIC: [u8; 4] = *b"TTHR";
@@ -78,6 +83,14 @@ pub enum FrameKind {
     /// sender's key (`tag` 0), or could not read it (`tag` 1: the sender
     /// writes that part too). The sender's buffer is in use until then.
     ReadDone = 10,
+    /// A one-sided operation on the receiver's window ([`onesided`]):
+    /// window id in `context`, operation, datatype and op in `tag`,
+    /// offset in `receiver_req`, bytes accessed in `msg_size`.
+    RmaRequest = 11,
+    /// The target's answer to an `RmaRequest` ([`onesided`]): status in
+    /// `tag`, the origin's operation id in `sender_req`, and the data a
+    /// get, fetch-and-op or compare-and-swap returns.
+    RmaReply = 12,
 }
 
 impl FrameKind {
@@ -93,6 +106,8 @@ impl FrameKind {
             8 => FrameKind::Bye,
             9 => FrameKind::Abort,
             10 => FrameKind::ReadDone,
+            11 => FrameKind::RmaRequest,
+            12 => FrameKind::RmaReply,
             _ => return None,
         })
     }
@@ -156,7 +171,10 @@ impl FrameHeader {
     /// `expected_seq` is the next sequence number this direction of the
     /// connection must carry; `max_eager` bounds the payload of an `Eager`
     /// frame (the largest eager message any sender may use). `Data`
-    /// payloads are bounded later, against the receive they are for.
+    /// payloads are bounded later, against the receive they are for;
+    /// one-sided payloads must fit their operation
+    /// ([`onesided::RmaRequest::from_header`]) and are bounded later,
+    /// against the window (requests) or the operation (replies).
     pub fn decode(
         bytes: &[u8; HEADER_LEN],
         expected_seq: u64,
@@ -198,7 +216,7 @@ impl FrameHeader {
             FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => MAX_CONTROL_PAYLOAD,
             FrameKind::Eager => max_eager,
             FrameKind::Data if flags & FLAG_WRITTEN != 0 => 0,
-            FrameKind::Data => u64::MAX,
+            FrameKind::Data | FrameKind::RmaRequest | FrameKind::RmaReply => u64::MAX,
             FrameKind::Rts | FrameKind::Cts if flags & FLAG_REMOTE_KEY != 0 => {
                 if payload_len != RemoteKey::ENCODED_LEN as u64 {
                     return Err(WireError::BadKeyLength { got: payload_len });
@@ -218,7 +236,7 @@ impl FrameHeader {
                 max,
             });
         }
-        Ok(FrameHeader {
+        let header = FrameHeader {
             kind,
             flags,
             seq,
@@ -228,7 +246,9 @@ impl FrameHeader {
             msg_size: u64_at(32),
             sender_req: u64_at(40),
             receiver_req: u64_at(48),
-        })
+        };
+        onesided::check(&header)?;
+        Ok(header)
     }
 }
 
@@ -259,6 +279,8 @@ pub enum WireError {
     KeyWraps { addr: u64, len: u64 },
     #[error("data frame of {got} bytes where {expected} were granted")]
     DataLength { expected: u64, got: u64 },
+    #[error("malformed one-sided frame: {why}")]
+    BadRma { why: &'static str },
 }
 
 impl WireError {

@@ -391,6 +391,10 @@ impl Runtime {
                 ),
             ),
             CompletionError::Cancelled => err(ErrorClass::Cancelled, "the receive was cancelled"),
+            CompletionError::RmaRange => err(
+                ErrorClass::RmaRange,
+                format!("{} refused a one-sided access outside its window", who()),
+            ),
             CompletionError::PeerLost => self
                 .transport
                 .router()

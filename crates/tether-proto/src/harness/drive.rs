@@ -30,6 +30,7 @@ impl World {
             if self.remote.is_some() {
                 moved |= self.run_rma(rank);
             }
+            moved |= self.run_applies(rank);
             for peer in 0..self.engines.len() {
                 if peer != rank {
                     moved |= self.write_control(rank, peer);

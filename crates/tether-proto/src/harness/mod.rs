@@ -15,6 +15,7 @@
 //! on the side that saw it, as the runtime does.
 
 mod drive;
+pub mod onesided;
 mod remote;
 mod rng;
 mod wire_model;
@@ -130,6 +131,9 @@ pub struct World {
     pub remote: Option<remote::RemoteModel>,
     /// Every remote memory operation carried out: (rank, put?, bytes, status).
     pub rma_log: Vec<remote::RmaRecord>,
+    /// Leaves one-sided applies with the engines instead of computing
+    /// them ([`onesided::compute`]) as the runtime would.
+    pub hold_applies: bool,
 }
 
 impl World {
@@ -214,6 +218,7 @@ impl World {
             wires,
             remote: None,
             rma_log: Vec::new(),
+            hold_applies: false,
         }
     }
 
