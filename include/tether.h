@@ -187,6 +187,8 @@ typedef int tether_dist;
 
 typedef int tether_field;
 
+typedef int tether_win;
+
 /*
  How a point-to-point operation completed: the source rank in the
  communicator, the tag, the error class (`TETHER_SUCCESS` or e.g.
@@ -208,6 +210,11 @@ typedef struct {
  No field: what `tether_field_free` leaves in the handle.
  */
 #define TETHER_FIELD_NULL 0
+
+/*
+ No window: what `tether_win_free` leaves in the handle.
+ */
+#define TETHER_WIN_NULL 0
 
 #define TETHER_REQUEST_NULL 0
 
@@ -297,6 +304,19 @@ typedef struct {
 #define TETHER_MINLOC 11
 
 #define TETHER_MAXLOC 12
+
+/*
+ One-sided accumulate family only: the origin's value replaces the
+ target's (MPI_REPLACE); collectives refuse it with `TETHER_ERR_OP`.
+ */
+#define TETHER_REPLACE 13
+
+/*
+ One-sided accumulate family only: the target is left as it is, so
+ `tether_fetch_and_op` reads atomically (MPI_NO_OP); collectives refuse
+ it with `TETHER_ERR_OP`.
+ */
+#define TETHER_NO_OP 14
 
 #ifdef __cplusplus
 extern "C" {
@@ -732,6 +752,140 @@ int tether_hint(const char *key, const char *value);
  The effective value of setting `key` into `value` (`len` bytes).
  */
 int tether_hint_get(const char *key, char *value, int len);
+
+/*
+ Exposes `bytes` bytes at `base` (NULL with 0 bytes allowed) to the
+ members of `comm` for one-sided access; collective over `comm`. Every
+ member passes its own base and size; when it returns, every member's
+ window is in place. The memory stays the program's, valid until
+ `tether_win_free`. Errors: `TETHER_ERR_ARG` (negative size, NULL base
+ with bytes), `TETHER_ERR_COMM`, and a collective's errors.
+ */
+int tether_win_create(void *base, int64_t bytes, tether_comm comm, tether_win *win);
+
+/*
+ Completes every member's operations on `*win`, then frees it and sets
+ `*win` to `TETHER_WIN_NULL`; collective. A freed or unknown window is
+ `TETHER_ERR_ARG`.
+ */
+int tether_win_free(tether_win *win);
+
+/*
+ Writes `count` elements at `origin` into rank `target`'s window at
+ `target_offset_bytes`. Returns at once: `origin` may be reused, and
+ the data is in the target's memory, after `tether_win_flush(target)`,
+ `tether_win_flush_all` or `tether_win_fence`. An access outside the
+ target's window is `TETHER_ERR_RMA_RANGE`, with nothing sent.
+ */
+int tether_put(const void *origin,
+               int64_t count,
+               tether_datatype datatype,
+               int target,
+               int64_t target_offset_bytes,
+               tether_win win);
+
+/*
+ Reads `count` elements of rank `target`'s window at
+ `target_offset_bytes` into `origin`, which holds them after the next
+ flush of that target (or fence). Errors as `tether_put`.
+ */
+int tether_get(void *origin,
+               int64_t count,
+               tether_datatype datatype,
+               int target,
+               int64_t target_offset_bytes,
+               tether_win win);
+
+/*
+ `tether_put` with a request that completes once `origin` may be
+ reused (the data reaches the target's memory by the next flush).
+ */
+int tether_rput(const void *origin,
+                int64_t count,
+                tether_datatype datatype,
+                int target,
+                int64_t target_offset_bytes,
+                tether_win win,
+                tether_request *req);
+
+/*
+ `tether_get` with a request that completes once the data is in
+ `origin`. A target that refuses the access completes the request with
+ `TETHER_ERR_RMA_RANGE`.
+ */
+int tether_rget(void *origin,
+                int64_t count,
+                tether_datatype datatype,
+                int target,
+                int64_t target_offset_bytes,
+                tether_win win,
+                tether_request *req);
+
+/*
+ Combines `count` elements at `origin` into rank `target`'s window with
+ `op` (a reduction, `TETHER_REPLACE` or `TETHER_NO_OP`): atomic per
+ element against the other accumulate-family operations on it, and
+ applied in the order this process issued them to that target.
+ Complete after the next flush. An invalid (type, op) pair is
+ `TETHER_ERR_OP`.
+ */
+int tether_accumulate(const void *origin,
+                      int64_t count,
+                      tether_datatype datatype,
+                      int target,
+                      int64_t target_offset_bytes,
+                      tether_op op,
+                      tether_win win);
+
+/*
+ Combines the one element at `origin` into rank `target`'s window with
+ `op` and fetches the element's value before into `result`, atomically;
+ `result` holds it after the next flush. Integer and floating types
+ only (`TETHER_ERR_TYPE`), aligned to their size
+ (`TETHER_ERR_RMA_RANGE`).
+ */
+int tether_fetch_and_op(const void *origin,
+                        void *result,
+                        tether_datatype datatype,
+                        int target,
+                        int64_t target_offset_bytes,
+                        tether_op op,
+                        tether_win win);
+
+/*
+ Replaces the one element at rank `target`'s window with `*origin` if
+ it equals `*compare`, and fetches its value before into `result`,
+ atomically; `result` holds it after the next flush. Integer types only
+ (`TETHER_ERR_TYPE`), aligned to their size (`TETHER_ERR_RMA_RANGE`).
+ */
+int tether_compare_and_swap(const void *origin,
+                            const void *compare,
+                            void *result,
+                            tether_datatype datatype,
+                            int target,
+                            int64_t target_offset_bytes,
+                            tether_win win);
+
+/*
+ Blocks until every operation this process issued on `win` to rank
+ `target` is complete in the target's memory (and its results in the
+ caller's). Reports the first failure of those operations since the
+ last flush: `TETHER_ERR_PEER_LOST` when the target was lost,
+ `TETHER_ERR_RMA_RANGE` or `TETHER_ERR_OP` when it refused one.
+ */
+int tether_win_flush(int target, tether_win win);
+
+/*
+ `tether_win_flush` for every member of `win`.
+ */
+int tether_win_flush_all(tether_win win);
+
+/*
+ Completes every member's operations on `win`: collective over its
+ members; when it returns, what anyone put before is in every target's
+ memory.
+ */
+int tether_win_fence(tether_win win);
 
 /*
  Starts a send; `*req` is written on success.

@@ -108,6 +108,13 @@ pub const TETHER_BOR: tether_op = 9;
 pub const TETHER_BXOR: tether_op = 10;
 pub const TETHER_MINLOC: tether_op = 11;
 pub const TETHER_MAXLOC: tether_op = 12;
+/// One-sided accumulate family only: the origin's value replaces the
+/// target's (MPI_REPLACE); collectives refuse it with `TETHER_ERR_OP`.
+pub const TETHER_REPLACE: tether_op = 13;
+/// One-sided accumulate family only: the target is left as it is, so
+/// `tether_fetch_and_op` reads atomically (MPI_NO_OP); collectives refuse
+/// it with `TETHER_ERR_OP`.
+pub const TETHER_NO_OP: tether_op = 14;
 
 #[cfg(test)]
 mod tests {
@@ -146,5 +153,8 @@ mod tests {
             };
             assert_eq!(c, *op as i32, "TETHER_{name}");
         }
+        assert_eq!(TETHER_REPLACE, tether::REPLACE);
+        assert_eq!(TETHER_NO_OP, tether::NO_OP);
+        assert_eq!(crate::TETHER_WIN_NULL, tether::WIN_NULL);
     }
 }

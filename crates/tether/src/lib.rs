@@ -28,7 +28,10 @@ pub mod transport;
 pub mod universe;
 
 pub use error::{Error, ErrorClass, Result};
-pub use runtime::{Arg, Arrival, Layout, Runtime, Status, ANY_SOURCE, ANY_TAG, IN_PLACE, TAG_UB};
+pub use runtime::{
+    Arg, Arrival, Layout, Runtime, Status, ANY_SOURCE, ANY_TAG, IN_PLACE, NO_OP, REPLACE, TAG_UB,
+    WIN_NULL,
+};
 pub use tether_proto::ReqId;
 
 /// This library's version.

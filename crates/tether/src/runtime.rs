@@ -23,6 +23,7 @@ mod direct;
 mod fields;
 mod stats;
 mod traced;
+mod windows;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::identity::{self, Identity};
@@ -36,6 +37,7 @@ use activities::{Activities, Progress};
 pub use collectives::{Arg, Layout, IN_PLACE};
 pub use direct::Arrival;
 use direct::RingShortcut;
+pub use windows::{NO_OP, REPLACE, WIN_NULL};
 
 /// Wildcard source for receives and probes.
 pub const ANY_SOURCE: i32 = -1;
@@ -82,6 +84,8 @@ pub struct Runtime {
     activities: Activities,
     /// Scratch buffers of finished collectives, for the next ones.
     scratch: crate::coll::ScratchPool,
+    /// One-sided windows (`runtime/windows.rs`).
+    windows: windows::Windows,
     /// The handle of the last field created.
     next_field: i32,
     /// How many fields of each (producer, name) this process created, to
@@ -156,6 +160,7 @@ impl Runtime {
             engine,
             transport,
             activities: Activities::default(),
+            windows: windows::Windows::default(),
             scratch: Default::default(),
             next_field: 0,
             field_generations: HashMap::default(),
@@ -532,6 +537,7 @@ impl Runtime {
     fn progress_once(&mut self, timeout: Option<Duration>) -> bool {
         self.push_transmits();
         let active = self.transport.poll(timeout, &mut self.engine);
+        self.serve_applies();
         // Activities that find a transfer failed name the peer's error.
         self.absorb_link_events();
         // Handing frames to the transport can complete sends, which can

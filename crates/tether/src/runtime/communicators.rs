@@ -82,7 +82,7 @@ impl Runtime {
         self.create(members)
     }
 
-    fn create(&mut self, members: Vec<u32>) -> Result<i32> {
+    pub(super) fn create(&mut self, members: Vec<u32>) -> Result<i32> {
         let me = self.me;
         let Some(agreement) = Comm::new(CREATION_CONTEXT, members.clone(), me) else {
             return Ok(COMM_NULL);

@@ -1,0 +1,503 @@
+//! Windows and one-sided operations (DESIGN 3.7) on the engine's
+//! one-sided protocol (`tether-proto`'s `engine/onesided.rs`).
+//!
+//! A window has a communicator of its own, created from the caller's
+//! when the window is (so that the program may free its communicator,
+//! and the window's fences and free never match the program's
+//! collectives); that communicator's context, agreed by every member and
+//! unique in each, is also the window's id on the wire and its handle.
+//! Creation then gathers every member's size, registers the window in the
+//! engine and ends with a barrier, so that an operation issued after
+//! `tether_win_create` returns finds every target's window in place.
+//!
+//! Every access is checked here against the target's size, with the
+//! numbers in the error, before the engine checks it again (and the
+//! target once more). Targets serve operations whenever they make
+//! progress: the engine hands out the accumulate family one at a time,
+//! computed here (`windows/apply.rs`).
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
+use tether_proto::{Reduction, Region, ReqId, RmaError, RmaTarget};
+
+use super::{Arg, Runtime, IN_PLACE};
+use crate::datatype::{self, byte_len, Datatype};
+use crate::error::{err, Error, ErrorClass, Result};
+
+mod apply;
+pub use apply::{AccOp, NO_OP, REPLACE};
+
+/// No window: what `tether_win_free` leaves in the handle.
+pub const WIN_NULL: i32 = 0;
+
+/// This process's record of one window.
+pub(super) struct Window {
+    /// The window's own communicator (see the module documentation).
+    comm: i32,
+    /// Universe rank of each member, by rank in the window's communicator.
+    members: Arc<[u32]>,
+    /// Each member's window size in bytes, by rank.
+    sizes: Vec<u64>,
+}
+
+/// Windows by handle.
+#[derive(Default)]
+pub(super) struct Windows {
+    table: HashMap<i32, Window>,
+}
+
+/// Where an operation goes, checked: its engine target and its length.
+struct Access {
+    at: RmaTarget,
+    len: usize,
+    datatype: Datatype,
+}
+
+impl Runtime {
+    /// Creates a window over `bytes` bytes at `base` (NULL with 0 bytes
+    /// allowed), collective over `comm`: returns its handle.
+    ///
+    /// # Safety
+    /// `base` stays valid for `bytes` bytes until the window is freed.
+    pub unsafe fn win_create(&mut self, base: *mut u8, bytes: i64, comm: i32) -> Result<i32> {
+        let len = usize::try_from(bytes)
+            .map_err(|_| err(ErrorClass::Arg, format!("window size {bytes} is negative")))?;
+        if base.is_null() && len > 0 {
+            return Err(err(
+                ErrorClass::Arg,
+                format!("window base is NULL but its size is {bytes} bytes"),
+            ));
+        }
+        let members = self.comms.get(comm)?.members.to_vec();
+        let own = self.create(members)?;
+        let (members, my_rank) = {
+            let c = self.comms.get(own)?;
+            (c.members.clone(), c.my_rank as usize)
+        };
+        let id = self.comms.get(own)?.context;
+        let mut sizes = vec![0u64; members.len()];
+        sizes[my_rank] = len as u64;
+        let int64 = datatype::lookup(6)?;
+        // SAFETY: `sizes` outlives the allgather, which completes here.
+        let gathered = unsafe {
+            let send = Arg::new(IN_PLACE, 1, int64.handle);
+            let recv = Arg::new(sizes.as_ptr().cast(), 1, int64.handle);
+            self.iallgather(send, recv, own)
+                .and_then(|req| self.wait(req))
+        };
+        if let Err(e) = gathered.and_then(|s| s.error.map_or(Ok(()), Err)) {
+            let _ = self.comm_free(own);
+            return Err(e);
+        }
+        let others: Vec<(u32, u64)> = members
+            .iter()
+            .zip(&sizes)
+            .enumerate()
+            .filter(|(rank, _)| *rank != my_rank)
+            .map(|(_, (&member, &size))| (member, size))
+            .collect();
+        let local = Region {
+            ptr: if len == 0 {
+                std::ptr::NonNull::dangling().as_ptr()
+            } else {
+                base
+            },
+            len,
+        };
+        self.engine
+            .win_create(id, local, &others)
+            .map_err(|e| rma_error(e, "creating a window"))?;
+        let handle = id as i32;
+        self.windows.table.insert(
+            handle,
+            Window {
+                comm: own,
+                members,
+                sizes,
+            },
+        );
+        self.barrier(own)?;
+        Ok(handle)
+    }
+
+    fn window(&self, win: i32) -> Result<&Window> {
+        self.windows.table.get(&win).ok_or_else(|| {
+            err(
+                ErrorClass::Arg,
+                format!("{win} is not a live tether_win (never created, or freed)"),
+            )
+        })
+    }
+
+    /// Checks `count` elements of `datatype` at `offset` bytes into
+    /// `target`'s window (a rank of the window's communicator).
+    fn access(
+        &self,
+        win: i32,
+        target: i32,
+        offset: i64,
+        count: i64,
+        datatype: i32,
+    ) -> Result<Access> {
+        let window = self.window(win)?;
+        let datatype = datatype::lookup(datatype)?;
+        let len = byte_len(count, datatype)?;
+        let rank = usize::try_from(target)
+            .ok()
+            .filter(|r| *r < window.members.len())
+            .ok_or_else(|| {
+                err(
+                    ErrorClass::Rank,
+                    format!(
+                        "target {target} is outside the window's {} members",
+                        window.members.len()
+                    ),
+                )
+            })?;
+        let size = window.sizes[rank];
+        let offset = u64::try_from(offset).map_err(|_| {
+            err(
+                ErrorClass::RmaRange,
+                format!("target offset {offset} is negative"),
+            )
+        })?;
+        if offset.checked_add(len as u64).is_none_or(|end| end > size) {
+            return Err(err(
+                ErrorClass::RmaRange,
+                format!(
+                    "{len} bytes at offset {offset} pass the end of rank {target}'s window of {size} bytes"
+                ),
+            ));
+        }
+        Ok(Access {
+            at: RmaTarget {
+                win: win as u32,
+                rank: window.members[rank],
+                offset,
+            },
+            len,
+            datatype,
+        })
+    }
+
+    /// Writes `count` elements at `origin` into `target`'s window; the
+    /// buffer is the library's until the next flush of that target.
+    ///
+    /// # Safety
+    /// `origin` stays valid and unmodified until that flush returns.
+    pub unsafe fn put(
+        &mut self,
+        origin: *const u8,
+        count: i64,
+        datatype: i32,
+        target: i32,
+        offset: i64,
+        win: i32,
+    ) -> Result<()> {
+        let a = self.access(win, target, offset, count, datatype)?;
+        let source = region(origin.cast_mut(), a.len, "origin")?;
+        self.engine
+            .win_put(a.at, source)
+            .map_err(|e| rma_error(e, "put"))?;
+        self.after_issue();
+        Ok(())
+    }
+
+    /// [`Runtime::put`] with a request that completes once `origin` may
+    /// be reused.
+    ///
+    /// # Safety
+    /// `origin` stays valid and unmodified until the request completes.
+    pub unsafe fn rput(
+        &mut self,
+        origin: *const u8,
+        count: i64,
+        datatype: i32,
+        target: i32,
+        offset: i64,
+        win: i32,
+    ) -> Result<ReqId> {
+        let a = self.access(win, target, offset, count, datatype)?;
+        let source = region(origin.cast_mut(), a.len, "origin")?;
+        let req = self
+            .engine
+            .win_rput(a.at, source)
+            .map_err(|e| rma_error(e, "rput"))?;
+        self.after_issue();
+        Ok(req)
+    }
+
+    /// Reads `count` elements of `target`'s window into `origin`, which
+    /// holds them after the next flush of that target.
+    ///
+    /// # Safety
+    /// `origin` stays valid until that flush returns.
+    pub unsafe fn get(
+        &mut self,
+        origin: *mut u8,
+        count: i64,
+        datatype: i32,
+        target: i32,
+        offset: i64,
+        win: i32,
+    ) -> Result<()> {
+        let a = self.access(win, target, offset, count, datatype)?;
+        let dest = region(origin, a.len, "origin")?;
+        self.engine
+            .win_get(a.at, dest)
+            .map_err(|e| rma_error(e, "get"))?;
+        self.after_issue();
+        Ok(())
+    }
+
+    /// [`Runtime::get`] with a request that completes once the data is
+    /// in `origin`.
+    ///
+    /// # Safety
+    /// `origin` stays valid until the request completes.
+    pub unsafe fn rget(
+        &mut self,
+        origin: *mut u8,
+        count: i64,
+        datatype: i32,
+        target: i32,
+        offset: i64,
+        win: i32,
+    ) -> Result<ReqId> {
+        let a = self.access(win, target, offset, count, datatype)?;
+        let dest = region(origin, a.len, "origin")?;
+        let req = self
+            .engine
+            .win_rget(a.at, dest)
+            .map_err(|e| rma_error(e, "rget"))?;
+        self.after_issue();
+        Ok(req)
+    }
+
+    /// Combines `count` elements at `origin` into `target`'s window with
+    /// `op` (a reduction, `TETHER_REPLACE` or `TETHER_NO_OP`), atomically
+    /// per element and after every accumulate-family operation this
+    /// process issued to that target before.
+    ///
+    /// # Safety
+    /// `origin` stays valid and unmodified until the next flush returns.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn accumulate(
+        &mut self,
+        origin: *const u8,
+        count: i64,
+        datatype: i32,
+        target: i32,
+        offset: i64,
+        op: i32,
+        win: i32,
+    ) -> Result<()> {
+        let a = self.access(win, target, offset, count, datatype)?;
+        let op = AccOp::from_handle(op)?;
+        op.check(a.datatype)?;
+        let source = region(origin.cast_mut(), a.len, "origin")?;
+        self.engine
+            .win_accumulate(a.at, source, reduction(a.datatype, op))
+            .map_err(|e| rma_error(e, "accumulate"))?;
+        self.after_issue();
+        Ok(())
+    }
+
+    /// Combines the one element at `origin` into `target`'s window with
+    /// `op` and fetches the element's value before into `result`.
+    ///
+    /// # Safety
+    /// `result` stays valid until the next flush returns.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn fetch_and_op(
+        &mut self,
+        origin: *const u8,
+        result: *mut u8,
+        datatype: i32,
+        target: i32,
+        offset: i64,
+        op: i32,
+        win: i32,
+    ) -> Result<()> {
+        let a = self.access(win, target, offset, 1, datatype)?;
+        if !apply::fetchable(a.datatype) {
+            let takes = "an integer or floating type";
+            return Err(apply::atomic_type_error("fetch_and_op", a.datatype, takes));
+        }
+        let op = AccOp::from_handle(op)?;
+        op.check(a.datatype)?;
+        aligned(&a, "fetch_and_op")?;
+        let operand = region(origin.cast_mut(), a.len, "origin")?;
+        let result = region(result, a.len, "result")?;
+        self.engine
+            .win_fetch_and_op(a.at, operand, result, reduction(a.datatype, op))
+            .map_err(|e| rma_error(e, "fetch_and_op"))?;
+        self.after_issue();
+        Ok(())
+    }
+
+    /// Replaces the one element at `target`'s window with `origin`'s if it
+    /// equals `compare`, and fetches its value before into `result`.
+    ///
+    /// # Safety
+    /// `result` stays valid until the next flush returns.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn compare_and_swap(
+        &mut self,
+        origin: *const u8,
+        compare: *const u8,
+        result: *mut u8,
+        datatype: i32,
+        target: i32,
+        offset: i64,
+        win: i32,
+    ) -> Result<()> {
+        let a = self.access(win, target, offset, 1, datatype)?;
+        if !apply::swappable(a.datatype) {
+            let takes = "an integer type";
+            return Err(apply::atomic_type_error(
+                "compare_and_swap",
+                a.datatype,
+                takes,
+            ));
+        }
+        aligned(&a, "compare_and_swap")?;
+        let value = region(origin.cast_mut(), a.len, "origin")?;
+        let compare = region(compare.cast_mut(), a.len, "compare")?;
+        let result = region(result, a.len, "result")?;
+        self.engine
+            .win_compare_and_swap(a.at, value, compare, result, a.datatype.handle as u8)
+            .map_err(|e| rma_error(e, "compare_and_swap"))?;
+        self.after_issue();
+        Ok(())
+    }
+
+    /// Blocks until every operation this process issued on `win` to
+    /// `target` (`None`: to every member) is complete at the target.
+    pub fn win_flush(&mut self, target: Option<i32>, win: i32) -> Result<()> {
+        let window = self.window(win)?;
+        let target = match target {
+            None => None,
+            Some(t) => Some(
+                usize::try_from(t)
+                    .ok()
+                    .and_then(|r| window.members.get(r).copied())
+                    .ok_or_else(|| {
+                        err(
+                            ErrorClass::Rank,
+                            format!(
+                                "target {t} is outside the window's {} members",
+                                window.members.len()
+                            ),
+                        )
+                    })?,
+            ),
+        };
+        let mark = self
+            .engine
+            .win_flush_mark(win as u32, target)
+            .map_err(|e| rma_error(e, "flush"))?;
+        let mut outcome = None;
+        self.wait_until(|rt| {
+            outcome = rt.engine.win_flush_poll(&mark);
+            outcome.is_some()
+        });
+        outcome
+            .expect("the wait ends when the flush does")
+            .map_err(|e| rma_error(e, "an operation before this flush"))
+    }
+
+    /// Completes every member's operations on `win` (collective).
+    pub fn win_fence(&mut self, win: i32) -> Result<()> {
+        let flushed = self.win_flush(None, win);
+        let comm = self.window(win)?.comm;
+        let synced = self.barrier(comm);
+        flushed.and(synced)
+    }
+
+    /// Frees `win` once every member's operations on it are complete
+    /// (collective); its memory is the program's again.
+    pub fn win_free(&mut self, win: i32) -> Result<()> {
+        let fenced = self.win_fence(win);
+        // A get's reply that borrows the window may still wait for its
+        // link: progress until the engine lets the window go.
+        let mut freed = self.engine.win_free(win as u32);
+        while freed == Err(RmaError::Busy) {
+            self.progress_once(Some(std::time::Duration::from_millis(1)));
+            freed = self.engine.win_free(win as u32);
+        }
+        let window = self
+            .windows
+            .table
+            .remove(&win)
+            .expect("checked by the fence");
+        let _ = self.comm_free(window.comm);
+        fenced.and(freed.map_err(|e| rma_error(e, "freeing a window")))
+    }
+
+    /// Computes the accumulate-family operations the engine hands out,
+    /// one at a time (what keeps them atomic and in order).
+    pub(super) fn serve_applies(&mut self) {
+        while let Some(mut a) = self.engine.poll_apply() {
+            let status = apply::compute(&mut a);
+            self.engine.apply_done(a, status);
+        }
+    }
+
+    /// Sends what an operation queued; one to this process is applied at
+    /// once.
+    fn after_issue(&mut self) {
+        self.serve_applies();
+        self.push_transmits();
+    }
+}
+
+fn reduction(datatype: Datatype, op: AccOp) -> Reduction {
+    Reduction {
+        datatype: datatype.handle as u8,
+        op: op.handle() as u8,
+    }
+}
+
+/// `len` bytes at `ptr`: NULL only with 0 bytes.
+fn region(ptr: *mut u8, len: usize, name: &str) -> Result<Region> {
+    if ptr.is_null() {
+        if len > 0 {
+            return Err(err(
+                ErrorClass::Arg,
+                format!("`{name}` is NULL but {len} bytes are accessed"),
+            ));
+        }
+        return Ok(Region {
+            ptr: std::ptr::NonNull::dangling().as_ptr(),
+            len: 0,
+        });
+    }
+    Ok(Region { ptr, len })
+}
+
+/// Atomics take one element aligned to its size in the target's window.
+fn aligned(a: &Access, what: &str) -> Result<()> {
+    if !a.at.offset.is_multiple_of(a.datatype.size as u64) {
+        return Err(err(
+            ErrorClass::RmaRange,
+            format!(
+                "{what}: offset {} is not aligned to TETHER_{}'s {} bytes",
+                a.at.offset, a.datatype.name, a.datatype.size
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The error class and message of a one-sided failure.
+fn rma_error(e: RmaError, what: &str) -> Error {
+    let class = match e {
+        RmaError::OutOfRange | RmaError::TargetNoWindow => ErrorClass::RmaRange,
+        RmaError::Refused => ErrorClass::Op,
+        RmaError::PeerLost => ErrorClass::PeerLost,
+        RmaError::NoWindow | RmaError::NotMember | RmaError::Busy => ErrorClass::Arg,
+    };
+    err(class, format!("{what}: {e}"))
+}

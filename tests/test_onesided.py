@@ -1,0 +1,28 @@
+"""One-sided operations (DESIGN 3.7) between two programs under `tether
+run`: five processes, alpha of 2 and beta of 3, over every transport
+set-up. Each scenario of tests/c/rma_suite.c checks its results byte by
+byte or against a serial model, and prints "ok SCENARIO" from rank 0."""
+
+import pytest
+
+from conftest import TRANSPORTS, tether_run, universe
+from test_file import universe as file_universe, SETUPS as FILE_SETUPS
+
+SCENARIOS = ["putget", "atomics", "range", "passive"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_rma_scenario(built, program, scenario, transport):
+    args, env = universe(program("rma_suite"), scenario, transport=transport)
+    proc = tether_run(args, env=env)
+    assert f"ok {scenario}" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("setup", FILE_SETUPS)
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_rma_scenario_through_files(built, program, scenario, setup, tmp_path):
+    args, env = file_universe(program("rma_suite"), scenario, setup=setup)
+    env["TETHER_FILE_DIR"] = str(tmp_path)
+    proc = tether_run(args, env=env)
+    assert f"ok {scenario}" in proc.stdout, proc.stdout + proc.stderr
