@@ -175,6 +175,18 @@
  */
 #define TETHER_MAX_ERROR_STRING 1024
 
+/*
+ A handler: `source` is the sender's rank in the communicator it sent
+ on; `header` and `payload` are the library's, valid during the call
+ (NULL when their length is 0).
+ */
+typedef void (*tether_am_handler)(void *ctx,
+                                  int source,
+                                  const void *header,
+                                  size_t header_len,
+                                  const void *payload,
+                                  size_t payload_len);
+
 typedef int tether_comm;
 
 typedef int tether_request;
@@ -321,6 +333,39 @@ typedef struct {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/*
+ Registers `handler` for id `id` (0 to 1023) in this process, replacing
+ the one before; a NULL handler unregisters it. Register before the
+ synchronisation that precedes the first message that could reach it:
+ a message for an id with no handler is dropped with a warning naming
+ the id and the sender.
+ */
+int tether_am_register(int id, tether_am_handler handler, void *ctx);
+
+/*
+ Sends an active message for handler `id` to rank `dest` of `comm`,
+ which runs it when it makes progress. `*req` completes when `header`
+ and `payload` may be reused. Every message is delivered exactly once;
+ no order between messages is promised. From inside a handler, see the
+ top of this section: the buffers are copied and `*req` is
+ `TETHER_REQUEST_NULL`.
+ */
+int tether_am_send(int dest,
+                   int id,
+                   const void *header,
+                   size_t header_len,
+                   const void *payload,
+                   size_t payload_len,
+                   tether_comm comm,
+                   tether_request *req);
+
+/*
+ One round of progress without waiting: receives what arrived, runs
+ active-message handlers, serves one-sided operations aimed at this
+ process, advances collectives and transfers.
+ */
+int tether_progress(void);
 
 /*
  Blocks until every process of `comm` has entered the barrier.
@@ -989,11 +1034,6 @@ int tether_get_count(const tether_status *status, tether_datatype datatype, int6
  Size in bytes of one element of `datatype`.
  */
 int tether_type_size(tether_datatype datatype, int *size);
-
-/*
- Moves communication forward without waiting for anything.
- */
-int tether_progress(void);
 
 /*
  Joins the universe with the identity from the environment (DESIGN 3.9).

@@ -26,3 +26,25 @@ def test_rma_scenario_through_files(built, program, scenario, setup, tmp_path):
     env["TETHER_FILE_DIR"] = str(tmp_path)
     proc = tether_run(args, env=env)
     assert f"ok {scenario}" in proc.stdout, proc.stdout + proc.stderr
+
+
+AM_SCENARIOS = ["many", "reply", "deadlock", "unregistered"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("scenario", AM_SCENARIOS)
+def test_active_messages(built, program, scenario, transport):
+    args, env = universe(program("am_suite"), scenario, transport=transport)
+    proc = tether_run(args, env=env)
+    assert f"ok {scenario}" in proc.stdout, proc.stdout + proc.stderr
+    if scenario == "unregistered":
+        assert proc.stderr.count("id 999") == 1, proc.stderr
+
+
+@pytest.mark.parametrize("setup", FILE_SETUPS)
+@pytest.mark.parametrize("scenario", AM_SCENARIOS)
+def test_active_messages_through_files(built, program, scenario, setup, tmp_path):
+    args, env = file_universe(program("am_suite"), scenario, setup=setup)
+    env["TETHER_FILE_DIR"] = str(tmp_path)
+    proc = tether_run(args, env=env)
+    assert f"ok {scenario}" in proc.stdout, proc.stdout + proc.stderr

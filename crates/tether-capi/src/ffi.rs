@@ -156,6 +156,15 @@ impl Boundary {
 
 #[cold]
 fn reentry(call: &str, reentered: Reentered) -> Error {
+    if crate::active::in_handler() {
+        return err(
+            ErrorClass::Arg,
+            format!(
+                "{call} called from inside an active-message handler: only tether_am_send may \
+                 be called there (a blocking call would wait on progress only this thread makes)"
+            ),
+        );
+    }
     err(
         ErrorClass::Internal,
         format!(

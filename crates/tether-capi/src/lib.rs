@@ -16,6 +16,7 @@
 // The C functions take raw pointers by design; each is checked before use.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+mod active;
 #[cfg(test)]
 mod boundary_tests;
 mod collectives;
@@ -32,6 +33,7 @@ mod start;
 mod stats;
 mod types;
 
+pub use active::*;
 pub use collectives::*;
 pub use communicators::*;
 pub use errors::*;

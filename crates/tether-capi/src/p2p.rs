@@ -542,12 +542,3 @@ pub extern "C" fn tether_type_size(datatype: tether_datatype, size: *mut c_int) 
         Ok(())
     })
 }
-
-/// Moves communication forward without waiting for anything.
-#[no_mangle]
-pub extern "C" fn tether_progress() -> c_int {
-    run("tether_progress", || {
-        state("tether_progress")?.runtime()?.progress();
-        Ok(())
-    })
-}

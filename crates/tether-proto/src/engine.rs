@@ -378,6 +378,19 @@ impl Engine {
         self.config.eager_limit = limit;
     }
 
+    /// Counts the messages of `context` that arrive unexpected (for a
+    /// context taken by probing: see [`Engine::watched_arrivals`]).
+    pub fn watch_context(&mut self, context: u32) {
+        self.unexpected.watch(context);
+    }
+
+    /// Messages of the watched context that arrived unexpected so far: a
+    /// probe can only find a new one when this changed.
+    #[inline]
+    pub fn watched_arrivals(&self) -> u64 {
+        self.unexpected.watched_arrivals()
+    }
+
     /// Starts a send of `region` to universe rank `dest`.
     pub fn isend(&mut self, dest: u32, context: u32, tag: i32, region: Region) -> ReqId {
         self.start_send(dest, context, tag, region, None)

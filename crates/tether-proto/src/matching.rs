@@ -126,6 +126,9 @@ pub struct UnexpectedQueue<T> {
     items: VecDeque<(Envelope, T)>,
     /// The most it held at once.
     deepest: usize,
+    /// The context whose arrivals are counted ([`UnexpectedQueue::watch`]).
+    watched: Option<u32>,
+    watched_arrivals: u64,
 }
 
 impl<T> Default for UnexpectedQueue<T> {
@@ -133,14 +136,29 @@ impl<T> Default for UnexpectedQueue<T> {
         UnexpectedQueue {
             items: VecDeque::new(),
             deepest: 0,
+            watched: None,
+            watched_arrivals: 0,
         }
     }
 }
 
 impl<T> UnexpectedQueue<T> {
     pub fn push(&mut self, envelope: Envelope, item: T) {
+        self.watched_arrivals += u64::from(self.watched == Some(envelope.context));
         self.items.push_back((envelope, item));
         self.deepest = self.deepest.max(self.items.len());
+    }
+
+    /// Counts the messages of `context` that arrive from now on, so that
+    /// whoever takes them by probing (active messages) probes only when
+    /// one came, instead of searching the queue on every call.
+    pub fn watch(&mut self, context: u32) {
+        self.watched = Some(context);
+    }
+
+    /// Messages of the watched context that arrived so far.
+    pub fn watched_arrivals(&self) -> u64 {
+        self.watched_arrivals
     }
 
     /// The most messages it held at once.

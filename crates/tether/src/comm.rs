@@ -21,6 +21,10 @@ pub const COMM_NULL: i32 = 0;
 /// Context of the agreement traffic of communicator creation (and, + 1,
 /// its collective); never given to a communicator.
 pub const CREATION_CONTEXT: u32 = u32::MAX - 1;
+/// Context of active messages (`runtime/active.rs`); below it are the
+/// field, clock and creation contexts, above the last communicator's
+/// collective context.
+pub const AM_CONTEXT: u32 = u32::MAX - 5;
 /// Contexts the universe communicator uses; new ones start after them.
 const FIRST_FREE_CONTEXT: u32 = 2;
 
@@ -139,7 +143,7 @@ impl CommTable {
     /// Adds a communicator whose context the members agreed on; returns
     /// its handle. Handles are not reused, so a freed one stays invalid.
     pub fn insert(&mut self, comm: Comm) -> Result<i32> {
-        if comm.context < self.next_context || comm.context >= CREATION_CONTEXT - 1 {
+        if comm.context < self.next_context || comm.context >= AM_CONTEXT - 1 {
             return Err(err(
                 ErrorClass::Internal,
                 format!(
@@ -179,6 +183,14 @@ impl CommTable {
     }
 
     #[inline]
+    /// The communicator with wire context `context`, if this process has it.
+    pub fn by_context(&self, context: u32) -> Option<&Comm> {
+        self.universe
+            .iter()
+            .chain(self.comms.values())
+            .find(|c| c.context == context)
+    }
+
     pub fn get(&self, handle: i32) -> Result<&Comm> {
         let comm = match handle {
             COMM_UNIVERSE => self.universe.as_ref(),

@@ -29,8 +29,8 @@ pub mod universe;
 
 pub use error::{Error, ErrorClass, Result};
 pub use runtime::{
-    Arg, Arrival, Layout, Runtime, Status, ANY_SOURCE, ANY_TAG, IN_PLACE, NO_OP, REPLACE, TAG_UB,
-    WIN_NULL,
+    AmMessage, AmReply, Arg, Arrival, Handler, Layout, Runtime, Status, AM_IDS, ANY_SOURCE,
+    ANY_TAG, IN_PLACE, NO_OP, REPLACE, TAG_UB, WIN_NULL,
 };
 pub use tether_proto::ReqId;
 

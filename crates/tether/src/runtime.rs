@@ -14,6 +14,7 @@ use tether_rendezvous::Rendezvous;
 
 use crate::comm::{Comm, CommTable};
 
+mod active;
 mod activities;
 mod aliasing;
 mod collective_activity;
@@ -33,6 +34,7 @@ use crate::router::Transports;
 use crate::settings::Settings;
 use crate::trace::Span;
 use crate::universe::{self, addr_key, Universe};
+pub use active::{AmMessage, AmReply, Handler, AM_IDS};
 use activities::{Activities, Progress};
 pub use collectives::{Arg, Layout, IN_PLACE};
 pub use direct::Arrival;
@@ -86,6 +88,8 @@ pub struct Runtime {
     scratch: crate::coll::ScratchPool,
     /// One-sided windows (`runtime/windows.rs`).
     windows: windows::Windows,
+    /// Active-message handlers and messages in flight (`runtime/active.rs`).
+    active: active::Active,
     /// The handle of the last field created.
     next_field: i32,
     /// How many fields of each (producer, name) this process created, to
@@ -143,6 +147,7 @@ impl Runtime {
                 settings.eager_limit()
             },
         });
+        engine.watch_context(crate::comm::AM_CONTEXT);
         // Used only with peers whose memory the transport reaches.
         engine.set_split_bytes(settings.shm_split_bytes());
         let transport = Transports::new(bound, &settings, universe.clone(), rendezvous.clone());
@@ -161,6 +166,7 @@ impl Runtime {
             transport,
             activities: Activities::default(),
             windows: windows::Windows::default(),
+            active: active::Active::default(),
             scratch: Default::default(),
             next_field: 0,
             field_generations: HashMap::default(),
@@ -345,6 +351,7 @@ impl Runtime {
     pub fn take(&mut self, req: ReqId) -> Option<Status> {
         let ordinal = self.trace.as_ref().and_then(|_| self.engine.ordinal(req));
         let (completion, word) = self.engine.take_completion_with_user(req)?;
+        self.am_taken(req);
         if self.trace.is_some() {
             self.trace_close(
                 req,
@@ -538,6 +545,7 @@ impl Runtime {
         self.push_transmits();
         let active = self.transport.poll(timeout, &mut self.engine);
         self.serve_applies();
+        self.serve_active();
         // Activities that find a transfer failed name the peer's error.
         self.absorb_link_events();
         // Handing frames to the transport can complete sends, which can

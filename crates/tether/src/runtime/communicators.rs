@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use super::collective_activity::Collective;
 use super::Runtime;
 use crate::coll::{ring, Buf, Buffers, Channel, Running, Shape, Span};
-use crate::comm::{Comm, COMM_NULL, CREATION_CONTEXT};
+use crate::comm::{Comm, AM_CONTEXT, COMM_NULL, CREATION_CONTEXT};
 use crate::datatype;
 use crate::error::{err, ErrorClass, Result};
 use crate::op::Op;
@@ -139,7 +139,7 @@ impl Runtime {
         }
         let context = u32::try_from(values[0])
             .ok()
-            .filter(|c| *c < CREATION_CONTEXT - 1)
+            .filter(|c| *c < AM_CONTEXT - 1)
             .ok_or_else(|| err(ErrorClass::Comm, "no communicator context is left"))?;
         let comm = Comm::new(context, members, me).expect("a member");
         self.comms.insert(comm)

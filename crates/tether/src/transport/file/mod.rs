@@ -256,7 +256,8 @@ impl FileTransport {
 
     /// Writes the payload of a hybrid `Data` frame to its file
     /// ([`PayloadFiles::send_payload`]).
-    fn write_payload(&mut self, t: Transmit) -> Transmit {
+    fn write_payload(&mut self, mut t: Transmit) -> Transmit {
+        pack(&mut t);
         let peer = t.peer;
         let receiver_req = t.header.receiver_req;
         let target = self.layout.outgoing_payload(peer, receiver_req);
@@ -824,11 +825,7 @@ impl Transport for FileTransport {
     /// published as soon as it is written so that the receiver reads it
     /// while the next is written.
     fn send(&mut self, mut t: Transmit) -> Result<(), NoResource> {
-        if let TransmitPayload::Gathered(g) = &t.payload {
-            // A file holds contiguous bytes: runs are packed.
-            // SAFETY: the runs are valid until the send completes.
-            t.payload = TransmitPayload::Owned(unsafe { g.to_vec() });
-        }
+        pack(&mut t);
         let peer = t.peer;
         // SAFETY: a borrowed payload stays valid until the request in
         // `completes` completes, which is after these writes.
@@ -966,12 +963,20 @@ impl Drop for FileTransport {
 /// # Safety
 /// A borrowed payload's region must be valid for reads while the returned
 /// slice is used (the engine keeps it so until the send completes).
+/// A file holds contiguous bytes: a gathered payload's runs are packed.
+fn pack(t: &mut Transmit) {
+    if let TransmitPayload::Gathered(g) = &t.payload {
+        // SAFETY: the runs are valid until the send completes.
+        t.payload = TransmitPayload::Owned(unsafe { g.to_vec() });
+    }
+}
+
 unsafe fn payload_bytes(payload: &TransmitPayload) -> &[u8] {
     match payload {
         TransmitPayload::None => &[],
         TransmitPayload::Borrowed(r) => std::slice::from_raw_parts(r.ptr, r.len),
         TransmitPayload::Owned(v) => v,
-        TransmitPayload::Gathered(_) => unreachable!("gathered payloads are packed in send"),
+        TransmitPayload::Gathered(_) => unreachable!("gathered payloads are packed first"),
     }
 }
 
