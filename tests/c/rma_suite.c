@@ -15,7 +15,14 @@
  *   range    out-of-window accesses refused with TETHER_ERR_RMA_RANGE,
  *            the target's memory byte-identical; invalid pairs refused;
  *   passive  rank 0 sits in tether_recv while the others put into its
- *            window and flush; then the last one sends to it. */
+ *            window and flush; then the last one sends to it;
+ *   computing rank 0 turns the progress thread on (hint PROGRESS_THREAD)
+ *            and computes without calling Tether until rank 1's put of a
+ *            flag lands in its window, after rank 1's data (at most
+ *            60 s: a target nobody serves fails). */
+#define _POSIX_C_SOURCE 200809L
+#include <time.h>
+
 #include "common.h"
 
 #define MIB (1024 * 1024)
@@ -267,6 +274,40 @@ static void passive(void) {
     free(base);
 }
 
+static void computing(void) {
+    CHECK(tether_hint("PROGRESS_THREAD", "1"));
+    size_t bytes = 8 + 65536;
+    unsigned char *base = calloc(bytes, 1);
+    tether_win win;
+    CHECK(tether_win_create(base, (int64_t)bytes, U, &win));
+    if (me == 0) {
+        volatile int64_t *flag = (volatile int64_t *)base;
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        double waited = 0;
+        while (*flag == 0 && waited < 60) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            waited = (double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9;
+        }
+        EXPECT(*flag == 1, "the flag never landed while the target computed (%.0f s)", waited);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        long long bad = first_mismatch(base + 8, 65536, 4242);
+        EXPECT(bad < 0, "the data put before the flag differs at byte %lld", bad);
+    } else if (me == 1) {
+        unsigned char *out = xmalloc(65536);
+        fill(out, 65536, 4242);
+        CHECK(tether_put(out, 65536, TETHER_BYTE, 0, 8, win));
+        CHECK(tether_win_flush(0, win));
+        int64_t one = 1;
+        CHECK(tether_put(&one, 1, TETHER_INT64, 0, 0, win));
+        CHECK(tether_win_flush(0, win));
+        free(out);
+    }
+    CHECK(tether_win_free(&win));
+    CHECK(tether_hint("PROGRESS_THREAD", "0"));
+    free(base);
+}
+
 int main(int argc, char **argv) {
     CHECK(tether_init(&argc, &argv));
     CHECK(tether_comm_rank(U, &me));
@@ -276,6 +317,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(scenario, "atomics")) atomics();
     else if (!strcmp(scenario, "range")) range();
     else if (!strcmp(scenario, "passive")) passive();
+    else if (!strcmp(scenario, "computing")) computing();
     else EXPECT(0, "unknown scenario %s", scenario);
     CHECK(tether_finalize());
     if (me == 0) printf("ok %s\n", scenario);

@@ -14,15 +14,18 @@ pub extern "C" fn tether_hint(key: *const c_char, value: *const c_char) -> c_int
     run("tether_hint", || {
         let key = in_str(key, "key")?;
         let value = in_str(value, "value")?;
-        let mut st = state("tether_hint")?;
-        match st.runtime.as_mut() {
-            Some(rt) => rt.hint(key, value),
-            None => {
-                Settings::from_vars(Vec::new())?.0.set_hint(key, value)?;
-                st.early_hints.push((key.to_string(), value.to_string()));
-                Ok(())
+        {
+            let mut st = state("tether_hint")?;
+            match st.runtime.as_mut() {
+                Some(rt) => rt.hint(key, value)?,
+                None => {
+                    Settings::from_vars(Vec::new())?.0.set_hint(key, value)?;
+                    st.early_hints.push((key.to_string(), value.to_string()));
+                    return Ok(());
+                }
             }
         }
+        crate::progress_thread::sync()
     })
 }
 

@@ -29,6 +29,7 @@ mod lock;
 mod onesided;
 mod p2p;
 mod poison;
+mod progress_thread;
 mod start;
 mod stats;
 mod types;

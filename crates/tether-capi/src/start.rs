@@ -8,6 +8,7 @@ use tether::identity;
 use tether::Runtime;
 
 use crate::ffi::{in_str, out, run, state, write_str};
+use crate::progress_thread;
 use crate::types::tether_comm;
 
 fn start(call: &'static str, identity: Option<identity::Identity>) -> Result<()> {
@@ -33,7 +34,10 @@ fn start(call: &'static str, identity: Option<identity::Identity>) -> Result<()>
 /// `argc` and `argv` may be NULL; they are not changed.
 #[no_mangle]
 pub extern "C" fn tether_init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
-    run("tether_init", || start("tether_init", None))
+    run("tether_init", || {
+        start("tether_init", None)?;
+        progress_thread::sync()
+    })
 }
 
 /// Joins the universe as rank `rank` of program `program`, which has `size`
@@ -45,7 +49,8 @@ pub extern "C" fn tether_init_as(program: *const c_char, rank: c_int, size: c_in
         start(
             "tether_init_as",
             Some(identity::explicit(program, rank.into(), size.into())?),
-        )
+        )?;
+        progress_thread::sync()
     })
 }
 
@@ -55,6 +60,7 @@ pub extern "C" fn tether_init_as(program: *const c_char, rank: c_int, size: c_in
 #[no_mangle]
 pub extern "C" fn tether_finalize() -> c_int {
     run("tether_finalize", || {
+        progress_thread::shut_down();
         let mut st = state("tether_finalize")?;
         let runtime = st.runtime.take().ok_or_else(|| {
             err(

@@ -148,8 +148,9 @@ impl ConnectionPolicy {
                 self.in_kernel
                     .then(|| Effect::Connect(peers.kernel_peers()))
             }
-            // Read where they are used, at their next use.
-            Key::FieldQueue => None,
+            // Read where they are used, at their next use (the progress
+            // thread's by the C boundary, which owns the thread).
+            Key::FieldQueue | Key::ProgressThread | Key::ProgressIntervalUs => None,
             // Start-up settings: `Settings::set_hint` refuses them.
             Key::Rendezvous
             | Key::Program

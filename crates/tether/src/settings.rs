@@ -322,6 +322,23 @@ settings! {
         hint: true,
         meaning: "1 while the program is in a communication kernel: waits spin longer instead of sleeping, and the peers used inside are connected at once the next time a kernel starts",
     };
+    progress_thread as ProgressThread: Flag = Setting {
+        key: "PROGRESS_THREAD",
+        default: "0",
+        kind: Kind::Flag,
+        hint: true,
+        meaning: "1: a background thread makes progress every TETHER_PROGRESS_INTERVAL_US while the program computes, so that one-sided operations and active messages aimed at this process are served without it calling Tether (handlers may then run on that thread); costs a little CPU and the C API lock's fast path",
+    };
+    progress_interval_us as ProgressIntervalUs: Number = Setting {
+        key: "PROGRESS_INTERVAL_US",
+        default: "100",
+        kind: Kind::Number {
+            min: 1,
+            max: 1_000_000,
+        },
+        hint: true,
+        meaning: "how long the progress thread (TETHER_PROGRESS_THREAD) sleeps between rounds of progress, in microseconds: the longest a remote access waits for a target that computes",
+    };
     wait as Wait: Choice = Setting {
         key: "WAIT",
         default: "auto",
