@@ -129,8 +129,8 @@ pub enum RmaKind {
 /// lies inside `key` before it touches anything.
 #[derive(Debug, Clone)]
 pub struct RmaOp {
-    /// The request the operation serves.
-    pub req: ReqId,
+    /// What the operation serves.
+    pub owner: RmaOwner,
     pub peer: u32,
     pub key: RemoteKey,
     /// Where in the key's memory the access starts.
@@ -156,6 +156,15 @@ impl RmaOp {
     pub fn remote_address(&self) -> Option<u64> {
         self.key.address(self.offset, self.len() as u64)
     }
+}
+
+/// What a remote memory operation serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RmaOwner {
+    /// A rendezvous transfer: the send or receive request.
+    Transfer(ReqId),
+    /// A one-sided put or get on a window: the engine's operation id.
+    Window(u64),
 }
 
 /// How an operation ended.

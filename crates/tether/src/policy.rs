@@ -163,6 +163,7 @@ impl ConnectionPolicy {
             | Key::ShmCma
             | Key::ShmMembarrier
             | Key::ShmSplitBytes
+            | Key::RmaDirectBytes
             | Key::FileDir
             | Key::FileEagerLimit
             | Key::FileFsync

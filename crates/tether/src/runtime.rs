@@ -150,6 +150,7 @@ impl Runtime {
         engine.watch_context(crate::comm::AM_CONTEXT);
         // Used only with peers whose memory the transport reaches.
         engine.set_split_bytes(settings.shm_split_bytes());
+        engine.set_window_direct_bytes(settings.rma_direct_bytes());
         let transport = Transports::new(bound, &settings, universe.clone(), rendezvous.clone());
         let mut runtime = Runtime {
             me,

@@ -322,6 +322,16 @@ settings! {
         hint: true,
         meaning: "1 while the program is in a communication kernel: waits spin longer instead of sleeping, and the peers used inside are connected at once the next time a kernel starts",
     };
+    rma_direct_bytes as RmaDirectBytes: Number = Setting {
+        key: "RMA_DIRECT_BYTES",
+        default: "16384",
+        kind: Kind::Number {
+            min: 0,
+            max: u64::MAX,
+        },
+        hint: false,
+        meaning: "one-sided puts and gets of at least this many bytes to a process on this host go straight into or out of its window by cross-memory attach, without the target (0: never); smaller ones go as frames the target's progress applies",
+    };
     progress_thread as ProgressThread: Flag = Setting {
         key: "PROGRESS_THREAD",
         default: "0",

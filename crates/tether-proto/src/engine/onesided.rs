@@ -56,6 +56,7 @@ use crate::request::{CompletionError, Region, ReqId};
 use crate::wire::onesided::RmaCode;
 use crate::wire::FrameKind;
 
+mod direct;
 mod origin;
 mod target;
 
@@ -205,6 +206,11 @@ struct Window {
 struct TargetBook {
     /// The target's window size in bytes.
     size: u64,
+    /// Where the target's window starts in its address space, once the
+    /// runtime passed it on ([`Engine::win_set_address`]): puts and gets
+    /// then go straight into it where the transport reaches the target's
+    /// memory (`onesided/direct.rs`).
+    address: Option<u64>,
     /// Operations issued to the target and not answered yet.
     outstanding: BTreeSet<u64>,
     /// The first failure of an operation without a request since the
@@ -249,6 +255,12 @@ pub(super) struct OneSided {
     applies: VecDeque<Queued>,
     /// The next [`Queued::slot`].
     next_slot: u64,
+    /// Puts and gets under way by remote memory, with their frame in
+    /// case the system refuses the access (`onesided/direct.rs`).
+    direct: HashMap<u64, direct::Fallback>,
+    /// Puts and gets of at least this many bytes go by remote memory
+    /// where they can (0: never).
+    direct_bytes: u64,
     /// One apply is out with the runtime.
     applying: bool,
 }
@@ -263,6 +275,8 @@ impl Default for OneSided {
             applies: VecDeque::new(),
             next_slot: 0,
             applying: false,
+            direct: HashMap::default(),
+            direct_bytes: 0,
         }
     }
 }
@@ -451,6 +465,7 @@ impl Engine {
                 }
             }
         }
+        state.direct.retain(|_, fallback| fallback.peer != peer);
         let windows = &mut state.windows;
         state.applies.retain(|queued| {
             let keep = queued.apply.origin != peer;

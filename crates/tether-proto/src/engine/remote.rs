@@ -32,7 +32,7 @@ use super::{
     Request, SendGather, SendState, SinkToken, Token, Transmit, TransmitPayload,
 };
 use crate::request::{Gather, Region, ReqId};
-use crate::rma::{split_point, PutSource, RemoteKey, RmaKind, RmaOp, RmaStatus};
+use crate::rma::{split_point, PutSource, RemoteKey, RmaKind, RmaOp, RmaOwner, RmaStatus};
 use crate::wire::{WireError, FLAG_REMOTE_KEY, FLAG_SPLIT, FLAG_WRITTEN};
 
 /// Where the data of a matched receive comes from.
@@ -103,7 +103,7 @@ impl Engine {
     }
 
     #[inline]
-    fn remote_memory(&self, peer: u32) -> u64 {
+    pub(super) fn remote_memory(&self, peer: u32) -> u64 {
         self.remote_memory.get(peer as usize).copied().unwrap_or(0)
     }
 
@@ -225,7 +225,7 @@ impl Engine {
                 cts.flags |= FLAG_SPLIT;
                 let at = split_point(len);
                 let read = RmaOp {
-                    req,
+                    owner: RmaOwner::Transfer(req),
                     peer,
                     key,
                     offset: at,
@@ -283,7 +283,7 @@ impl Engine {
                     None => PutSource::Region(region.prefix(first_len as usize)),
                 };
                 self.rma.push_back(RmaOp {
-                    req,
+                    owner: RmaOwner::Transfer(req),
                     peer,
                     key,
                     offset: 0,
@@ -303,7 +303,10 @@ impl Engine {
 
     /// The operation `op` ([`Engine::poll_rma`]) ended with `status`.
     pub fn rma_done(&mut self, op: RmaOp, status: RmaStatus) {
-        let req = op.req;
+        let req = match op.owner {
+            RmaOwner::Transfer(req) => req,
+            RmaOwner::Window(id) => return self.window_rma_done(id, &op, status),
+        };
         let (peer, is_send) = match self.requests.get(req) {
             Some(Request {
                 kind: Kind::Send { peer, .. },
@@ -465,7 +468,7 @@ impl Engine {
             state.rest = true;
         }
         self.rma.push_back(RmaOp {
-            req,
+            owner: RmaOwner::Transfer(req),
             peer,
             key,
             offset: at,

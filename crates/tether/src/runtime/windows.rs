@@ -76,20 +76,23 @@ impl Runtime {
             (c.members.clone(), c.my_rank as usize)
         };
         let id = self.comms.get(own)?.context;
-        let mut sizes = vec![0u64; members.len()];
-        sizes[my_rank] = len as u64;
+        // Every member's size and address, two words each.
+        let mut gathered = vec![0u64; 2 * members.len()];
+        gathered[2 * my_rank] = len as u64;
+        gathered[2 * my_rank + 1] = base as u64;
         let int64 = datatype::lookup(6)?;
-        // SAFETY: `sizes` outlives the allgather, which completes here.
-        let gathered = unsafe {
-            let send = Arg::new(IN_PLACE, 1, int64.handle);
-            let recv = Arg::new(sizes.as_ptr().cast(), 1, int64.handle);
+        // SAFETY: `gathered` outlives the allgather, which completes here.
+        let done = unsafe {
+            let send = Arg::new(IN_PLACE, 2, int64.handle);
+            let recv = Arg::new(gathered.as_ptr().cast(), 2, int64.handle);
             self.iallgather(send, recv, own)
                 .and_then(|req| self.wait(req))
         };
-        if let Err(e) = gathered.and_then(|s| s.error.map_or(Ok(()), Err)) {
+        if let Err(e) = done.and_then(|s| s.error.map_or(Ok(()), Err)) {
             let _ = self.comm_free(own);
             return Err(e);
         }
+        let sizes: Vec<u64> = gathered.iter().step_by(2).copied().collect();
         let others: Vec<(u32, u64)> = members
             .iter()
             .zip(&sizes)
@@ -108,6 +111,12 @@ impl Runtime {
         self.engine
             .win_create(id, local, &others)
             .map_err(|e| rma_error(e, "creating a window"))?;
+        for (rank, &member) in members.iter().enumerate() {
+            if rank != my_rank && sizes[rank] > 0 {
+                self.engine
+                    .win_set_address(id, member, gathered[2 * rank + 1]);
+            }
+        }
         let handle = id as i32;
         self.windows.table.insert(
             handle,

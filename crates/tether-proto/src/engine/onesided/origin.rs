@@ -196,12 +196,24 @@ impl Engine {
         // An rput completes when its frame is handed over; a small one
         // may be copied by a blocked transport, as an eager send is.
         let rput = request.filter(|_| issue.code == RmaCode::Put);
+        let copy_if_blocked = rput.is_some() && issue.len <= self.eager_limit(at.rank);
+        let payload = match self.try_direct(
+            at,
+            frame,
+            issue.payload,
+            issue.result,
+            rput,
+            copy_if_blocked,
+        ) {
+            Ok(()) => return Ok(request),
+            Err(payload) => payload,
+        };
         self.outbox.push_back(Transmit {
             peer: at.rank,
             header: frame.to_header(),
-            payload: issue.payload,
+            payload,
             completes: rput,
-            copy_if_blocked: rput.is_some() && issue.len <= self.eager_limit(at.rank),
+            copy_if_blocked,
         });
         Ok(request)
     }
@@ -291,7 +303,7 @@ impl Engine {
     /// Operation `op` was answered: it is no longer outstanding, and its
     /// request completes, or its failure waits for the flush. Nothing for
     /// an operation that is gone (its peer was lost meanwhile).
-    fn answered(&mut self, op: u64, outcome: Result<(), RmaError>) {
+    pub(super) fn answered(&mut self, op: u64, outcome: Result<(), RmaError>) {
         let Some(pending) = self.onesided.ops.remove(&op) else {
             return;
         };

@@ -10,8 +10,9 @@ use crate::engine::{
     TransmitPayload,
 };
 use crate::harness::onesided::{compute, INT64, SHIFT, SUM};
-use crate::harness::{RailChoice, WireModel, World, WorldConfig};
+use crate::harness::{RailChoice, RemoteModel, WireModel, World, WorldConfig};
 use crate::request::{CompletionError, Region};
+use crate::rma::RmaStatus;
 use crate::wire::onesided::{ReplyStatus, RmaCode, RmaReply};
 use crate::wire::{FrameKind, WireError};
 
@@ -723,4 +724,110 @@ fn windows_are_created_once_and_freed_only_when_quiet() {
         .win_put(at(1, 0), region(&mut data))
         .unwrap();
     assert_eq!(flush(&mut world, 0, Some(1)), Err(RmaError::TargetNoWindow));
+}
+
+/// Window `WIN` over `memory`, with every member's address passed on, so
+/// that puts and gets from `direct_bytes` on go by remote memory.
+fn direct_world(sizes: &[usize], direct_bytes: u64, model: RemoteModel) -> (World, Vec<Vec<u8>>) {
+    let mut world = World::new(sizes.len() as u32);
+    world.enable_remote_memory(0, model);
+    let memory = windows(&mut world.engines, sizes);
+    for engine in world.engines.iter_mut() {
+        engine.set_window_direct_bytes(direct_bytes);
+        for (rank, m) in memory.iter().enumerate() {
+            engine.win_set_address(WIN, rank as u32, m.as_ptr() as u64);
+        }
+    }
+    (world, memory)
+}
+
+const DONE: RemoteModel = RemoteModel {
+    puts: RmaStatus::Done,
+    gets: RmaStatus::Done,
+};
+
+#[test]
+fn large_puts_and_gets_go_straight_into_the_window_without_frames() {
+    let size = 1 << 20;
+    let (mut world, memory) = direct_world(&[16, size], 4096, DONE);
+    let mut data: Vec<u8> = (0..size).map(|i| (i % 253) as u8).collect();
+    world.engines[0]
+        .win_put(at(1, 0), region(&mut data))
+        .unwrap();
+    let mut small = [9u8; 8];
+    world.engines[0]
+        .win_put(at(1, 64), region(&mut small))
+        .unwrap();
+    assert_eq!(flush(&mut world, 0, Some(1)), Ok(()));
+    let mut expected = data.clone();
+    expected[64..72].copy_from_slice(&small);
+    assert!(memory[1] == expected, "both puts landed");
+    let mut back = vec![0u8; size / 2];
+    let req = world.engines[0]
+        .win_rget(at(1, 1000), region(&mut back))
+        .unwrap();
+    assert_eq!(flush(&mut world, 0, Some(1)), Ok(()));
+    assert!(world.engines[0]
+        .take_completion(req)
+        .unwrap()
+        .error
+        .is_none());
+    assert!(back == expected[1000..1000 + size / 2]);
+    let direct: Vec<(bool, usize)> = world.rma_log.iter().map(|r| (r.put, r.bytes)).collect();
+    assert_eq!(
+        direct,
+        vec![(true, size), (false, size / 2)],
+        "the 8-byte put went as a frame, the large ones by remote memory"
+    );
+}
+
+#[test]
+fn a_refused_direct_put_goes_as_a_frame_and_lands_all_the_same() {
+    let refused = RemoteModel {
+        puts: RmaStatus::Refused,
+        gets: RmaStatus::Done,
+    };
+    let size = 64 << 10;
+    let (mut world, memory) = direct_world(&[16, size], 4096, refused);
+    let mut data: Vec<u8> = (0..size).map(|i| (i % 241) as u8).collect();
+    let req = world.engines[0]
+        .win_rput(at(1, 0), region(&mut data))
+        .unwrap();
+    assert_eq!(flush(&mut world, 0, Some(1)), Ok(()));
+    assert!(world.engines[0]
+        .take_completion(req)
+        .unwrap()
+        .error
+        .is_none());
+    assert!(memory[1] == data);
+    let again = data.clone();
+    world.engines[0]
+        .win_put(at(1, 0), region(&mut data))
+        .unwrap();
+    assert_eq!(flush(&mut world, 0, Some(1)), Ok(()));
+    assert!(memory[1] == again);
+    assert_eq!(
+        world.rma_log.len(),
+        1,
+        "after a refusal the peer's memory is not asked for again"
+    );
+}
+
+#[test]
+fn a_direct_get_to_a_lost_target_fails_at_the_flush() {
+    let (mut world, _memory) = direct_world(&[16, 1 << 16], 4096, DONE);
+    let mut back = vec![0u8; 1 << 16];
+    world.engines[0]
+        .win_get(at(1, 0), region(&mut back))
+        .unwrap();
+    world.engines[0].peer_lost(1);
+    let mark = world.engines[0].win_flush_mark(WIN, Some(1)).unwrap();
+    assert_eq!(
+        world.engines[0].win_flush_poll(&mark),
+        Some(Err(RmaError::PeerLost))
+    );
+    assert!(
+        world.engines[0].poll_rma().is_none(),
+        "the lost peer's operation is dropped"
+    );
 }

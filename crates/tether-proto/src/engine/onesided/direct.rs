@@ -1,0 +1,141 @@
+//! Puts and gets straight into or out of the target's window, where the
+//! transport reaches the target's memory by address (cross-memory attach
+//! on one host): the same remote memory operations as the zero-copy
+//! rendezvous (`engine/remote.rs`), keyed by the window, and no target
+//! involvement at all, so a target that computes serves them too.
+//!
+//! The runtime passes each member's window address on
+//! ([`Engine::win_set_address`]) and the size from which this path is
+//! worth its system call ([`Engine::set_window_direct_bytes`]: below it,
+//! a frame through the ring to a target that is making progress is
+//! faster). A put or get of at least that size to such a target becomes
+//! an [`RmaOp`]; when it is done, the operation is complete at the target
+//! (the copy is synchronous), so it is answered at once. When the system
+//! refuses the access, the operation goes as the frame it would have
+//! been, and that peer's memory is not asked for again.
+
+use super::super::{Engine, Transmit, TransmitPayload};
+use super::{RmaTarget, TargetBook};
+use crate::request::{Region, ReqId};
+use crate::rma::{PutSource, RemoteKey, RmaKind, RmaOp, RmaOwner, RmaStatus};
+use crate::wire::onesided::{RmaCode, RmaRequest};
+
+/// What a direct operation becomes if the system refuses it.
+#[derive(Debug)]
+pub(in crate::engine) struct Fallback {
+    /// The target, whose loss drops it.
+    pub(super) peer: u32,
+    frame: RmaRequest,
+    payload: TransmitPayload,
+    /// An rput's request, which the frame completes when handed over.
+    rput: Option<ReqId>,
+    copy_if_blocked: bool,
+}
+
+impl Engine {
+    /// `rank`'s part of window `win` starts at `address` in its process.
+    /// Ignored for an unknown window or member.
+    pub fn win_set_address(&mut self, win: u32, rank: u32, address: u64) {
+        if let Some(book) = self
+            .onesided
+            .windows
+            .get_mut(&win)
+            .and_then(|w| w.targets.get_mut(&rank))
+        {
+            book.address = Some(address);
+        }
+    }
+
+    /// Puts and gets of at least `bytes` go straight into the target's
+    /// memory where the transport reaches it (0: never).
+    pub fn set_window_direct_bytes(&mut self, bytes: u64) {
+        self.onesided.direct_bytes = bytes;
+    }
+
+    /// Queues operation `id` (`frame`) as a remote memory operation when
+    /// it may go so; otherwise gives the payload back for the frame.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn try_direct(
+        &mut self,
+        at: RmaTarget,
+        frame: RmaRequest,
+        payload: TransmitPayload,
+        result: Option<Region>,
+        rput: Option<ReqId>,
+        copy_if_blocked: bool,
+    ) -> Result<(), TransmitPayload> {
+        let threshold = self.onesided.direct_bytes;
+        let len = frame.len;
+        let wanted = threshold > 0 && len >= threshold && len <= self.remote_memory(at.rank);
+        let book: Option<&TargetBook> = self
+            .onesided
+            .windows
+            .get(&at.win)
+            .and_then(|w| w.targets.get(&at.rank));
+        let (Some(address), Some(size)) = (book.and_then(|b| b.address), book.map(|b| b.size))
+        else {
+            return Err(payload);
+        };
+        if !wanted {
+            return Err(payload);
+        }
+        let kind = match (frame.code, &payload, result) {
+            (RmaCode::Put, TransmitPayload::Borrowed(source), _) => {
+                RmaKind::Put(PutSource::Region(*source))
+            }
+            (RmaCode::Get, _, Some(dest)) => RmaKind::Get(dest),
+            _ => return Err(payload),
+        };
+        let id = frame.origin_op;
+        self.rma.push_back(RmaOp {
+            owner: RmaOwner::Window(id),
+            peer: at.rank,
+            key: RemoteKey {
+                id: u64::from(at.win),
+                addr: address,
+                len: size,
+            },
+            offset: at.offset,
+            kind,
+        });
+        self.onesided.direct.insert(
+            id,
+            Fallback {
+                peer: at.rank,
+                frame,
+                payload,
+                rput,
+                copy_if_blocked,
+            },
+        );
+        Ok(())
+    }
+
+    /// The transport carried out (or could not) the remote memory
+    /// operation of one-sided operation `id`.
+    pub(in crate::engine) fn window_rma_done(&mut self, id: u64, op: &RmaOp, status: RmaStatus) {
+        let Some(fallback) = self.onesided.direct.remove(&id) else {
+            return;
+        };
+        match status {
+            RmaStatus::Done => {
+                let put = matches!(op.kind, RmaKind::Put(_));
+                self.counters.remote(op.peer, put, op.len() as u64);
+                self.answered(id, Ok(()));
+            }
+            RmaStatus::Refused => {
+                self.set_remote_memory(op.peer, 0);
+                self.outbox.push_back(Transmit {
+                    peer: op.peer,
+                    header: fallback.frame.to_header(),
+                    payload: fallback.payload,
+                    completes: fallback.rput,
+                    copy_if_blocked: fallback.copy_if_blocked,
+                });
+            }
+            // The transport reports the peer lost, which fails the
+            // operation (it is still outstanding).
+            RmaStatus::Failed => {}
+        }
+    }
+}
