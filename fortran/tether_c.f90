@@ -48,6 +48,7 @@ module tether_c
   integer, parameter :: TETHER_REQUEST_NULL = 0
   integer, parameter :: TETHER_COMM_UNIVERSE = 1
   integer, parameter :: TETHER_COMM_NULL = 0
+  integer, parameter :: TETHER_WIN_NULL = 0
 
   ! Fields (DESIGN 3.8). Fortran ignores case, so TETHER_FIELD_PUT and
   ! TETHER_FIELD_GET would clash with tether_field_put and tether_field_get:
@@ -108,6 +109,10 @@ module tether_c
   integer, parameter :: TETHER_BXOR = 10
   integer, parameter :: TETHER_MINLOC = 11
   integer, parameter :: TETHER_MAXLOC = 12
+  ! The accumulate family only (DESIGN 3.7; MPI_REPLACE, MPI_NO_OP):
+  ! collectives refuse them with TETHER_ERR_OP.
+  integer, parameter :: TETHER_REPLACE = 13
+  integer, parameter :: TETHER_NO_OP = 14
 
   ! A Fortran status is `integer :: status(TETHER_STATUS_SIZE)`, laid out as
   ! C's tether_status: status(TETHER_SOURCE), status(TETHER_TAG),
