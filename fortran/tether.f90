@@ -12,7 +12,8 @@
 ! what exactly went wrong. See docs/fortran.md.
 !
 ! The routines live in one module per concern (tether_setup, tether_p2p,
-! tether_collectives, tether_fields, over tether_c, the C API, and tether_support); this
+! tether_collectives, tether_fields, tether_onesided, over tether_c, the C API, and
+! tether_support); this
 ! module is the one users name.
 module tether
   use tether_c, only: TETHER_SUCCESS, TETHER_ERR_ARG, TETHER_ERR_COUNT, TETHER_ERR_RANK, TETHER_ERR_TAG, &
@@ -39,6 +40,7 @@ module tether
   use tether_p2p
   use tether_collectives
   use tether_fields
+  use tether_onesided
   implicit none
   public
 end module tether

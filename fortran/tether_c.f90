@@ -595,5 +595,76 @@ module tether_c
       import :: c_int
       integer(c_int), intent(inout) :: field
     end function
+    ! --- one-sided (DESIGN 3.7); offsets are in bytes ---
+    integer(c_int) function c_win_create(base, bytes, comm, win) bind(C, name="tether_win_create")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: base
+      integer(c_int64_t), value :: bytes
+      integer(c_int), value :: comm
+      integer(c_int), intent(out) :: win
+    end function
+    integer(c_int) function c_win_free(win) bind(C, name="tether_win_free")
+      import :: c_int
+      integer(c_int), intent(inout) :: win
+    end function
+    integer(c_int) function c_put(origin, count, datatype, target, offset, win) bind(C, name="tether_put")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin
+      integer(c_int64_t), value :: count, offset
+      integer(c_int), value :: datatype, target, win
+    end function
+    integer(c_int) function c_get(origin, count, datatype, target, offset, win) bind(C, name="tether_get")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin
+      integer(c_int64_t), value :: count, offset
+      integer(c_int), value :: datatype, target, win
+    end function
+    integer(c_int) function c_rput(origin, count, datatype, target, offset, win, req) bind(C, name="tether_rput")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin
+      integer(c_int64_t), value :: count, offset
+      integer(c_int), value :: datatype, target, win
+      integer(c_int), intent(out) :: req
+    end function
+    integer(c_int) function c_rget(origin, count, datatype, target, offset, win, req) bind(C, name="tether_rget")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin
+      integer(c_int64_t), value :: count, offset
+      integer(c_int), value :: datatype, target, win
+      integer(c_int), intent(out) :: req
+    end function
+    integer(c_int) function c_accumulate(origin, count, datatype, target, offset, op, win) &
+        bind(C, name="tether_accumulate")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin
+      integer(c_int64_t), value :: count, offset
+      integer(c_int), value :: datatype, target, op, win
+    end function
+    integer(c_int) function c_fetch_and_op(origin, result, datatype, target, offset, op, win) &
+        bind(C, name="tether_fetch_and_op")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin, result
+      integer(c_int64_t), value :: offset
+      integer(c_int), value :: datatype, target, op, win
+    end function
+    integer(c_int) function c_compare_and_swap(origin, compare, result, datatype, target, offset, win) &
+        bind(C, name="tether_compare_and_swap")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin, compare, result
+      integer(c_int64_t), value :: offset
+      integer(c_int), value :: datatype, target, win
+    end function
+    integer(c_int) function c_win_flush(target, win) bind(C, name="tether_win_flush")
+      import :: c_int
+      integer(c_int), value :: target, win
+    end function
+    integer(c_int) function c_win_flush_all(win) bind(C, name="tether_win_flush_all")
+      import :: c_int
+      integer(c_int), value :: win
+    end function
+    integer(c_int) function c_win_fence(win) bind(C, name="tether_win_fence")
+      import :: c_int
+      integer(c_int), value :: win
+    end function
   end interface
 end module tether_c
