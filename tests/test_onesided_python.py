@@ -48,3 +48,19 @@ def test_c_and_python_windows_both_ways(python_package, program, transport):
     env = clean_env(TETHER_TRANSPORTS={"tcp": "tcp", "shm": "shm", "mixed": "shm,tcp"}[transport])
     proc = tether_run(["--name", "csim", "-n", "2", *c_side, ":", "--name", "pymodel", "-n", "2", *py_side], env=env)
     assert proc.stdout.count("ok c-python rma") == 4, proc.stdout + proc.stderr
+
+
+def test_one_sided_example_of_the_docs(python_package, tmp_path):
+    # The one-sided program of docs/python.md prints what the docs show
+    # (in some order) under the line they give.
+    import re
+
+    doc = (ROOT / "docs" / "python.md").read_text()
+    section = doc[doc.index("### One-sided operations"):]
+    source = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    script = tmp_path / "onesided.py"
+    script.write_text(source)
+    shown = re.search(r"\$ tether run (.*?)\n((?:\[.*\n)+)", section)
+    args = shown.group(1).replace("python3", sys.executable).replace("onesided.py", str(script)).split()
+    proc = tether_run(args)
+    assert sorted(proc.stdout.splitlines()) == sorted(shown.group(2).splitlines()), proc.stdout + proc.stderr
