@@ -12,7 +12,8 @@
 ! what exactly went wrong. See docs/fortran.md.
 !
 ! The routines live in one module per concern (tether_setup, tether_p2p,
-! tether_collectives, tether_fields, over tether_c, the C API, and tether_support); this
+! tether_collectives, tether_fields, tether_onesided, over tether_c, the C API, and
+! tether_support); this
 ! module is the one users name.
 module tether
   use tether_c, only: TETHER_SUCCESS, TETHER_ERR_ARG, TETHER_ERR_COUNT, TETHER_ERR_RANK, TETHER_ERR_TAG, &
@@ -29,16 +30,17 @@ module tether
       TETHER_DOUBLE_INT, TETHER_2INT, TETHER_INTEGER, TETHER_REAL, TETHER_DOUBLE_PRECISION, &
       TETHER_COMPLEX, TETHER_LOGICAL, TETHER_CHARACTER, TETHER_2INTEGER, TETHER_2REAL, TETHER_2DOUBLE_PRECISION, &
       TETHER_SUM, TETHER_PROD, TETHER_MIN, TETHER_MAX, TETHER_LAND, TETHER_LOR, TETHER_LXOR, &
-      TETHER_BAND, TETHER_BOR, TETHER_BXOR, TETHER_MINLOC, TETHER_MAXLOC, &
+      TETHER_BAND, TETHER_BOR, TETHER_BXOR, TETHER_MINLOC, TETHER_MAXLOC, TETHER_REPLACE, TETHER_NO_OP, &
       TETHER_STATUS_SIZE, TETHER_SOURCE, TETHER_TAG, TETHER_ERROR, &
       TETHER_DIST_NULL, TETHER_FIELD_NULL, TETHER_DIST_BLOCK, TETHER_DIST_CYCLIC, &
       TETHER_DIST_BLOCK_CYCLIC, TETHER_DIST_NONE, TETHER_ORDER_C, TETHER_ORDER_FORTRAN, &
-      TETHER_FIELD_MODE_PUT, TETHER_FIELD_MODE_GET
+      TETHER_FIELD_MODE_PUT, TETHER_FIELD_MODE_GET, TETHER_WIN_NULL
   use tether_support, only: TETHER_IN_PLACE, TETHER_STATUS_IGNORE, TETHER_STATUSES_IGNORE
   use tether_setup
   use tether_p2p
   use tether_collectives
   use tether_fields
+  use tether_onesided
   implicit none
   public
 end module tether

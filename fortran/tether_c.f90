@@ -48,6 +48,7 @@ module tether_c
   integer, parameter :: TETHER_REQUEST_NULL = 0
   integer, parameter :: TETHER_COMM_UNIVERSE = 1
   integer, parameter :: TETHER_COMM_NULL = 0
+  integer, parameter :: TETHER_WIN_NULL = 0
 
   ! Fields (DESIGN 3.8). Fortran ignores case, so TETHER_FIELD_PUT and
   ! TETHER_FIELD_GET would clash with tether_field_put and tether_field_get:
@@ -108,6 +109,10 @@ module tether_c
   integer, parameter :: TETHER_BXOR = 10
   integer, parameter :: TETHER_MINLOC = 11
   integer, parameter :: TETHER_MAXLOC = 12
+  ! The accumulate family only (DESIGN 3.7; MPI_REPLACE, MPI_NO_OP):
+  ! collectives refuse them with TETHER_ERR_OP.
+  integer, parameter :: TETHER_REPLACE = 13
+  integer, parameter :: TETHER_NO_OP = 14
 
   ! A Fortran status is `integer :: status(TETHER_STATUS_SIZE)`, laid out as
   ! C's tether_status: status(TETHER_SOURCE), status(TETHER_TAG),
@@ -589,6 +594,77 @@ module tether_c
     integer(c_int) function c_field_free(field) bind(C, name="tether_field_free")
       import :: c_int
       integer(c_int), intent(inout) :: field
+    end function
+    ! --- one-sided (DESIGN 3.7); offsets are in bytes ---
+    integer(c_int) function c_win_create(base, bytes, comm, win) bind(C, name="tether_win_create")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: base
+      integer(c_int64_t), value :: bytes
+      integer(c_int), value :: comm
+      integer(c_int), intent(out) :: win
+    end function
+    integer(c_int) function c_win_free(win) bind(C, name="tether_win_free")
+      import :: c_int
+      integer(c_int), intent(inout) :: win
+    end function
+    integer(c_int) function c_put(origin, count, datatype, target, offset, win) bind(C, name="tether_put")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin
+      integer(c_int64_t), value :: count, offset
+      integer(c_int), value :: datatype, target, win
+    end function
+    integer(c_int) function c_get(origin, count, datatype, target, offset, win) bind(C, name="tether_get")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin
+      integer(c_int64_t), value :: count, offset
+      integer(c_int), value :: datatype, target, win
+    end function
+    integer(c_int) function c_rput(origin, count, datatype, target, offset, win, req) bind(C, name="tether_rput")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin
+      integer(c_int64_t), value :: count, offset
+      integer(c_int), value :: datatype, target, win
+      integer(c_int), intent(out) :: req
+    end function
+    integer(c_int) function c_rget(origin, count, datatype, target, offset, win, req) bind(C, name="tether_rget")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin
+      integer(c_int64_t), value :: count, offset
+      integer(c_int), value :: datatype, target, win
+      integer(c_int), intent(out) :: req
+    end function
+    integer(c_int) function c_accumulate(origin, count, datatype, target, offset, op, win) &
+        bind(C, name="tether_accumulate")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin
+      integer(c_int64_t), value :: count, offset
+      integer(c_int), value :: datatype, target, op, win
+    end function
+    integer(c_int) function c_fetch_and_op(origin, result, datatype, target, offset, op, win) &
+        bind(C, name="tether_fetch_and_op")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin, result
+      integer(c_int64_t), value :: offset
+      integer(c_int), value :: datatype, target, op, win
+    end function
+    integer(c_int) function c_compare_and_swap(origin, compare, result, datatype, target, offset, win) &
+        bind(C, name="tether_compare_and_swap")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: origin, compare, result
+      integer(c_int64_t), value :: offset
+      integer(c_int), value :: datatype, target, win
+    end function
+    integer(c_int) function c_win_flush(target, win) bind(C, name="tether_win_flush")
+      import :: c_int
+      integer(c_int), value :: target, win
+    end function
+    integer(c_int) function c_win_flush_all(win) bind(C, name="tether_win_flush_all")
+      import :: c_int
+      integer(c_int), value :: win
+    end function
+    integer(c_int) function c_win_fence(win) bind(C, name="tether_win_fence")
+      import :: c_int
+      integer(c_int), value :: win
     end function
   end interface
 end module tether_c

@@ -53,7 +53,7 @@ def test_module_and_example_compile_without_warnings(tmp_path):
     more); this test does, for the module and the heat example."""
     sources = [ROOT / "fortran" / f"{name}.f90" for name in
                ("tether_c", "tether_support", "tether_setup", "tether_p2p", "tether_collectives",
-                "tether_fields", "tether")]
+                "tether_fields", "tether_onesided", "tether")]
     subprocess.run(["gfortran", "-std=f2018", "-Wall", "-Wextra", "-Werror", "-J", str(tmp_path), "-c", *sources],
                    cwd=tmp_path, check=True)
     heat = ROOT / "examples" / "heat3d"
@@ -142,3 +142,29 @@ def test_fortran_fields_put_and_get_every_element(fortran):
     suite = fortran("field_suite")
     proc = tether_run(["--name", "prod", "-n", "4", suite, ":", "--name", "cons", "-n", "3", suite])
     assert proc.stdout.count("ok fortran fields") == 7, proc.stdout
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_one_sided_put_get_accumulate_and_atomics(fortran, transport):
+    # tests/fortran/rma_suite.f90 on alpha (2) and beta (3) over
+    # TETHER_COMM_UNIVERSE: put/get after flush and fence, rput/rget,
+    # accumulate SUM, a fetch_and_op counter, compare_and_swap, refused
+    # out-of-window accesses.
+    args, env = universe(fortran("rma_suite"), transport=transport)
+    proc = tether_run(args, env=env)
+    assert proc.stdout.count("ok fortran rma") == 5, proc.stdout + proc.stderr
+
+
+def test_one_sided_example_of_the_docs(fortran, tmp_path):
+    # The `ring` program of docs/fortran.md, compiled without warnings,
+    # prints what the docs show (in some order) under the line they give.
+    doc = (ROOT / "docs" / "fortran.md").read_text()
+    source = re.search(r"```fortran\n(program ring\n.*?)```", doc, re.S).group(1)
+    (tmp_path / "ring.f90").write_text(source)
+    exe = tmp_path / "ring"
+    subprocess.run(["gfortran", "-std=f2018", "-Wall", "-Werror", "-I", str(MODULES), "-J", str(tmp_path),
+                    str(tmp_path / "ring.f90"), "-o", str(exe), "-L", str(LIB), "-ltether_fortran", "-ltether",
+                    f"-Wl,-rpath,{LIB}"], check=True)
+    shown = re.search(r"\$ tether run (--name a .*?)\n((?:\[.*\n)+)", doc)
+    proc = tether_run(shown.group(1).replace("./ring", str(exe)).split())
+    assert sorted(proc.stdout.splitlines()) == sorted(shown.group(2).splitlines()), proc.stdout

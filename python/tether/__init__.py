@@ -90,6 +90,9 @@ from ._native import (
     BXOR,
     MINLOC,
     MAXLOC,
+    REPLACE,
+    NO_OP,
+    WIN_NULL,
     IN_PLACE,
     InPlaceType,
     Request,
@@ -113,6 +116,7 @@ from ._native import (
     universe_size,
 )
 from .comm import Comm
+from .win import Win
 from .fields import DIST_BLOCK, DIST_BLOCK_CYCLIC, DIST_CYCLIC, DIST_NONE, Dist, Field
 from .errors import *  # noqa: F401,F403  (TetherError and one class per error code)
 

@@ -6,6 +6,7 @@ from typing_extensions import disjoint_base
 
 __all__ = [
     "Comm",
+    "Win",
     "Request",
     "Status",
     "InPlaceType",
@@ -96,6 +97,9 @@ __all__ = [
     "BXOR",
     "MINLOC",
     "MAXLOC",
+    "REPLACE",
+    "NO_OP",
+    "WIN_NULL",
     "DIST_BLOCK",
     "DIST_CYCLIC",
     "DIST_BLOCK_CYCLIC",
@@ -178,6 +182,9 @@ BOR: int
 BXOR: int
 MINLOC: int
 MAXLOC: int
+REPLACE: int
+NO_OP: int
+WIN_NULL: int
 DIST_BLOCK: int
 DIST_CYCLIC: int
 DIST_BLOCK_CYCLIC: int
@@ -308,6 +315,43 @@ class Comm:
     def _irecv_then(
         self, buf: _Buffer, source: int, tag: int, finish: Callable[[Status], Any]
     ) -> Request: ...
+
+@disjoint_base
+class Win:
+    def __new__(cls, array: _Buffer, comm: Optional[Comm] = None) -> Win: ...
+    @property
+    def handle(self) -> int: ...
+    @property
+    def array(self) -> Optional[Any]: ...
+    def Put(self, origin: _Buffer, target: int, offset: int = 0) -> None: ...
+    def Get(self, origin: _Buffer, target: int, offset: int = 0) -> None: ...
+    def Rput(self, origin: _Buffer, target: int, offset: int = 0) -> Request: ...
+    def Rget(self, origin: _Buffer, target: int, offset: int = 0) -> Request: ...
+    def Accumulate(
+        self, origin: _Buffer, target: int, offset: int = 0, op: int = ..., datatype: Optional[int] = None
+    ) -> None: ...
+    def Fetch_and_op(
+        self,
+        origin: Optional[_Buffer],
+        result: _Buffer,
+        target: int,
+        offset: int = 0,
+        op: int = ...,
+        datatype: Optional[int] = None,
+    ) -> None: ...
+    def Compare_and_swap(
+        self,
+        origin: _Buffer,
+        compare: _Buffer,
+        result: _Buffer,
+        target: int,
+        offset: int = 0,
+        datatype: Optional[int] = None,
+    ) -> None: ...
+    def Flush(self, target: int) -> None: ...
+    def Flush_all(self) -> None: ...
+    def Fence(self) -> None: ...
+    def Free(self) -> None: ...
 
 def comm_create(ids: List[int]) -> int: ...
 def comm_create_ranks(ranks: List[int]) -> int: ...

@@ -17,6 +17,7 @@ mod orphans;
 mod request;
 mod status;
 mod universe;
+mod win;
 
 use pyo3::prelude::*;
 
@@ -139,5 +140,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for (name, value) in CONSTANTS {
         m.add(*name, *value)?;
     }
+    win::register(m)?;
     Ok(())
 }
