@@ -32,7 +32,7 @@ pub use runtime::{
     AmMessage, AmReply, Arg, Arrival, Handler, Layout, Runtime, Status, AM_IDS, ANY_SOURCE,
     ANY_TAG, IN_PLACE, NO_OP, REPLACE, TAG_UB, WIN_NULL,
 };
-pub use tether_proto::ReqId;
+pub use tether_proto::{Region, ReqId};
 
 /// This library's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

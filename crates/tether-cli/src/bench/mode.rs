@@ -27,6 +27,16 @@ pub enum Mode {
     Bcast,
     /// Barrier over every process (us per operation).
     Barrier,
+    /// One-sided put, then a flush of the target (us per operation).
+    Put,
+    /// One-sided get, then a flush (us per operation).
+    Get,
+    /// fetch_and_op of an INT64 SUM, then a flush (us per operation).
+    FetchOp,
+    /// A window of one-sided puts, then one flush (MB/s).
+    PutBw,
+    /// An active message answered from its handler: the round trip (us).
+    Am,
 }
 
 /// The unit of a mode's figures and which way is better.
@@ -68,13 +78,27 @@ impl Mode {
             Mode::Allreduce => "allreduce",
             Mode::Bcast => "bcast",
             Mode::Barrier => "barrier",
+            Mode::Put => "put",
+            Mode::Get => "get",
+            Mode::FetchOp => "fetch_op",
+            Mode::PutBw => "put_bw",
+            Mode::Am => "am",
         }
     }
 
     pub fn metric(self) -> Metric {
         match self {
-            Mode::Latency | Mode::Allreduce | Mode::Bcast | Mode::Barrier => Metric::LatencyUs,
-            Mode::Bw | Mode::BwBlocking | Mode::Bibw | Mode::MultiRail => Metric::BandwidthMbS,
+            Mode::Latency
+            | Mode::Allreduce
+            | Mode::Bcast
+            | Mode::Barrier
+            | Mode::Put
+            | Mode::Get
+            | Mode::FetchOp
+            | Mode::Am => Metric::LatencyUs,
+            Mode::Bw | Mode::BwBlocking | Mode::Bibw | Mode::MultiRail | Mode::PutBw => {
+                Metric::BandwidthMbS
+            }
             Mode::MbwMr => Metric::MessagesPerS,
         }
     }
@@ -89,7 +113,7 @@ impl Mode {
     pub fn windowed(self) -> bool {
         matches!(
             self,
-            Mode::Bw | Mode::BwBlocking | Mode::Bibw | Mode::MbwMr | Mode::MultiRail
+            Mode::Bw | Mode::BwBlocking | Mode::Bibw | Mode::MbwMr | Mode::MultiRail | Mode::PutBw
         )
     }
 
@@ -103,15 +127,17 @@ impl Mode {
             Mode::MbwMr => vec![8, 64, 1 << 10],
             Mode::Allreduce | Mode::Bcast => vec![8, 64 << 10, 1 << 20],
             Mode::Barrier => vec![0],
+            Mode::Put | Mode::Get | Mode::Am => vec![8, 4 << 10, 64 << 10, 1 << 20],
+            Mode::FetchOp => vec![8],
+            Mode::PutBw => vec![64 << 10, 1 << 20, 16 << 20],
         }
     }
 
     /// Smallest size the mode can move: an allreduce of doubles needs one.
     pub fn min_size(self) -> u64 {
-        if self == Mode::Allreduce {
-            8
-        } else {
-            0
+        match self {
+            Mode::Allreduce | Mode::FetchOp => 8,
+            _ => 0,
         }
     }
 

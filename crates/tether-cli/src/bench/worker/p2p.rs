@@ -13,13 +13,13 @@ const TAG_DATA: i32 = 100;
 const TAG_ACK: i32 = 101;
 
 /// This process's side of a pair.
-struct Pair {
-    sender: bool,
-    peer: i32,
+pub(super) struct Pair {
+    pub(super) sender: bool,
+    pub(super) peer: i32,
 }
 
 /// Checks that the universe splits into pairs and finds this process's.
-fn pair(rt: &Runtime) -> Result<Pair, String> {
+pub(super) fn pair(rt: &Runtime) -> Result<Pair, String> {
     let size = rt.universe().size();
     if size < 2 || size & 1 != 0 {
         return Err(format!(
