@@ -102,10 +102,10 @@ fn measure(rt: &mut Runtime, args: &WorkerArgs) -> Result<Vec<Point>, String> {
             Mode::Allreduce => coll::allreduce(rt, size, counts)?,
             Mode::Bcast => coll::bcast(rt, size, counts)?,
             Mode::Barrier => coll::barrier(rt, counts)?,
-            Mode::Put => rma::one_sided(rt, rma::Op::Put, size, counts, args.window)?,
-            Mode::Get => rma::one_sided(rt, rma::Op::Get, size, counts, args.window)?,
-            Mode::FetchOp => rma::one_sided(rt, rma::Op::FetchOp, size, counts, args.window)?,
-            Mode::PutBw => rma::one_sided(rt, rma::Op::PutBandwidth, size, counts, args.window)?,
+            Mode::Put => rma::one_sided(rt, rma::Timed::Put, size, counts, args.window)?,
+            Mode::Get => rma::one_sided(rt, rma::Timed::Get, size, counts, args.window)?,
+            Mode::FetchOp => rma::one_sided(rt, rma::Timed::FetchOp, size, counts, args.window)?,
+            Mode::PutBw => rma::one_sided(rt, rma::Timed::PutBandwidth, size, counts, args.window)?,
             Mode::Am => rma::active_message(rt, size, counts)?,
         };
         points.push(Point { size, value });

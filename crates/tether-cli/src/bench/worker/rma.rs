@@ -22,7 +22,7 @@ const AM_PONG: i32 = 2;
 
 /// The operation a loop times.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub enum Timed {
     /// A put, then a flush of the target (us per operation).
     Put,
     /// A get, then a flush (us).
@@ -40,7 +40,7 @@ fn text(e: tether::Error) -> String {
 /// Runs `op` on a window of `size` bytes (at least 8) at the target.
 pub fn one_sided(
     rt: &mut Runtime,
-    op: Op,
+    op: Timed,
     size: u64,
     counts: Counts,
     window: u32,
@@ -71,7 +71,7 @@ pub fn one_sided(
 fn origin(
     rt: &mut Runtime,
     pair: &Pair,
-    op: Op,
+    op: Timed,
     len: usize,
     counts: Counts,
     window: u32,
@@ -90,12 +90,12 @@ fn origin(
         // operation, at the end of each iteration.
         unsafe {
             match op {
-                Op::Put => rt.put(buf.as_ptr(), len as i64, BYTE, t, 0, win),
-                Op::Get => rt.get(buf.as_mut_ptr(), len as i64, BYTE, t, 0, win),
-                Op::FetchOp => {
+                Timed::Put => rt.put(buf.as_ptr(), len as i64, BYTE, t, 0, win),
+                Timed::Get => rt.get(buf.as_mut_ptr(), len as i64, BYTE, t, 0, win),
+                Timed::FetchOp => {
                     rt.fetch_and_op(one.as_ptr(), result.as_mut_ptr(), INT64, t, 0, SUM, win)
                 }
-                Op::PutBandwidth => {
+                Timed::PutBandwidth => {
                     (0..window).try_for_each(|_| rt.put(buf.as_ptr(), len as i64, BYTE, t, 0, win))
                 }
             }
@@ -104,7 +104,7 @@ fn origin(
         rt.win_flush(Some(t), win).map_err(text)?;
     }
     let us = elapsed_us(start);
-    if op == Op::FetchOp {
+    if op == Timed::FetchOp {
         let total = (counts.warmup + counts.iters) as i64;
         let before = i64::from_le_bytes(result);
         if before != total - 1 {
@@ -115,7 +115,7 @@ fn origin(
         }
     }
     Ok(match op {
-        Op::PutBandwidth => (len as f64 * f64::from(window) * counts.iters as f64) / us,
+        Timed::PutBandwidth => (len as f64 * f64::from(window) * counts.iters as f64) / us,
         _ => us / counts.iters as f64,
     })
 }
