@@ -13,6 +13,12 @@ prints a markdown table of medians (min-max) per measurement:
   fetch_op      fetch_and_op INT64 SUM then flush (us)
   am_rtt        active message answered from its handler, 8 B (Tether only)
   put_bw        a window of 16 puts then one flush, 1 MiB and 16 MiB (MB/s)
+  gups          random remote XORs (accumulate BXOR) on every process's
+                table, batches of 1024 then a flush (updates/s, all processes;
+                benches/rma/gups.c)
+  halo_isend / halo_put  a 2-D heat step with its halo exchanged by
+                isend/irecv or by put + fence (us per step, 1024 x 1024;
+                benches/rma/halo.c, Tether only)
 
 Set-ups: Tether over shm and over tcp; MPICH over its default (shared
 memory) and over loopback TCP; Open MPI over its default. An MPI that is
@@ -47,30 +53,40 @@ def build(out):
     progs, notes = {}, []
     cc = ["cc", "-O2", "-std=c11", "-I", str(ROOT / "include")]
     lib = ROOT / "build" / "lib"
-    progs["tether"] = out / "tether_rma"
-    subprocess.run([*cc, str(SRC / "tether_rma.c"), "-o", str(progs["tether"]), "-L", str(lib),
-                    "-ltether", f"-Wl,-rpath,{lib}"], check=True)
+    for prog in ("tether_rma", "gups", "halo"):
+        progs[prog] = out / prog
+        subprocess.run([*cc, str(SRC / f"{prog}.c"), "-o", str(progs[prog]), "-L", str(lib),
+                        "-ltether", "-lm", f"-Wl,-rpath,{lib}"], check=True)
     for name, compiler in (("mpich", "mpicc.mpich"), ("openmpi", "mpicc.openmpi")):
         if shutil.which(compiler):
             progs[name] = out / f"{name}_rma"
             subprocess.run([compiler, "-O2", str(SRC / "mpi_rma.c"), "-o", str(progs[name])], check=True)
+            progs[f"{name}_gups"] = out / f"{name}_gups"
+            subprocess.run([compiler, "-O2", "-DUSE_MPI", str(SRC / "gups.c"), "-o", str(progs[f"{name}_gups"])],
+                           check=True)
         else:
             notes.append(f"{name} skipped: {compiler} not found")
     return progs, notes
 
 
 def setups(progs, iters):
-    tether = lambda transport: ([str(TETHER), "run", "--name", "rma", "-n", "2", str(progs["tether"]), iters],
-                                {"TETHER_TRANSPORTS": transport})
+    """Each set-up: a list of (command, environment), run one after the other."""
+    def tether(transport):
+        env = {"TETHER_TRANSPORTS": transport}
+        two = lambda prog, *args: [str(TETHER), "run", "--name", "a", "-n", "1", str(progs[prog]), *args,
+                                   ":", "--name", "b", "-n", "1", str(progs[prog]), *args]
+        return [(two("tether_rma", iters), env), (two("gups"), env), (two("halo", "1024", "200"), env)]
+
     out = {"Tether shm": tether("shm"), "Tether tcp": tether("tcp")}
     if "mpich" in progs:
-        launch = ["mpiexec.mpich", "-n", "2", "-iface", "lo", str(progs["mpich"]), iters]
-        out["MPICH shm"] = (launch, {})
-        out["MPICH tcp"] = (launch, MPICH_TCP)
+        launch = lambda prog, *args: ["mpiexec.mpich", "-n", "2", "-iface", "lo", str(progs[prog]), *args]
+        out["MPICH shm"] = [(launch("mpich", iters), {}), (launch("mpich_gups"), {})]
+        out["MPICH tcp"] = [(launch("mpich", iters), MPICH_TCP), (launch("mpich_gups"), MPICH_TCP)]
     if "openmpi" in progs:
-        out["Open MPI"] = (["mpiexec.openmpi", "--allow-run-as-root", "--oversubscribe", "-n", "2",
-                            str(progs["openmpi"]), iters], {"OMPI_ALLOW_RUN_AS_ROOT": "1",
-                                                            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+        env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+        launch = lambda prog, *args: ["mpiexec.openmpi", "--allow-run-as-root", "--oversubscribe", "-n", "2",
+                                      str(progs[prog]), *args]
+        out["Open MPI"] = [(launch("openmpi", iters), env), (launch("openmpi_gups"), env)]
     return out
 
 
@@ -104,21 +120,24 @@ def main():
         plan = setups(progs, args.iters)
         data = {name: {} for name in plan}
         for _ in range(args.reps):
-            for name, (cmd, env) in plan.items():
-                found, error = run_once(cmd, env)
-                if found is None:
-                    notes.append(f"{name}: a run failed: {error!r}")
-                    continue
-                for key, value in found.items():
-                    data[name].setdefault(key, []).append(value)
+            for name, runs in plan.items():
+                for cmd, env in runs:
+                    found, error = run_once(cmd, env)
+                    if found is None:
+                        notes.append(f"{name}: a run failed: {error!r}")
+                        continue
+                    for key, value in found.items():
+                        data[name].setdefault(key, []).append(value)
     keys = [("pingpong_rtt", 8), ("put_flush", 8), ("get_flush", 8), ("fetch_op", 8), ("am_rtt", 8),
-            ("put_bw", 1 << 20), ("put_bw", 16 << 20)]
+            ("put_bw", 1 << 20), ("put_bw", 16 << 20), ("gups", 2), ("halo_isend", 1024), ("halo_put", 1024)]
     names = list(plan)
     print("| measurement | " + " | ".join(names) + " |")
     print("|---|" + "---:|" * len(names))
     for kind, size in keys:
-        unit = "MB/s" if kind == "put_bw" else "us"
-        label = f"{kind} {size >> 20} MiB (MB/s)" if kind == "put_bw" else f"{kind} {size} B"
+        unit = {"put_bw": "MB/s", "gups": "updates/s"}.get(kind, "us")
+        label = {"put_bw": f"{kind} {size >> 20} MiB (MB/s)", "gups": f"gups, {size} processes (updates/s)",
+                 "halo_isend": f"{kind} {size}x{size} (us/step)", "halo_put": f"{kind} {size}x{size} (us/step)"
+                 }.get(kind, f"{kind} {size} B")
         print(f"| {label} | " + " | ".join(cell(data[n].get((kind, size)), unit) for n in names) + " |")
     for note in notes:
         print(f"\nNote: {note}")
