@@ -54,7 +54,8 @@ BUILD_LIB := build/lib
 # build/include, its objects into libtether_fortran.{a,so}, which sit on
 # top of libtether.
 FORTRAN_SOURCES := $(addprefix fortran/,tether_c.f90 tether_support.f90 tether_setup.f90 \
-                   tether_p2p.f90 tether_collectives.f90 tether_fields.f90 tether_onesided.f90 tether.f90)
+                   tether_p2p.f90 tether_collectives.f90 tether_fields.f90 tether_onesided.f90 tether_active.f90 \
+                   tether.f90)
 FORTRAN_MODULES := $(patsubst fortran/%.f90,build/include/%.mod,$(FORTRAN_SOURCES))
 FORTRAN_OBJECTS := $(patsubst fortran/%.f90,build/fortran/%.o,$(FORTRAN_SOURCES))
 FORTRAN_LIBS := $(BUILD_LIB)/libtether_fortran.a $(BUILD_LIB)/libtether_fortran.so

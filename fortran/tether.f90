@@ -12,9 +12,9 @@
 ! what exactly went wrong. See docs/fortran.md.
 !
 ! The routines live in one module per concern (tether_setup, tether_p2p,
-! tether_collectives, tether_fields, tether_onesided, over tether_c, the C API, and
-! tether_support); this
-! module is the one users name.
+! tether_collectives, tether_fields, tether_onesided, tether_active, over
+! tether_c, the C API, and tether_support); this module is the one users
+! name.
 module tether
   use tether_c, only: TETHER_SUCCESS, TETHER_ERR_ARG, TETHER_ERR_COUNT, TETHER_ERR_RANK, TETHER_ERR_TAG, &
       TETHER_ERR_COMM, TETHER_ERR_TYPE, TETHER_ERR_OP, TETHER_ERR_REQUEST, TETHER_ERR_TRUNCATE, &
@@ -41,6 +41,7 @@ module tether
   use tether_collectives
   use tether_fields
   use tether_onesided
+  use tether_active
   implicit none
   public
 end module tether

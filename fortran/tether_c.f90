@@ -7,9 +7,9 @@
 ! tests/test_fortran.py checks every integer constant of tether.h against
 ! this file, so the two cannot drift apart.
 module tether_c
-  use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_char, c_ptr
+  use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_char, c_ptr, c_funptr, c_size_t
   implicit none
-  private :: c_int, c_int64_t, c_char, c_ptr
+  private :: c_int, c_int64_t, c_char, c_ptr, c_funptr, c_size_t
 
   ! Error classes.
   integer, parameter :: TETHER_SUCCESS = 0
@@ -665,6 +665,22 @@ module tether_c
     integer(c_int) function c_win_fence(win) bind(C, name="tether_win_fence")
       import :: c_int
       integer(c_int), value :: win
+    end function
+    ! --- active messages (DESIGN 3.7); lengths are in bytes ---
+    integer(c_int) function c_am_register(id, handler, ctx) bind(C, name="tether_am_register")
+      import :: c_int, c_funptr, c_ptr
+      integer(c_int), value :: id
+      type(c_funptr), value :: handler
+      type(c_ptr), value :: ctx
+    end function
+    integer(c_int) function c_am_send(dest, id, header, header_len, payload, payload_len, comm, req) &
+        bind(C, name="tether_am_send")
+      import :: c_int, c_size_t, c_ptr
+      integer(c_int), value :: dest, id
+      type(c_ptr), value :: header, payload
+      integer(c_size_t), value :: header_len, payload_len
+      integer(c_int), value :: comm
+      integer(c_int), intent(out) :: req
     end function
   end interface
 end module tether_c

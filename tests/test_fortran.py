@@ -8,6 +8,8 @@ build` into build/include and build/lib:
   3-D arrays of every intrinsic type, truncation and bad arguments reaching
   ierr, under every transport set-up;
 - every collective, blocking and non-blocking (coll_suite.f90);
+- one-sided operations (rma_suite.f90) and active messages with bind(C)
+  handlers (am_suite.f90), and the docs' examples of both;
 - a Fortran program and a C program exchanging in both directions, and
   reducing together (TETHER_DOUBLE_PRECISION meeting TETHER_DOUBLE).
 """
@@ -53,7 +55,7 @@ def test_module_and_example_compile_without_warnings(tmp_path):
     more); this test does, for the module and the heat example."""
     sources = [ROOT / "fortran" / f"{name}.f90" for name in
                ("tether_c", "tether_support", "tether_setup", "tether_p2p", "tether_collectives",
-                "tether_fields", "tether_onesided", "tether")]
+                "tether_fields", "tether_onesided", "tether_active", "tether")]
     subprocess.run(["gfortran", "-std=f2018", "-Wall", "-Wextra", "-Werror", "-J", str(tmp_path), "-c", *sources],
                    cwd=tmp_path, check=True)
     heat = ROOT / "examples" / "heat3d"
@@ -153,6 +155,34 @@ def test_one_sided_put_get_accumulate_and_atomics(fortran, transport):
     args, env = universe(fortran("rma_suite"), transport=transport)
     proc = tether_run(args, env=env)
     assert proc.stdout.count("ok fortran rma") == 5, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_active_messages(fortran, transport):
+    # tests/fortran/am_suite.f90 on alpha (2) and beta (3) over
+    # TETHER_COMM_UNIVERSE, handlers as bind(C) module procedures:
+    # request/response answered from inside a handler, blocking calls
+    # refused there, NREP messages of each of 0 B to 1 MiB from every rank
+    # to every rank delivered exactly once, bad arguments refused.
+    args, env = universe(fortran("am_suite"), transport=transport)
+    proc = tether_run(args, env=env)
+    assert proc.stdout.count("ok fortran am") == 5, proc.stdout + proc.stderr
+
+
+def test_active_message_example_of_the_docs(fortran, tmp_path):
+    # The `rpc` program of docs/fortran.md, compiled without warnings but
+    # the unused handler arguments the docs mention, prints what the docs
+    # show (in some order) under the line they give.
+    doc = (ROOT / "docs" / "fortran.md").read_text()
+    source = re.search(r"```fortran\n(module rpc_handlers\n.*?)```", doc, re.S).group(1)
+    (tmp_path / "rpc.f90").write_text(source)
+    exe = tmp_path / "rpc"
+    subprocess.run(["gfortran", "-std=f2018", "-Wall", "-Wno-unused-dummy-argument", "-Werror", "-I", str(MODULES),
+                    "-J", str(tmp_path), str(tmp_path / "rpc.f90"), "-o", str(exe), "-L", str(LIB),
+                    "-ltether_fortran", "-ltether", f"-Wl,-rpath,{LIB}"], check=True)
+    shown = re.search(r"\$ tether run (--name a -n 2 \./rpc .*?)\n((?:\[.*\n)+)", doc)
+    proc = tether_run(shown.group(1).replace("./rpc", str(exe)).split())
+    assert sorted(proc.stdout.splitlines()) == sorted(shown.group(2).splitlines()), proc.stdout
 
 
 def test_one_sided_example_of_the_docs(fortran, tmp_path):

@@ -98,6 +98,7 @@ from ._native import (
     Request,
     Status,
     abort,
+    am_register,
     error_string,
     finalize,
     hint,

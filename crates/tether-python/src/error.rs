@@ -37,6 +37,19 @@ pub fn error(py: Python<'_>, code: c_int, status: Option<Status>) -> PyErr {
     }
 }
 
+/// `ArgError` (TETHER_ERR_ARG) with `message`, for a refusal the
+/// binding itself makes.
+pub fn arg_error(py: Python<'_>, message: String) -> PyErr {
+    match raise(
+        py,
+        TETHER_ERR_ARG,
+        format!("TETHER_ERR_ARG: {message}"),
+        None,
+    ) {
+        Ok(e) | Err(e) => e,
+    }
+}
+
 /// A tag argument as the C int the C API takes. An integer that does not
 /// fit one (above `TAG_UB`, or below every valid value) is a `TagError`
 /// naming it, as the C layer's own check gives for other bad tags; what

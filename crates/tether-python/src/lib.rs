@@ -7,6 +7,7 @@
 //! (`python/tether/`) adds the pickling methods, the exception classes,
 //! finalize-at-exit and abort-on-uncaught-exception.
 
+mod active;
 mod buffer;
 mod coll;
 mod comm;
@@ -128,6 +129,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(universe::hint_get, m)?)?;
     m.add_function(wrap_pyfunction!(universe::error_string, m)?)?;
     m.add_function(wrap_pyfunction!(universe::progress, m)?)?;
+    m.add_function(wrap_pyfunction!(active::am_register, m)?)?;
     m.add_function(wrap_pyfunction!(universe::type_size, m)?)?;
     m.add_function(wrap_pyfunction!(fields::dist_create, m)?)?;
     m.add_function(wrap_pyfunction!(fields::dist_create_boxes, m)?)?;

@@ -146,7 +146,20 @@ pub fn program_find(py: Python<'_>, name: &str) -> PyResult<i32> {
 pub fn hint(py: Python<'_>, key: &str, value: &str) -> PyResult<()> {
     let k = c_string(key, "key")?;
     let v = c_string(value, "value")?;
-    check(py, tether_hint(k.as_ptr(), v.as_ptr()))
+    // Python handlers cannot run on the progress thread (active.rs): it
+    // is refused before it starts, and stopped again should another
+    // spelling have started it.
+    let progress_thread = key.eq_ignore_ascii_case("PROGRESS_THREAD");
+    if progress_thread && value.trim() == "1" && crate::active::any_handler() {
+        return Err(crate::active::progress_thread_refused(py, "hint"));
+    }
+    check(py, tether_hint(k.as_ptr(), v.as_ptr()))?;
+    if progress_thread && crate::active::any_handler() && crate::active::progress_thread_on() {
+        let off = c_string("0", "value")?;
+        check(py, tether_hint(k.as_ptr(), off.as_ptr()))?;
+        return Err(crate::active::progress_thread_refused(py, "hint"));
+    }
+    Ok(())
 }
 
 /// The effective value of setting `key`.
@@ -166,10 +179,13 @@ pub fn error_string(py: Python<'_>, code: i32) -> PyResult<String> {
     })
 }
 
-/// Moves communication forward without waiting for anything.
+/// Moves communication forward without waiting for anything, running the
+/// active-message handlers whose messages arrived.
 #[pyfunction]
 pub fn progress(py: Python<'_>) -> PyResult<()> {
-    check(py, tether_progress())
+    check(py, tether_progress())?;
+    crate::active::run_deferred(py);
+    Ok(())
 }
 
 /// Size in bytes of one element of `datatype`.
