@@ -23,6 +23,7 @@ pub mod progress;
 pub mod router;
 pub mod runtime;
 pub mod settings;
+pub mod stale;
 pub mod trace;
 pub mod transport;
 pub mod universe;

@@ -123,6 +123,7 @@ impl Runtime {
             &identity,
             &bound.address,
             bound.nonce,
+            settings.run_id(),
             connect_timeout,
         )?);
         let rendezvous = Arc::new(rendezvous);
