@@ -20,6 +20,7 @@ pub mod output;
 pub mod peers;
 pub mod policy;
 pub mod progress;
+pub mod repeats;
 pub mod router;
 pub mod runtime;
 pub mod settings;

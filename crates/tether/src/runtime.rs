@@ -748,6 +748,7 @@ impl Runtime {
                 self.settings.finalize_timeout()
             );
         }
+        crate::repeats::report_hidden();
         Ok(())
     }
 
