@@ -14,6 +14,7 @@ mod error;
 mod fastcall;
 mod fields;
 mod orphans;
+mod pairs;
 mod request;
 mod status;
 mod universe;
