@@ -248,14 +248,17 @@ impl SizeEntry {
     }
 
     /// Why this entry belongs to another run than the one `run_id`
-    /// (`TETHER_RUN_ID`'s fingerprint) names, seen from `my_host`: other
-    /// run ids, or a writer that is gone. `None`: it is taken as this
-    /// run's (also when it names no writer: an older version wrote it).
+    /// (`TETHER_RUN_ID`'s fingerprint) names, seen from `my_host`. When
+    /// both carry a run id, it decides: the same one is this run's even
+    /// when its writer has ended (under `tether run`, which sets a fresh
+    /// id, a program's rank 0 may finish before a slow process of another
+    /// program joins). Without one, a writer that is gone makes the entry
+    /// stale. `None`: it is taken as this run's (also when it names no
+    /// writer: an older version wrote it).
     pub fn stale(&self, run_id: Option<u64>, my_host: &str) -> Option<String> {
         if let (Some(theirs), Some(ours)) = (self.run_id, run_id) {
-            if theirs != ours {
-                return Some("it was written under another TETHER_RUN_ID".to_string());
-            }
+            return (theirs != ours)
+                .then(|| "it was written under another TETHER_RUN_ID".to_string());
         }
         self.by.as_ref()?.gone(my_host)
     }
@@ -821,6 +824,24 @@ mod tests {
             wait,
         )
         .unwrap_err();
+        // The same TETHER_RUN_ID is this run, even with its writer gone
+        // (a rank 0 that finished before a slow process joined).
+        let ended_same_run = SizeEntry {
+            run_id: Some(crate::stale::fingerprint(*b"new")),
+            ..SizeEntry::decode(&left_behind(3)).unwrap()
+        };
+        rendezvous
+            .put(&size_key("beta"), &ended_same_run.encode())
+            .unwrap();
+        let same = join(
+            &rendezvous,
+            &names,
+            &me("alpha", 0, 1),
+            &address,
+            7,
+            Some("new"),
+            wait,
+        );
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(e.class, ErrorClass::Timeout);
         assert!(
@@ -838,5 +859,6 @@ mod tests {
             "{}",
             e2.message
         );
+        assert_eq!(same.unwrap().programs[1].size, 3);
     }
 }
