@@ -345,7 +345,7 @@ pub fn join(
             Err(stale) => {
                 missing.push(match stale {
                     Some(why) => format!(
-                        "{name} (its entry {} is another run's: {why})",
+                        "{name} (its entry {} is not taken for this run's: {why}; an earlier or crashed run left it, or its rank 0 ended)",
                         size_key(name)
                     ),
                     None => name.clone(),
@@ -845,7 +845,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(e.class, ErrorClass::Timeout);
         assert!(
-            e.message.contains("program(s) beta (its entry size/beta is another run's: pid 1 on this host has ended) did not join"),
+            e.message.contains("program(s) beta (its entry size/beta is not taken for this run's: pid 1 on this host has ended; an earlier or crashed run left it, or its rank 0 ended) did not join"),
             "{}",
             e.message
         );
