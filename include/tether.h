@@ -1037,7 +1037,10 @@ int tether_type_size(tether_datatype datatype, int *size);
 
 /*
  Joins the universe with the identity from the environment (DESIGN 3.9).
- `argc` and `argv` may be NULL; they are not changed.
+ `argc` and `argv` may be NULL; they are not changed. A process joins
+ once: after `tether_finalize`, `tether_init` (and `tether_init_as`)
+ fail with `TETHER_ERR_INIT`, as MPI forbids `MPI_Init` after
+ `MPI_Finalize`; start a new process to join again.
  */
 int tether_init(int *_argc, char ***_argv);
 

@@ -255,3 +255,13 @@ def test_large_messages_move_by_remote_memory_where_the_transport_reaches_it(pyt
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"remote 0 put {sender_put} got 0" in proc.stdout, proc.stdout
     assert f"remote 1 put 0 got {receiver_got}" in proc.stdout, proc.stdout
+
+
+def test_init_after_finalize_is_an_init_error(python_package):
+    """A process joins once, as with MPI (issue 24): the second init raises."""
+    code = ("import tether\ntether.init()\ntether.finalize()\n"
+            "try:\n    tether.init()\n    print('joined twice')\n"
+            "except tether.InitError as e:\n    print('refused:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=clean_env(TETHER_PROGRAM="solo"), capture_output=True,
+                         text=True, timeout=60).stdout
+    assert out.startswith("refused: TETHER_ERR_INIT: tether_init after tether_finalize"), out

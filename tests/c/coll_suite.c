@@ -561,6 +561,18 @@ static void errors(void) {
             EXPECT_CODE(tether_gather(a, 2, TETHER_INT64, b, 1, TETHER_INT64, root, TETHER_COMM_UNIVERSE),
                         TETHER_ERR_COUNT);
     }
+    /* Elements of two sizes in one pair: the types were mixed up (int32
+     * sent, int64 received), said as such, before anything is sent. */
+    if (usize <= 8) {
+        int32_t mine[1] = {urank};
+        int64_t all[8];
+        EXPECT_CODE(tether_allgather(mine, 1, TETHER_INT32, all, 1, TETHER_INT64, TETHER_COMM_UNIVERSE),
+                    TETHER_ERR_TYPE);
+        char why[TETHER_MAX_ERROR_STRING];
+        tether_last_error(why, sizeof why);
+        EXPECT(strstr(why, "sendtype TETHER_INT32 has 4-byte elements but recvtype TETHER_INT64 8-byte ones"),
+               "the message names both types: %s", why);
+    }
     aliased_buffers(urank, usize);
     int bad_program = nprog;
     tether_comm c;

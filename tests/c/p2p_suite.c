@@ -474,6 +474,14 @@ static void lost(void) {
         CHECK(tether_last_error(sent, sizeof sent));
         EXPECT(strstr(sent, "alpha:1") != NULL && strstr(sent, "alpha:0") == NULL,
                "the send's error names the lost peer, not this process: %s", sent);
+        /* So does creating a communicator with it, in words (no Rust debug
+         * output such as "Transfer { rank: 1, error: PeerLost }"). */
+        tether_comm with_lost;
+        int both[2] = {0, 1};
+        rc = tether_comm_create_ranks(2, both, &with_lost);
+        CHECK(tether_last_error(sent, sizeof sent));
+        EXPECT(rc == TETHER_ERR_PEER_LOST && strstr(sent, "alpha:1") != NULL && strchr(sent, '{') == NULL,
+               "creating a communicator with a lost peer: %d: %s", rc, sent);
         printf("peer loss reported: %s\n", msg);
     }
 }

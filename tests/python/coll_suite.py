@@ -216,6 +216,14 @@ def errors(comm):
         (lambda: comm.Iallreduce(np.full(3, 2.0), np.zeros(3, "f4")), TypeError),
         (lambda: comm.Reduce(np.ones(3, "i4"), np.zeros(3, "f4"), tether.SUM, 0), TypeError),
         (lambda: comm.Reduce_scatter_block(np.ones(comm.size), np.zeros(1, "i8")), TypeError),
+        # Moving items of two types would reinterpret them: refused too.
+        (lambda: comm.Allgather(np.ones(2), np.zeros(2 * comm.size, "i8")), TypeError),
+        (lambda: comm.Iallgather(np.ones(2, "f4"), np.zeros(4 * comm.size, "f4")[::1].view("i4")), TypeError),
+        (lambda: comm.Alltoall(np.ones(comm.size, "i4"), np.zeros(comm.size, "f4")), TypeError),
+        (lambda: comm.Gather(np.ones(1, "i2"), np.zeros(comm.size, "u2"), 0), TypeError),
+        (lambda: comm.Scatter(np.ones(comm.size, "f8"), np.zeros(1, "i8"), 0), TypeError),
+        (lambda: comm.Allgatherv(np.ones(1), (np.zeros(comm.size, "f4"), [1] * comm.size)), TypeError),
+        (lambda: comm.Alltoallv((np.ones(comm.size), [1] * comm.size), (np.zeros(comm.size, "c16"), [1] * comm.size)), TypeError),
     ):
         try:
             call()
@@ -226,6 +234,15 @@ def errors(comm):
         comm.Allreduce(np.full(3, 2.0), np.zeros(3, "i8"))
     except TypeError as e:
         check('format "d" (8 bytes)' in str(e) and ('"l" (8 bytes)' in str(e) or '"q" (8 bytes)' in str(e)), str(e))
+    try:
+        comm.Allgather(np.ones(2), np.zeros(2 * comm.size, "i8"))
+    except TypeError as e:
+        check(str(e).startswith("Allgather: sendbuf has items of format \"d\" (8 bytes)"), str(e))
+    # One type under two spellings is one type (int64 as "l" and as "q").
+    import array
+    out = np.zeros(comm.size, "i8")
+    comm.Allgather(array.array("q", [comm.rank]), out)
+    check(list(out) == list(range(comm.size)), f"Allgather of q into l: {out}")
     comm.Barrier()
 
 

@@ -31,7 +31,10 @@ fn start(call: &'static str, identity: Option<identity::Identity>) -> Result<()>
 }
 
 /// Joins the universe with the identity from the environment (DESIGN 3.9).
-/// `argc` and `argv` may be NULL; they are not changed.
+/// `argc` and `argv` may be NULL; they are not changed. A process joins
+/// once: after `tether_finalize`, `tether_init` (and `tether_init_as`)
+/// fail with `TETHER_ERR_INIT`, as MPI forbids `MPI_Init` after
+/// `MPI_Finalize`; start a new process to join again.
 #[no_mangle]
 pub extern "C" fn tether_init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
     run("tether_init", || {

@@ -18,7 +18,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
@@ -103,6 +103,14 @@ struct Unit {
 }
 
 impl Unit {
+    /// The unit a collective that moves items (not combines them) sends:
+    /// opaque, of the item size, once the buffers are known to hold one
+    /// type ([`crate::pairs::same_items`]).
+    fn moved(what: &str, send: Option<&Buffer>, recv: Option<&Buffer>) -> PyResult<Unit> {
+        crate::pairs::same_items(what, send, recv)?;
+        Ok(Unit::opaque(recv.or(send)))
+    }
+
     /// An opaque type of the buffer's item size (bytes when there is none).
     fn opaque(b: Option<&Buffer>) -> Unit {
         let (datatype, size) = match b.map(Buffer::itemsize) {
@@ -126,18 +134,7 @@ impl Unit {
         recv: &Side,
         datatype: Option<tether_datatype>,
     ) -> PyResult<Unit> {
-        if let (Some(s), Some(r)) = (send.buffer(), recv.buffer()) {
-            if s.format() != r.format() || s.itemsize() != r.itemsize() {
-                return Err(PyTypeError::new_err(format!(
-                    "{what}: sendbuf has items of format {:?} ({} bytes) but recvbuf of {:?} ({} bytes); \
-                     a reduction combines elements of one type",
-                    s.format(),
-                    s.itemsize(),
-                    r.format(),
-                    r.itemsize()
-                )));
-            }
-        }
+        crate::pairs::same_items(what, send.buffer(), recv.buffer())?;
         Unit::typed(py, recv.buffer().or(send.buffer()), datatype)
     }
 
@@ -491,7 +488,7 @@ impl Comm {
         orphans::reap();
         let send = Side::get(Some(sendbuf), Access::Read, "Gather sendbuf")?;
         let recv = Side::get(recvbuf, Access::Write, "Gather recvbuf")?;
-        let unit = Unit::opaque(send.buffer().or(recv.buffer()));
+        let unit = Unit::moved("Gather", send.buffer(), recv.buffer())?;
         let (sp, scount, _) = send.arg(unit)?;
         let (rp, rcount, _) = recv.arg(unit)?;
         let rcount = match &recv {
@@ -541,7 +538,7 @@ impl Comm {
         orphans::reap();
         let send = Side::get(Some(sendbuf), Access::Read, "Gatherv sendbuf")?;
         let mut recv = VSpec::get(recvbuf, Access::Write, "Gatherv recvbuf")?;
-        let unit = Unit::opaque(recv.side.buffer().or(send.buffer()));
+        let unit = Unit::moved("Gatherv", send.buffer(), recv.side.buffer())?;
         recv.scale_to(unit, "Gatherv recvbuf")?;
         let (sp, scount, dt) = send.arg(unit)?;
         let (rp, _, _) = recv.side.arg(unit)?;
@@ -588,7 +585,7 @@ impl Comm {
         orphans::reap();
         let send = Side::get(sendbuf, Access::Read, "Scatter sendbuf")?;
         let recv = Side::get(Some(recvbuf), Access::Write, "Scatter recvbuf")?;
-        let unit = Unit::opaque(recv.buffer().or(send.buffer()));
+        let unit = Unit::moved("Scatter", send.buffer(), recv.buffer())?;
         let (sp, scount, dt) = send.arg(unit)?;
         let (rp, rcount, _) = recv.arg(unit)?;
         let scount = match &send {
@@ -627,7 +624,7 @@ impl Comm {
         orphans::reap();
         let mut send = VSpec::get(sendbuf, Access::Read, "Scatterv sendbuf")?;
         let recv = Side::get(Some(recvbuf), Access::Write, "Scatterv recvbuf")?;
-        let unit = Unit::opaque(send.side.buffer().or(recv.buffer()));
+        let unit = Unit::moved("Scatterv", send.side.buffer(), recv.buffer())?;
         send.scale_to(unit, "Scatterv sendbuf")?;
         let (sp, _, dt) = send.side.arg(unit)?;
         let (rp, rcount, _) = recv.arg(unit)?;
@@ -671,7 +668,7 @@ impl Comm {
         orphans::reap();
         let send = Side::get(Some(sendbuf), Access::Read, "Allgather sendbuf")?;
         let recv = Side::get(Some(recvbuf), Access::Write, "Allgather recvbuf")?;
-        let unit = Unit::opaque(recv.buffer().or(send.buffer()));
+        let unit = Unit::moved("Allgather", send.buffer(), recv.buffer())?;
         let (sp, scount, dt) = send.arg(unit)?;
         let (rp, rcount, _) = recv.arg(unit)?;
         let rcount = per_rank(rcount, self.size_of(py)?, "Allgather recvbuf")?;
@@ -703,7 +700,7 @@ impl Comm {
         orphans::reap();
         let send = Side::get(Some(sendbuf), Access::Read, "Allgatherv sendbuf")?;
         let mut recv = VSpec::get(Some(recvbuf), Access::Write, "Allgatherv recvbuf")?;
-        let unit = Unit::opaque(recv.side.buffer().or(send.buffer()));
+        let unit = Unit::moved("Allgatherv", send.buffer(), recv.side.buffer())?;
         recv.scale_to(unit, "Allgatherv recvbuf")?;
         let (sp, scount, dt) = send.arg(unit)?;
         let (rp, _, _) = recv.side.arg(unit)?;
@@ -744,7 +741,7 @@ impl Comm {
         orphans::reap();
         let send = Side::get(Some(sendbuf), Access::Read, "Alltoall sendbuf")?;
         let recv = Side::get(Some(recvbuf), Access::Write, "Alltoall recvbuf")?;
-        let unit = Unit::opaque(recv.buffer().or(send.buffer()));
+        let unit = Unit::moved("Alltoall", send.buffer(), recv.buffer())?;
         let size = self.size_of(py)?;
         let (sp, scount, dt) = send.arg(unit)?;
         let (rp, rcount, _) = recv.arg(unit)?;
@@ -781,7 +778,7 @@ impl Comm {
         orphans::reap();
         let mut send = VSpec::get(Some(sendbuf), Access::Read, "Alltoallv sendbuf")?;
         let mut recv = VSpec::get(Some(recvbuf), Access::Write, "Alltoallv recvbuf")?;
-        let unit = Unit::opaque(recv.side.buffer().or(send.side.buffer()));
+        let unit = Unit::moved("Alltoallv", send.side.buffer(), recv.side.buffer())?;
         send.scale_to(unit, "Alltoallv sendbuf")?;
         recv.scale_to(unit, "Alltoallv recvbuf")?;
         let (sp, _, dt) = send.side.arg(unit)?;

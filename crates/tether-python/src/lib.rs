@@ -15,6 +15,7 @@ mod error;
 mod fastcall;
 mod fields;
 mod orphans;
+mod pairs;
 mod request;
 mod status;
 mod universe;

@@ -10,7 +10,14 @@
 //! it asks again on its retry schedule (`transport/retry.rs`), by which
 //! time the thread has usually looked. A found address is kept for the
 //! run: a peer publishes once, at start-up. An entry that is absent or
-//! malformed is not kept, and is looked up again when asked again.
+//! malformed is not kept, and is looked up again when asked again; so is
+//! one tagged with another run's tag ([`Universe::run_tag`]) whose
+//! process is gone: an earlier or crashed run on the same rendezvous left
+//! it, and this run's peer has not replaced it yet. An entry without a
+//! tag is a peer's that has not finished joining (or an older version's),
+//! and one of another run whose process still runs is a process of
+//! another universe: both are taken (the handshake refuses the latter,
+//! naming the rendezvous).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -18,6 +25,7 @@ use std::thread::JoinHandle;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tether_rendezvous::Rendezvous;
 
+use crate::stale::Publisher;
 use crate::universe::{addr_key, PeerAddress, Universe};
 
 /// Why a peer's address is not known (yet).
@@ -138,7 +146,7 @@ fn look_up(shared: &Shared, universe: &Universe, rendezvous: &Rendezvous) {
                 continue;
             };
             let key = addr_key(&universe.programs[program].name, rank);
-            let result = read_address(rendezvous.get(&key));
+            let result = read_address(rendezvous.get(&key), universe);
             let mut book = shared.lock();
             match result {
                 Ok(address) => {
@@ -153,14 +161,31 @@ fn look_up(shared: &Shared, universe: &Universe, rendezvous: &Rendezvous) {
     }
 }
 
-/// The address a rendezvous lookup found.
+/// The address a rendezvous lookup found, unless another run of
+/// `universe`'s rendezvous left it.
 fn read_address(
     looked_up: Result<Option<String>, tether_rendezvous::RendezvousError>,
+    universe: &Universe,
 ) -> Result<PeerAddress, NoAddress> {
     match looked_up {
-        Ok(Some(text)) => PeerAddress::decode(&text).ok_or_else(|| {
-            NoAddress::Malformed(format!("its rendezvous entry {text:?} is malformed"))
-        }),
+        Ok(Some(text)) => {
+            let address = PeerAddress::decode(&text).ok_or_else(|| {
+                NoAddress::Malformed(format!("its rendezvous entry {text:?} is malformed"))
+            })?;
+            let other_run = crate::stale::run_field(&text).filter(|t| *t != universe.run_tag());
+            let writer = || Publisher {
+                host: address.host.clone(),
+                pid: address.pid,
+                start: address.start,
+                tcp: Some(address.tcp.clone()),
+            };
+            match other_run.and_then(|_| writer().gone(&universe.my_host)) {
+                Some(why) => Err(NoAddress::NotYet(format!(
+                    "the rendezvous holds only an address another run left ({why})"
+                ))),
+                None => Ok(address),
+            }
+        }
         Ok(None) => Err(NoAddress::NotYet(
             "its address never appeared in the rendezvous".into(),
         )),
@@ -181,7 +206,9 @@ mod tests {
             rank: 0,
             size: 3,
         };
-        Arc::new(Universe::new(&[("sim".into(), 3)], &me).unwrap())
+        let mut universe = Universe::new(&[("sim".into(), 3)], &me).unwrap();
+        universe.my_host = "h".into();
+        Arc::new(universe)
     }
 
     fn address(pid: u32) -> PeerAddress {
@@ -239,6 +266,62 @@ mod tests {
             .put(&addr_key("sim", 1), &address(12).encode())
             .unwrap();
         assert_eq!(book.clone().get(1), Ok(address(11)));
+        drop(book);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A pid no process has (above the kernel's largest, 2^22).
+    const GONE: u32 = 1 << 30;
+
+    #[test]
+    fn an_address_another_run_tagged_is_not_taken_until_replaced() {
+        let dir = std::env::temp_dir().join(format!("tether-addr-run-{}", std::process::id()));
+        let rendezvous = Arc::new(Rendezvous::open(&dir.to_string_lossy()).unwrap());
+        let universe = universe();
+        let ours = universe.run_tag();
+        let tagged = |pid: u32, tag: u64| format!("{} run={tag:016x}", address(pid).encode());
+        rendezvous
+            .put(&addr_key("sim", 1), &tagged(GONE, ours ^ 1))
+            .unwrap();
+        let book = Addresses::new(universe, rendezvous.clone());
+        match settled(&book, 1) {
+            Err(NoAddress::NotYet(why)) => {
+                assert!(
+                    why.contains(&format!(
+                        "another run left (pid {GONE} on this host has ended)"
+                    )),
+                    "{why}"
+                )
+            }
+            other => panic!("an earlier run's address was taken: {other:?}"),
+        }
+        rendezvous
+            .put(&addr_key("sim", 1), &tagged(12, ours))
+            .unwrap();
+        let mut found = book.get(1);
+        for _ in 0..2000 {
+            if found.is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            found = book.get(1);
+        }
+        assert_eq!(found, Ok(address(12)));
+        // Another run's entry whose process still runs (this test) is a
+        // process of another universe: taken, for the handshake to refuse.
+        let live = std::process::id();
+        rendezvous
+            .put(&addr_key("sim", 2), &tagged(live, ours ^ 1))
+            .unwrap();
+        let mut found = book.get(2);
+        for _ in 0..2000 {
+            if found.is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            found = book.get(2);
+        }
+        assert_eq!(found, Ok(address(live)));
         drop(book);
         std::fs::remove_dir_all(&dir).unwrap();
     }

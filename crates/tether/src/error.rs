@@ -162,6 +162,18 @@ pub fn err(class: ErrorClass, message: impl Into<String>) -> Error {
     Error::new(class, message)
 }
 
+/// What happened to a request that completed with `why`, in words for a
+/// message (never the enum's debug form).
+pub fn completion_words(why: tether_proto::CompletionError) -> &'static str {
+    use tether_proto::CompletionError::*;
+    match why {
+        Truncated => "its message was longer than the buffer",
+        PeerLost => "the peer was lost",
+        Cancelled => "it was cancelled",
+        RmaRange => "the target refused an access outside its window",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,10 +1,15 @@
-//! Logging: `TETHER_LOG_LEVEL` and `TETHER_LOG_FILE`, through `tracing`.
+//! Logging: `TETHER_LOG_LEVEL` and `TETHER_LOG_FILE`, through `tracing`;
+//! repeated warnings are aggregated ([`crate::repeats`]).
 
 use std::fs::OpenOptions;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 
 use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::repeats::RepeatFilter;
 
 use crate::settings::Settings;
 
@@ -41,10 +46,14 @@ pub fn init(settings: &Settings, rank: u32) {
         Some(f) => builder
             .with_ansi(false)
             .with_writer(Mutex::new(f))
+            .finish()
+            .with(RepeatFilter)
             .try_init(),
         None => builder
             .with_ansi(std::io::stderr().is_terminal())
             .with_writer(std::io::stderr)
+            .finish()
+            .with(RepeatFilter)
             .try_init(),
     };
 }

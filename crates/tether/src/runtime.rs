@@ -131,6 +131,7 @@ impl Runtime {
             &identity,
             &bound.address,
             bound.nonce,
+            settings.run_id(),
             connect_timeout,
         )?);
         let rendezvous = Arc::new(rendezvous);
@@ -762,6 +763,7 @@ impl Runtime {
                 self.settings.finalize_timeout()
             );
         }
+        crate::repeats::report_hidden();
         Ok(())
     }
 

@@ -170,7 +170,7 @@ settings! {
         default: "",
         kind: Kind::Text,
         hint: false,
-        meaning: "names one run (set by `tether run`, which keeps a value you set): the file transport's run directory is run-<this>; unset: derived from universe rank 0's start-up nonce",
+        meaning: "names one run (set by `tether run`, which keeps a value you set): the file transport's run directory is run-<this>, and rendezvous size entries written under another one are taken for another run's; unset: derived from universe rank 0's start-up nonce",
     };
     transports as Transports: List = Setting {
         key: "TRANSPORTS",

@@ -16,6 +16,7 @@ use tether_rendezvous::Rendezvous;
 
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::identity::{check_program_name, Identity};
+use crate::stale::Publisher;
 
 /// One program of the universe.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +42,9 @@ pub struct Universe {
     /// this run from an earlier one (the `file` transport salts its run id
     /// with it).
     pub run_nonce: Option<u64>,
+    /// This process's host identity ([`crate::host::host_id`]), set by
+    /// [`join`]: entries of processes on this host are checked by pid.
+    pub my_host: String,
 }
 
 impl Universe {
@@ -75,6 +79,7 @@ impl Universe {
             my_rank: me.rank,
             id,
             run_nonce: None,
+            my_host: String::new(),
         })
     }
 
@@ -104,6 +109,15 @@ impl Universe {
 
     pub fn find(&self, name: &str) -> Option<usize> {
         self.programs.iter().position(|p| p.name == name)
+    }
+
+    /// This run's tag, written into each joined process's address entry
+    /// (`run=`): the universe's fingerprint with rank 0's nonce, different
+    /// in every run, so that an address an earlier run left is not taken
+    /// for a peer's.
+    pub fn run_tag(&self) -> u64 {
+        let nonce = self.run_nonce.unwrap_or(0);
+        crate::stale::fingerprint(self.id.to_le_bytes().into_iter().chain(nonce.to_le_bytes()))
     }
 }
 
@@ -165,33 +179,88 @@ pub fn size_key(program: &str) -> String {
 }
 
 /// A program's size entry, published by its rank 0 under `size/<program>`
-/// and never removed while the run lasts: `<size> nonce=<16 hex digits>`,
-/// the nonce random at every start. Every process reads every program's
-/// entry before it joins, so universe rank 0's nonce is known to all even
-/// when rank 0 has already finished.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// and never removed while the run lasts: `<size> nonce=<16 hex digits>
+/// [run=<16 hex digits>] host=<id> pid=<pid> [start=<ticks>] tcp=<ip:port>`,
+/// the nonce random at every start, `run` the fingerprint of
+/// `TETHER_RUN_ID` when set, and the rest naming the process that wrote
+/// it, so that an entry an earlier run left is known as such
+/// ([`crate::stale`]). Every process reads every program's entry before it
+/// joins, so universe rank 0's nonce is known to all even when rank 0 has
+/// already finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SizeEntry {
     pub size: u32,
     pub nonce: Option<u64>,
+    pub run_id: Option<u64>,
+    pub by: Option<Publisher>,
 }
 
 impl SizeEntry {
     pub fn encode(&self) -> String {
-        match self.nonce {
-            Some(nonce) => format!("{} nonce={nonce:016x}", self.size),
-            None => self.size.to_string(),
+        let mut text = self.size.to_string();
+        if let Some(nonce) = self.nonce {
+            text += &format!(" nonce={nonce:016x}");
         }
+        if let Some(run) = self.run_id {
+            text += &format!(" run={run:016x}");
+        }
+        if let Some(by) = &self.by {
+            text += &format!(" host={} pid={}", by.host, by.pid);
+            if let Some(start) = by.start {
+                text += &format!(" start={start}");
+            }
+            if let Some(tcp) = &by.tcp {
+                text += &format!(" tcp={tcp}");
+            }
+        }
+        text
     }
 
-    /// The size and nonce; unknown fields are ignored, a missing nonce is
-    /// `None`, a missing or bad size is `None` for the whole entry.
+    /// The size and the other fields; unknown fields are ignored, missing
+    /// ones are `None` (entries of older versions have no nonce and no
+    /// publisher), a missing or bad size is `None` for the whole entry.
     pub fn decode(text: &str) -> Option<SizeEntry> {
         let mut fields = text.split_whitespace();
         let size = fields.next()?.parse().ok()?;
-        let nonce = fields
-            .filter_map(|f| f.strip_prefix("nonce="))
-            .find_map(|v| u64::from_str_radix(v, 16).ok());
-        Some(SizeEntry { size, nonce })
+        let (mut nonce, mut host, mut pid, mut start, mut tcp) = (None, None, None, None, None);
+        for field in fields {
+            match field.split_once('=') {
+                Some(("nonce", v)) => nonce = u64::from_str_radix(v, 16).ok(),
+                Some(("host", v)) => host = Some(v.to_string()),
+                Some(("pid", v)) => pid = v.parse().ok(),
+                Some(("start", v)) => start = v.parse().ok(),
+                Some(("tcp", v)) => tcp = Some(v.to_string()),
+                _ => {}
+            }
+        }
+        let by = host.zip(pid).map(|(host, pid)| Publisher {
+            host,
+            pid,
+            start,
+            tcp,
+        });
+        Some(SizeEntry {
+            size,
+            nonce,
+            run_id: crate::stale::run_field(text),
+            by,
+        })
+    }
+
+    /// Why this entry belongs to another run than the one `run_id`
+    /// (`TETHER_RUN_ID`'s fingerprint) names, seen from `my_host`. When
+    /// both carry a run id, it decides: the same one is this run's even
+    /// when its writer has ended (under `tether run`, which sets a fresh
+    /// id, a program's rank 0 may finish before a slow process of another
+    /// program joins). Without one, a writer that is gone makes the entry
+    /// stale. `None`: it is taken as this run's (also when it names no
+    /// writer: an older version wrote it).
+    pub fn stale(&self, run_id: Option<u64>, my_host: &str) -> Option<String> {
+        if let (Some(theirs), Some(ours)) = (self.run_id, run_id) {
+            return (theirs != ours)
+                .then(|| "it was written under another TETHER_RUN_ID".to_string());
+        }
+        self.by.as_ref()?.gone(my_host)
     }
 }
 
@@ -235,61 +304,55 @@ pub fn program_names(programs: Option<&str>, me: &Identity) -> Result<Vec<String
 }
 
 /// Publishes this process (and, on a program's rank 0, its size with
-/// `nonce`) and waits until every program has published its size. Fails
-/// with `Timeout` naming the programs that did not appear.
+/// `nonce`) and waits until every program has published its size. A size
+/// entry that another run left (`run_id`, `TETHER_RUN_ID`, differs, or
+/// the process that wrote it is gone: [`SizeEntry::stale`]) is not
+/// believed: the program's new rank 0 will replace it. Fails with
+/// `Timeout` naming the programs that did not appear, and why an entry
+/// that is there was not believed. Once joined, the address is published
+/// again with the run's tag ([`Universe::run_tag`]), by which peers tell
+/// it from an address another run left.
 pub fn join(
     rendezvous: &Rendezvous,
     names: &[String],
     me: &Identity,
     address: &PeerAddress,
     nonce: u64,
+    run_id: Option<&str>,
     timeout: Duration,
 ) -> Result<Universe> {
     let rdv_err = |e: tether_rendezvous::RendezvousError| err(ErrorClass::Init, e.to_string());
+    let run_id = run_id.map(|id| crate::stale::fingerprint(id.bytes()));
     claim(rendezvous, me, address)?;
     if me.rank == 0 {
+        let entry = SizeEntry {
+            size: me.size,
+            nonce: Some(nonce),
+            run_id,
+            by: Some(Publisher::this_process(&address.host, &address.tcp)),
+        };
         rendezvous
-            .put(
-                &size_key(&me.program),
-                &SizeEntry {
-                    size: me.size,
-                    nonce: Some(nonce),
-                }
-                .encode(),
-            )
+            .put(&size_key(&me.program), &entry.encode())
             .map_err(rdv_err)?;
     }
     let deadline = Instant::now() + timeout;
     let mut sizes = Vec::with_capacity(names.len());
     let mut nonces = Vec::with_capacity(names.len());
+    let mut missing = Vec::new();
     for name in names {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let value = rendezvous.wait(&size_key(name), left).map_err(rdv_err)?;
-        let Some(value) = value else {
-            let missing: Vec<&str> = names
-                .iter()
-                .filter(|n| !matches!(rendezvous.get(&size_key(n)), Ok(Some(_))))
-                .map(String::as_str)
-                .collect();
-            return Err(err(
-                ErrorClass::Timeout,
-                format!(
-                    "program(s) {} did not join within {} s (rendezvous {}): is their rank 0 running with the same TETHER_RENDEZVOUS?",
-                    missing.join(", "),
-                    timeout.as_secs(),
-                    rendezvous.describe()
-                ),
-            ));
+        let entry = match await_size(rendezvous, name, run_id, &address.host, deadline)? {
+            Ok(entry) => entry,
+            Err(stale) => {
+                missing.push(match stale {
+                    Some(why) => format!(
+                        "{name} (its entry {} is not taken for this run's: {why}; an earlier or crashed run left it, or its rank 0 ended)",
+                        size_key(name)
+                    ),
+                    None => name.clone(),
+                });
+                continue;
+            }
         };
-        let entry = SizeEntry::decode(&value).ok_or_else(|| {
-            err(
-                ErrorClass::Init,
-                format!(
-                    "rendezvous {} holds a bad size {value:?} for program {name:?}",
-                    rendezvous.describe()
-                ),
-            )
-        })?;
         let size = entry.size;
         if name == &me.program && size != me.size {
             return Err(err(
@@ -299,6 +362,17 @@ pub fn join(
         }
         sizes.push((name.clone(), size));
         nonces.push((name.as_str(), entry.nonce));
+    }
+    if !missing.is_empty() {
+        return Err(err(
+            ErrorClass::Timeout,
+            format!(
+                "program(s) {} did not join within {} s (rendezvous {}): is their rank 0 running with the same TETHER_RENDEZVOUS?",
+                missing.join(", "),
+                timeout.as_secs(),
+                rendezvous.describe()
+            ),
+        ));
     }
     // Two processes that claimed one identity at the same moment both
     // found it free; the later write won: the other sees it now.
@@ -313,8 +387,72 @@ pub fn join(
         .iter()
         .find(|(name, _)| *name == universe.programs[0].name)
         .and_then(|(_, nonce)| *nonce);
+    universe.my_host = address.host.clone();
+    let tagged = format!("{} run={:016x}", address.encode(), universe.run_tag());
+    rendezvous.put(&key, &tagged).map_err(rdv_err)?;
     Ok(universe)
 }
+
+/// Program `name`'s size entry, once one of this run is there: an entry
+/// another run left is waited past until it is replaced. At `deadline`,
+/// `Err` with why the entry there (if any) was not believed.
+fn await_size(
+    rendezvous: &Rendezvous,
+    name: &str,
+    run_id: Option<u64>,
+    my_host: &str,
+    deadline: Instant,
+) -> Result<std::result::Result<SizeEntry, Option<String>>> {
+    let rdv_err = |e: tether_rendezvous::RendezvousError| err(ErrorClass::Init, e.to_string());
+    let key = size_key(name);
+    // The text of the entry found stale, and why: it is not checked again
+    // until it changes.
+    let mut stale: Option<(String, String)> = None;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let value = match &stale {
+            None => rendezvous.wait(&key, left).map_err(rdv_err)?,
+            Some((old, _)) => {
+                std::thread::sleep(STALE_POLL.min(left));
+                rendezvous
+                    .get(&key)
+                    .map_err(rdv_err)?
+                    .filter(|text| text != old)
+            }
+        };
+        let Some(value) = value else {
+            if left.is_zero() {
+                return Ok(Err(stale.map(|(_, why)| why)));
+            }
+            continue;
+        };
+        let entry = SizeEntry::decode(&value).ok_or_else(|| {
+            err(
+                ErrorClass::Init,
+                format!(
+                    "rendezvous {} holds a bad size {value:?} for program {name:?}",
+                    rendezvous.describe()
+                ),
+            )
+        })?;
+        match entry.stale(run_id, my_host) {
+            None => return Ok(Ok(entry)),
+            Some(why) => {
+                if stale.is_none() {
+                    tracing::info!(
+                        "rendezvous {}: {key} is another run's ({why}); waiting for this run's",
+                        rendezvous.describe()
+                    );
+                }
+                stale = Some((value, why));
+            }
+        }
+    }
+}
+
+/// How often an entry found stale is read again while its program's new
+/// rank 0 has not replaced it.
+const STALE_POLL: Duration = Duration::from_millis(20);
 
 /// Publishes this process's address as `me`, unless a live process holds
 /// that identity already (a forgotten `TETHER_RANK`, two launches of one
@@ -444,11 +582,24 @@ mod tests {
         let entry = SizeEntry {
             size: 3,
             nonce: Some(0x0123_4567_89ab_cdef),
+            run_id: Some(0xff),
+            by: Some(Publisher {
+                host: "h/b".into(),
+                pid: 5,
+                start: Some(6),
+                tcp: Some("127.0.0.1:7".into()),
+            }),
         };
-        assert_eq!(entry.encode(), "3 nonce=0123456789abcdef");
+        assert_eq!(
+            entry.encode(),
+            "3 nonce=0123456789abcdef run=00000000000000ff host=h/b pid=5 start=6 tcp=127.0.0.1:7"
+        );
         assert_eq!(SizeEntry::decode(&entry.encode()), Some(entry));
         let old = SizeEntry::decode("4\n").unwrap();
-        assert_eq!((old.size, old.nonce), (4, None));
+        assert_eq!(
+            (old.size, old.nonce, old.run_id, old.by),
+            (4, None, None, None)
+        );
         assert_eq!(SizeEntry::decode("four nonce=1"), None);
         assert_eq!(SizeEntry::decode(""), None);
     }
@@ -462,10 +613,28 @@ mod tests {
         let wait = Duration::from_secs(5);
         // beta's rank 0 has published its size, not yet its address.
         rendezvous.put(&size_key("beta"), "1 nonce=9").unwrap();
-        let first = join(&rendezvous, &names, &me("alpha", 0, 1), &address, 7, wait).unwrap();
+        let first = join(
+            &rendezvous,
+            &names,
+            &me("alpha", 0, 1),
+            &address,
+            7,
+            None,
+            wait,
+        )
+        .unwrap();
         // alpha:0 finishes and removes its address before beta:0 arrives.
         rendezvous.remove(&addr_key("alpha", 0)).unwrap();
-        let late = join(&rendezvous, &names, &me("beta", 0, 1), &address, 9, wait).unwrap();
+        let late = join(
+            &rendezvous,
+            &names,
+            &me("beta", 0, 1),
+            &address,
+            9,
+            None,
+            wait,
+        )
+        .unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(first.run_nonce, Some(7));
         assert_eq!(
@@ -498,17 +667,33 @@ mod tests {
         rendezvous
             .put(&addr_key("alpha", 0), &gone.encode())
             .unwrap();
-        join(&rendezvous, &names, &me("alpha", 0, 1), &mine, 1, wait).unwrap();
-        assert_eq!(
-            rendezvous.get(&addr_key("alpha", 0)).unwrap(),
-            Some(mine.encode())
-        );
+        join(
+            &rendezvous,
+            &names,
+            &me("alpha", 0, 1),
+            &mine,
+            1,
+            None,
+            wait,
+        )
+        .unwrap();
+        let published = rendezvous.get(&addr_key("alpha", 0)).unwrap().unwrap();
+        assert_eq!(PeerAddress::decode(&published), Some(mine.clone()));
         // A live one (this test process, listening elsewhere).
         let twin = PeerAddress {
             tcp: "127.0.0.1:3".into(),
             ..mine.clone()
         };
-        let e = join(&rendezvous, &names, &me("alpha", 0, 1), &twin, 1, wait).unwrap_err();
+        let e = join(
+            &rendezvous,
+            &names,
+            &me("alpha", 0, 1),
+            &twin,
+            1,
+            None,
+            wait,
+        )
+        .unwrap_err();
         assert_eq!(e.class, ErrorClass::Init);
         assert!(
             e.message.contains("alpha:0 is claimed twice"),
@@ -530,7 +715,150 @@ mod tests {
         rendezvous
             .put(&addr_key("alpha", 0), &elsewhere.encode())
             .unwrap();
-        join(&rendezvous, &names, &me("alpha", 0, 1), &mine, 1, wait).unwrap();
+        join(
+            &rendezvous,
+            &names,
+            &me("alpha", 0, 1),
+            &mine,
+            1,
+            None,
+            wait,
+        )
+        .unwrap();
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A size entry as an earlier run's rank 0 (pid 1, which did not
+    /// start at tick 7) left it on host `h`.
+    fn left_behind(size: u32) -> String {
+        SizeEntry {
+            size,
+            nonce: Some(1),
+            run_id: None,
+            by: Some(Publisher {
+                host: "h".into(),
+                pid: 1,
+                start: Some(7),
+                tcp: None,
+            }),
+        }
+        .encode()
+    }
+
+    #[test]
+    fn a_size_entry_an_ended_process_wrote_is_waited_past() {
+        let dir = std::env::temp_dir().join(format!("tether-stale-{}", std::process::id()));
+        let rendezvous = Rendezvous::open(&dir.to_string_lossy()).unwrap();
+        let address = PeerAddress::decode("tcp=127.0.0.1:1 host=h pid=1").unwrap();
+        let names = ["alpha".to_string(), "beta".to_string()];
+        rendezvous.put(&size_key("beta"), &left_behind(3)).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                // beta's new rank 0 (this test process: alive) replaces it.
+                let fresh = SizeEntry {
+                    size: 2,
+                    nonce: Some(9),
+                    run_id: None,
+                    by: Some(Publisher::this_process("h", "127.0.0.1:1")),
+                };
+                rendezvous.put(&size_key("beta"), &fresh.encode()).unwrap();
+            });
+            let wait = Duration::from_secs(20);
+            let u = join(
+                &rendezvous,
+                &names,
+                &me("alpha", 0, 1),
+                &address,
+                7,
+                None,
+                wait,
+            )
+            .unwrap();
+            assert_eq!(
+                u.programs[1].size, 2,
+                "the earlier run's size 3 was believed"
+            );
+        });
+        // The address is published with the run's tag once joined.
+        let text = rendezvous.get(&addr_key("alpha", 0)).unwrap().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(crate::stale::run_field(&text).is_some(), "{text}");
+    }
+
+    #[test]
+    fn a_size_entry_never_replaced_times_out_saying_whose_it_is() {
+        let dir = std::env::temp_dir().join(format!("tether-stale-to-{}", std::process::id()));
+        let rendezvous = Rendezvous::open(&dir.to_string_lossy()).unwrap();
+        let address = PeerAddress::decode("tcp=127.0.0.1:1 host=h pid=1").unwrap();
+        let names = ["alpha".to_string(), "beta".to_string()];
+        rendezvous.put(&size_key("beta"), &left_behind(3)).unwrap();
+        let wait = Duration::from_millis(300);
+        let e = join(
+            &rendezvous,
+            &names,
+            &me("alpha", 0, 1),
+            &address,
+            7,
+            None,
+            wait,
+        )
+        .unwrap_err();
+        // Another TETHER_RUN_ID is another run, even with a live writer.
+        let other_run = SizeEntry {
+            size: 3,
+            nonce: None,
+            run_id: Some(crate::stale::fingerprint(*b"old")),
+            by: Some(Publisher::this_process("h", "127.0.0.1:1")),
+        };
+        rendezvous
+            .put(&size_key("beta"), &other_run.encode())
+            .unwrap();
+        let e2 = join(
+            &rendezvous,
+            &names,
+            &me("alpha", 0, 1),
+            &address,
+            7,
+            Some("new"),
+            wait,
+        )
+        .unwrap_err();
+        // The same TETHER_RUN_ID is this run, even with its writer gone
+        // (a rank 0 that finished before a slow process joined).
+        let ended_same_run = SizeEntry {
+            run_id: Some(crate::stale::fingerprint(*b"new")),
+            ..SizeEntry::decode(&left_behind(3)).unwrap()
+        };
+        rendezvous
+            .put(&size_key("beta"), &ended_same_run.encode())
+            .unwrap();
+        let same = join(
+            &rendezvous,
+            &names,
+            &me("alpha", 0, 1),
+            &address,
+            7,
+            Some("new"),
+            wait,
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(e.class, ErrorClass::Timeout);
+        assert!(
+            e.message.contains("program(s) beta (its entry size/beta is not taken for this run's: pid 1 on this host has ended; an earlier or crashed run left it, or its rank 0 ended) did not join"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains(&dir.to_string_lossy().to_string()),
+            "{}",
+            e.message
+        );
+        assert!(
+            e2.message.contains("another TETHER_RUN_ID"),
+            "{}",
+            e2.message
+        );
+        assert_eq!(same.unwrap().programs[1].size, 3);
     }
 }

@@ -132,11 +132,16 @@ fn first_failure(children: &Children, exit: Exit, running: &mut usize) -> (Exit,
 }
 
 /// Of `failures` (in the order seen, at least one), the one to name —
-/// the first killed by a signal, else the first — and the others.
+/// the first killed by a signal, else the first — and the others. A
+/// SIGPIPE is a symptom, not a cause: a C survivor that writes to the
+/// socket of a peer that died gets it (unless it ignores it), so a
+/// process killed by another signal is named before it.
 fn blame(mut failures: Vec<Exit>) -> (Exit, Vec<Exit>) {
+    let signal = |e: &Exit| e.status.as_ref().ok().and_then(|s| s.signal());
     let killed = failures
         .iter()
-        .position(|e| matches!(&e.status, Ok(s) if s.signal().is_some()))
+        .position(|e| signal(e).is_some_and(|s| s != libc::SIGPIPE))
+        .or_else(|| failures.iter().position(|e| signal(e).is_some()))
         .unwrap_or(0);
     let first = failures.remove(killed);
     (first, failures)
@@ -227,6 +232,11 @@ mod tests {
         let (named, others) = blame(vec![exit(1, 1 << 8), exit(0, 9), exit(2, 1 << 8)]);
         assert_eq!(named.index, 0);
         assert_eq!(others.iter().map(|e| e.index).collect::<Vec<_>>(), [1, 2]);
+        // The survivor died of SIGPIPE writing to the killed one: a symptom.
+        let (named, others) = blame(vec![exit(1, libc::SIGPIPE), exit(0, 9)]);
+        assert_eq!((named.index, others[0].index), (0, 1));
+        let (named, _) = blame(vec![exit(1, 1 << 8), exit(0, libc::SIGPIPE)]);
+        assert_eq!(named.index, 0, "a SIGPIPE alone is still a signal");
         // No signal: the first seen.
         let (named, others) = blame(vec![exit(2, 3 << 8), exit(1, 1 << 8)]);
         assert_eq!((named.index, others.len()), (2, 1));

@@ -210,8 +210,9 @@ pub(super) fn describe_failure(
             err(
                 ErrorClass::Truncate,
                 format!(
-                    "{prefix}: {} sent more bytes than this process expects ({error:?}): the processes passed different counts",
-                    who(*rank)
+                    "{prefix}: {} sent more bytes than this process expects ({}): the processes passed different counts",
+                    who(*rank),
+                    crate::error::completion_words(*error)
                 ),
             ),
         ),

@@ -118,7 +118,20 @@ fn in_place_only_at_root(name: &str) -> Error {
     )
 }
 
-fn mismatch(what: &str, send: usize, recv: usize) -> Error {
+fn mismatch(what: &str, (sendtype, recvtype): (i32, i32), send: usize, recv: usize) -> Error {
+    // Elements of two sizes: the types were mixed up, not the counts.
+    if let (Ok(s), Ok(r)) = (datatype::lookup(sendtype), datatype::lookup(recvtype)) {
+        if s.size != r.size {
+            return err(
+                ErrorClass::Type,
+                format!(
+                    "{what}: sendtype TETHER_{} has {}-byte elements but recvtype TETHER_{} {}-byte ones \
+                     ({send} bytes sent, {recv} expected): the send and receive types must match",
+                    s.name, s.size, r.name, r.size
+                ),
+            );
+        }
+    }
     err(
         ErrorClass::Count,
         format!("{what}: the send block is {send} bytes but the receive block is {recv} bytes"),
@@ -603,7 +616,12 @@ impl Runtime {
         } else {
             let (_, sent) = send.bytes("sendbuf")?;
             if sent != block {
-                return Err(mismatch("gather", sent, block));
+                return Err(mismatch(
+                    "gather",
+                    (send.datatype, recv.datatype),
+                    sent,
+                    block,
+                ));
             }
             Span::whole(Buf::Send, block)
         };
@@ -645,7 +663,7 @@ impl Runtime {
         } else {
             let (_, sent) = send.bytes("sendbuf")?;
             if sent != mine.1 {
-                return Err(mismatch("gatherv", sent, mine.1));
+                return Err(mismatch("gatherv", (send.datatype, recvtype), sent, mine.1));
             }
             Span::whole(Buf::Send, sent)
         };
@@ -672,7 +690,12 @@ impl Runtime {
         } else {
             let (_, got) = recv.bytes("recvbuf")?;
             if got != block {
-                return Err(mismatch("scatter", block, got));
+                return Err(mismatch(
+                    "scatter",
+                    (send.datatype, recv.datatype),
+                    block,
+                    got,
+                ));
             }
             Some(Span::whole(Buf::Recv, block))
         };
@@ -714,7 +737,7 @@ impl Runtime {
         } else {
             let (_, got) = recv.bytes("recvbuf")?;
             if got != mine {
-                return Err(mismatch("scatterv", mine, got));
+                return Err(mismatch("scatterv", (sendtype, recv.datatype), mine, got));
             }
             Some(Span::whole(Buf::Recv, mine))
         };
@@ -738,7 +761,12 @@ impl Runtime {
         } else {
             let (_, sent) = send.bytes("sendbuf")?;
             if sent != block {
-                return Err(mismatch("allgather", sent, block));
+                return Err(mismatch(
+                    "allgather",
+                    (send.datatype, recv.datatype),
+                    sent,
+                    block,
+                ));
             }
             Span::whole(Buf::Send, block)
         };
@@ -774,7 +802,12 @@ impl Runtime {
         } else {
             let (_, sent) = send.bytes("sendbuf")?;
             if sent != mine.1 {
-                return Err(mismatch("allgatherv", sent, mine.1));
+                return Err(mismatch(
+                    "allgatherv",
+                    (send.datatype, recvtype),
+                    sent,
+                    mine.1,
+                ));
             }
             Span::whole(Buf::Send, sent)
         };
@@ -798,7 +831,12 @@ impl Runtime {
         } else {
             let (_, sent) = send.bytes("sendbuf")?;
             if sent != block {
-                return Err(mismatch("alltoall", sent, block));
+                return Err(mismatch(
+                    "alltoall",
+                    (send.datatype, recv.datatype),
+                    sent,
+                    block,
+                ));
             }
             nonnull(send.ptr, len, "sendbuf")?;
             Some(blocks.as_slice())
@@ -837,7 +875,12 @@ impl Runtime {
             // The block to itself is copied locally, as long as it is sent.
             let (sent, kept) = (blocks[me.rank as usize].1, recv_blocks[me.rank as usize].1);
             if sent != kept {
-                return Err(mismatch("alltoallv (the block to itself)", sent, kept));
+                return Err(mismatch(
+                    "alltoallv (the block to itself)",
+                    (sendtype, recvtype),
+                    sent,
+                    kept,
+                ));
             }
             (Some(blocks), len)
         };

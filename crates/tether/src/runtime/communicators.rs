@@ -9,11 +9,12 @@ use std::collections::HashSet;
 
 use super::collective_activity::Collective;
 use super::Runtime;
-use crate::coll::{ring, Buf, Buffers, Channel, Running, Shape, Span};
+use crate::coll::{ring, Buf, Buffers, Channel, Failure, Running, Shape, Span};
 use crate::comm::{Comm, AM_CONTEXT, COMM_NULL, CREATION_CONTEXT};
 use crate::datatype;
-use crate::error::{err, ErrorClass, Result};
+use crate::error::{completion_words, err, Error, ErrorClass, Result};
 use crate::op::Op;
+use tether_proto::CompletionError;
 
 /// FNV-1a over the member list: equal lists give equal values.
 fn fingerprint(members: &[u32]) -> u64 {
@@ -120,13 +121,7 @@ impl Runtime {
             if let Some(orphan) = Collective::orphaned(transfers, running, Some(values)) {
                 self.activities.push(Box::new(orphan));
             }
-            return Err(err(
-                ErrorClass::Comm,
-                format!(
-                    "creating a communicator of {} processes failed: {failure:?}",
-                    members.len()
-                ),
-            ));
+            return Err(self.creation_error(&members, &failure));
         }
         if values[1] != !values[2] {
             return Err(err(
@@ -143,6 +138,39 @@ impl Runtime {
             .ok_or_else(|| err(ErrorClass::Comm, "no communicator context is left"))?;
         let comm = Comm::new(context, members, me).expect("a member");
         self.comms.insert(comm)
+    }
+
+    /// Why creating a communicator of `members` failed, naming the member
+    /// and the cause (the agreement runs among the members alone).
+    fn creation_error(&self, members: &[u32], failure: &Failure) -> Error {
+        let creating = format!("creating a communicator of {} processes", members.len());
+        let who = |rank: &u32| self.universe.describe(members[*rank as usize]);
+        match failure {
+            Failure::Transfer {
+                rank,
+                error: CompletionError::PeerLost,
+            } => {
+                let peer = members[*rank as usize];
+                let why = self
+                    .transport
+                    .router()
+                    .peers()
+                    .lost(peer)
+                    .map_or("the connection was lost".to_string(), |e| e.message.clone());
+                err(ErrorClass::PeerLost, format!("{creating}: {}: {why}", who(rank)))
+            }
+            Failure::Transfer { rank, error } => err(
+                ErrorClass::Comm,
+                format!("{creating}: the agreement with {} failed: {}", who(rank), completion_words(*error)),
+            ),
+            Failure::ShortMessage { rank, got, expected } => err(
+                ErrorClass::Comm,
+                format!(
+                    "{creating}: {} sent {got} bytes of agreement where {expected} were expected: the members called different functions",
+                    who(rank)
+                ),
+            ),
+        }
     }
 
     /// Frees a communicator; operations on it already started complete.

@@ -302,8 +302,9 @@ impl Field {
             other => err(
                 ErrorClass::Internal,
                 format!(
-                    "field {:?}: a transfer with {who} ended with {other:?}",
-                    self.name
+                    "field {:?}: a transfer with {who} failed: {}",
+                    self.name,
+                    crate::error::completion_words(other)
                 ),
             ),
         }
