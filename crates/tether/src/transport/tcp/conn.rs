@@ -6,7 +6,7 @@
 //! numbers them, this only writes them.
 
 use std::collections::VecDeque;
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Read};
 use std::net::SocketAddr;
 
 use mio::net::TcpStream;
@@ -233,7 +233,7 @@ impl Conn {
                 let mut small = [0u8; SMALL_FRAME];
                 small[..HEADER_LEN].copy_from_slice(&frame.header);
                 small[HEADER_LEN..total].copy_from_slice(frame.payload_bytes());
-                return self.stream.write(&small[..total]);
+                return send(&self.stream, &[IoSlice::new(&small[..total])]);
             }
         }
         let mut slices = [IoSlice::new(&[]); MAX_IOVECS];
@@ -266,7 +266,7 @@ impl Conn {
                 used += 1;
             }
         }
-        self.stream.write_vectored(&slices[..used])
+        send(&self.stream, &slices[..used])
     }
 
     /// Eager sends complete locally: what the socket did not take is copied
@@ -494,5 +494,25 @@ impl Conn {
                 token: Some(token),
             },
         };
+    }
+}
+
+/// Writes `slices` to `stream` as `writev` would, but with
+/// `MSG_NOSIGNAL`: a peer that died makes the write fail with `EPIPE`
+/// (its link is then lost) instead of killing this process with
+/// `SIGPIPE`, which a C program does not ignore by default.
+fn send(stream: &TcpStream, slices: &[IoSlice<'_>]) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero msghdr is valid (no name, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // `IoSlice` is ABI-compatible with `iovec` on Unix.
+    msg.msg_iov = slices.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = slices.len() as _;
+    // SAFETY: the iovecs point at the slices, valid for the call.
+    let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
     }
 }
