@@ -761,14 +761,15 @@ impl Router {
     /// payload the peer announced is read after its receive failed.
     #[inline]
     fn collect(&mut self) {
-        let into = (&mut self.events, &mut self.origins, &mut self.losing);
-        let into = drain(&mut self.tcp.events, Owner::Tcp, into);
-        let into = match self.shm.as_mut() {
-            Some(shm) => drain(&mut shm.events, Owner::Shm, into),
-            None => into,
-        };
-        if let Some(file) = self.file.as_mut() {
-            drain(&mut file.events, Owner::File, into);
+        let (events, origins, losing) = (&mut self.events, &mut self.origins, &mut self.losing);
+        if !self.tcp.events.is_empty() {
+            drain(&mut self.tcp.events, Owner::Tcp, events, origins, losing);
+        }
+        if let Some(shm) = self.shm.as_mut().filter(|s| !s.events.is_empty()) {
+            drain(&mut shm.events, Owner::Shm, events, origins, losing);
+        }
+        if let Some(file) = self.file.as_mut().filter(|f| !f.events.is_empty()) {
+            drain(&mut file.events, Owner::File, events, origins, losing);
         }
         if self.events.frames.is_empty() && !self.losing.is_empty() {
             for (peer, error) in std::mem::take(&mut self.losing) {
@@ -927,18 +928,16 @@ fn send_on<L: Transport>(
     }
 }
 
-/// Where [`drain`] puts a transport's events: the router's events, the
-/// origins of its frames, and the losses it has yet to take in.
-type Sinks<'a> = (
-    &'a mut Events,
-    &'a mut VecDeque<Owner>,
-    &'a mut Vec<(u32, Error)>,
-);
-
-/// Moves `from`'s events, reported by `owner`, into the router's.
-#[inline]
-fn drain<'a>(from: &mut Events, owner: Owner, into: Sinks<'a>) -> Sinks<'a> {
-    let (events, origins, losing) = into;
+/// Moves `from`'s events, reported by `owner`, into the router's
+/// `events`, the origins of its frames and the losses it has yet to take
+/// in.
+fn drain(
+    from: &mut Events,
+    owner: Owner,
+    events: &mut Events,
+    origins: &mut VecDeque<Owner>,
+    losing: &mut Vec<(u32, Error)>,
+) {
     events.sent.append(&mut from.sent);
     events.filled.append(&mut from.filled);
     while let Some(frame) = from.frames.pop_front() {
@@ -951,5 +950,4 @@ fn drain<'a>(from: &mut Events, owner: Owner, into: Sinks<'a>) -> Sinks<'a> {
             abort @ LinkEvent::Abort { .. } => events.links.push(abort),
         }
     }
-    (events, origins, losing)
 }

@@ -53,6 +53,17 @@ pub struct Events {
 }
 
 impl Events {
+    /// Whether nothing was reported since the last drain (what a drain
+    /// checks first: most calls report nothing).
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.sent.is_empty()
+            && self.filled.is_empty()
+            && self.frames.is_empty()
+            && self.links.is_empty()
+            && self.reached.is_empty()
+    }
+
     pub fn lost(&mut self, peer: u32, error: Error) {
         self.links.push(LinkEvent::Lost { peer, error });
     }
