@@ -38,7 +38,9 @@ def test_active_messages(built, program, scenario, transport):
     proc = tether_run(args, env=env)
     assert f"ok {scenario}" in proc.stdout, proc.stdout + proc.stderr
     if scenario == "unregistered":
-        assert proc.stderr.count("id 999") == 1, proc.stderr
+        # Once per id; a repeat of the same cause for another id (4 here)
+        # is counted by the log's aggregation, which may name the first.
+        assert proc.stderr.count("WARN an active message for id 999") == 1, proc.stderr
 
 
 @pytest.mark.parametrize("setup", FILE_SETUPS)
