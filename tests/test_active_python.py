@@ -11,7 +11,9 @@ transport set-up:
 - a C program (tests/c/am_py_peer.c) and a Python one
   (tests/python/am_c_peer.py) sending each other requests of 1 MiB, each
   answering from inside its handler (C sender, Python handler and the
-  reverse)."""
+  reverse);
+- the request/response and many-message scenarios over the file and hybrid
+  transports."""
 
 import re
 import sys
@@ -82,3 +84,14 @@ def test_active_message_example_of_the_docs(python_package, tmp_path):
     args = shown.group(1).replace("python3", sys.executable).replace("rpc.py", str(script)).split()
     proc = tether_run(args)
     assert sorted(proc.stdout.splitlines()) == sorted(shown.group(2).splitlines()), proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("setup", ["file", "hybrid"])
+@pytest.mark.parametrize("scenario", ["reply", "many"])
+def test_python_active_messages_through_files(python_package, scenario, setup, tmp_path):
+    from test_file import universe as file_universe
+
+    args, env = file_universe(sys.executable, str(SUITE), scenario, setup=setup)
+    env["TETHER_FILE_DIR"] = str(tmp_path)
+    proc = tether_run(args, env=env, timeout=180)
+    assert proc.stdout.count(f"ok {scenario}") == 5, proc.stdout + proc.stderr
