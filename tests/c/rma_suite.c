@@ -92,6 +92,9 @@ static void putget(void) {
     CHECK(tether_win_free(&win));
     EXPECT(win == TETHER_WIN_NULL, "free resets the handle");
     EXPECT(tether_win_flush_all(win) == TETHER_ERR_ARG, "a freed window is refused");
+    tether_win stale = 12345;
+    EXPECT(tether_win_free(&stale) == TETHER_ERR_ARG && stale == 12345, "freeing no window");
+    EXPECT(tether_win_free(&win) == TETHER_ERR_ARG, "freeing TETHER_WIN_NULL");
     free(base), free(out), free(in);
 }
 

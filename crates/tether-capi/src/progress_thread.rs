@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tether::error::Result;
+use tether::error::{err, ErrorClass, Result};
 
 use crate::ffi::{guard, state};
 use crate::types::TETHER_SUCCESS;
@@ -42,7 +42,7 @@ pub(crate) fn sync() -> Result<()> {
     };
     let mut running = THREAD.lock().unwrap_or_else(|e| e.into_inner());
     match (wanted, running.is_some()) {
-        (true, false) => *running = Some(start()),
+        (true, false) => *running = Some(start()?),
         (false, true) => stop(running.take().expect("running")),
         _ => {}
     }
@@ -57,7 +57,7 @@ pub(crate) fn shut_down() {
     }
 }
 
-fn start() -> Running {
+fn start() -> Result<Running> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let thread = std::thread::Builder::new()
@@ -76,8 +76,13 @@ fn start() -> Running {
                 std::thread::sleep(interval);
             }
         })
-        .expect("spawning the progress thread");
-    Running { stop, thread }
+        .map_err(|e| {
+            err(
+                ErrorClass::Internal,
+                format!("cannot start the progress thread (TETHER_PROGRESS_THREAD): {e}"),
+            )
+        })?;
+    Ok(Running { stop, thread })
 }
 
 fn stop(running: Running) {

@@ -428,20 +428,31 @@ impl Runtime {
     /// Frees `win` once every member's operations on it are complete
     /// (collective); its memory is the program's again.
     pub fn win_free(&mut self, win: i32) -> Result<()> {
+        self.window(win)?;
         let fenced = self.win_fence(win);
         // A get's reply that borrows the window may still wait for its
-        // link: progress until the engine lets the window go.
+        // link: progress until the engine lets the window go, for at
+        // most the finalize timeout (a reply to a peer that is lost
+        // meanwhile is dropped, so this ends).
+        let deadline = std::time::Instant::now()
+            + std::time::Duration::from_secs(self.settings.finalize_timeout());
         let mut freed = self.engine.win_free(win as u32);
-        while freed == Err(RmaError::Busy) {
+        while freed == Err(RmaError::Busy) && std::time::Instant::now() < deadline {
             self.progress_once(Some(std::time::Duration::from_millis(1)));
             freed = self.engine.win_free(win as u32);
         }
-        let window = self
-            .windows
-            .table
-            .remove(&win)
-            .expect("checked by the fence");
-        let _ = self.comm_free(window.comm);
+        if freed == Err(RmaError::Busy) {
+            return Err(err(
+                ErrorClass::Timeout,
+                format!(
+                    "window {win} is still in use after TETHER_FINALIZE_TIMEOUT={} s (operations on it did not end); it stays live",
+                    self.settings.finalize_timeout()
+                ),
+            ));
+        }
+        if let Some(window) = self.windows.table.remove(&win) {
+            let _ = self.comm_free(window.comm);
+        }
         fenced.and(freed.map_err(|e| rma_error(e, "freeing a window")))
     }
 
