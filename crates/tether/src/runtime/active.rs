@@ -164,7 +164,19 @@ impl Runtime {
                 self.active.probed = arrivals;
                 break;
             };
-            let mut buffer = vec![0u8; size as usize];
+            // The size is the sender's word: a buffer that cannot be had
+            // is not allocated (no abort); the message is received into
+            // nothing, truncated, and dropped.
+            let mut buffer = Vec::new();
+            let wanted = usize::try_from(size).unwrap_or(usize::MAX);
+            if buffer.try_reserve_exact(wanted).is_ok() {
+                buffer.resize(wanted, 0);
+            } else {
+                tracing::error!(
+                    "an active message of {size} bytes from {} cannot be given a buffer: dropped",
+                    self.universe.describe(envelope.source)
+                );
+            }
             let region = Region {
                 ptr: buffer.as_mut_ptr(),
                 len: buffer.len(),
