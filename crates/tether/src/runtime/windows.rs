@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
-use tether_proto::{Reduction, Region, ReqId, RmaError, RmaTarget};
+use tether_proto::{Engine, Reduction, Region, ReqId, RmaError, RmaTarget};
 
 use super::{Arg, Runtime, IN_PLACE};
 use crate::datatype::{self, byte_len, Datatype};
@@ -204,13 +204,16 @@ impl Runtime {
         offset: i64,
         win: i32,
     ) -> Result<()> {
-        let a = self.access(win, target, offset, count, datatype)?;
-        let source = region(origin.cast_mut(), a.len, "origin")?;
-        self.engine
-            .win_put(a.at, source)
-            .map_err(|e| rma_error(e, "put"))?;
-        self.after_issue();
-        Ok(())
+        self.transfer(
+            origin.cast_mut(),
+            count,
+            datatype,
+            target,
+            offset,
+            win,
+            "put",
+            Engine::win_put,
+        )
     }
 
     /// [`Runtime::put`] with a request that completes once `origin` may
@@ -227,14 +230,16 @@ impl Runtime {
         offset: i64,
         win: i32,
     ) -> Result<ReqId> {
-        let a = self.access(win, target, offset, count, datatype)?;
-        let source = region(origin.cast_mut(), a.len, "origin")?;
-        let req = self
-            .engine
-            .win_rput(a.at, source)
-            .map_err(|e| rma_error(e, "rput"))?;
-        self.after_issue();
-        Ok(req)
+        self.transfer(
+            origin.cast_mut(),
+            count,
+            datatype,
+            target,
+            offset,
+            win,
+            "rput",
+            Engine::win_rput,
+        )
     }
 
     /// Reads `count` elements of `target`'s window into `origin`, which
@@ -251,13 +256,16 @@ impl Runtime {
         offset: i64,
         win: i32,
     ) -> Result<()> {
-        let a = self.access(win, target, offset, count, datatype)?;
-        let dest = region(origin, a.len, "origin")?;
-        self.engine
-            .win_get(a.at, dest)
-            .map_err(|e| rma_error(e, "get"))?;
-        self.after_issue();
-        Ok(())
+        self.transfer(
+            origin,
+            count,
+            datatype,
+            target,
+            offset,
+            win,
+            "get",
+            Engine::win_get,
+        )
     }
 
     /// [`Runtime::get`] with a request that completes once the data is
@@ -274,14 +282,37 @@ impl Runtime {
         offset: i64,
         win: i32,
     ) -> Result<ReqId> {
+        self.transfer(
+            origin,
+            count,
+            datatype,
+            target,
+            offset,
+            win,
+            "rget",
+            Engine::win_rget,
+        )
+    }
+
+    /// Checks a put or get of `count` elements between `buf` and
+    /// `target`'s window and hands it to the engine's `issue`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn transfer<T>(
+        &mut self,
+        buf: *mut u8,
+        count: i64,
+        datatype: i32,
+        target: i32,
+        offset: i64,
+        win: i32,
+        what: &str,
+        issue: impl FnOnce(&mut Engine, RmaTarget, Region) -> std::result::Result<T, RmaError>,
+    ) -> Result<T> {
         let a = self.access(win, target, offset, count, datatype)?;
-        let dest = region(origin, a.len, "origin")?;
-        let req = self
-            .engine
-            .win_rget(a.at, dest)
-            .map_err(|e| rma_error(e, "rget"))?;
+        let local = region(buf, a.len, "origin")?;
+        let issued = issue(&mut self.engine, a.at, local).map_err(|e| rma_error(e, what))?;
         self.after_issue();
-        Ok(req)
+        Ok(issued)
     }
 
     /// Combines `count` elements at `origin` into `target`'s window with
