@@ -19,6 +19,11 @@ use tether_proto::{
 
 /// Size of the staging buffer reads go through.
 const READ_BUFFER: usize = 256 * 1024;
+
+/// Read buffer of a connection whose handshake has not completed: enough
+/// for the handshake's frames, so that a connection that never completes
+/// one (idle, dribbling or hostile) holds little memory.
+const HANDSHAKE_READ_BUFFER: usize = 4096;
 /// Largest frame (header and payload) that [`Conn::flush`] copies into one
 /// contiguous buffer when it is alone in the queue.
 const SMALL_FRAME: usize = 512;
@@ -140,13 +145,28 @@ impl Conn {
             stream,
             remote,
             out: VecDeque::new(),
-            rbuf: vec![0; READ_BUFFER].into_boxed_slice(),
+            rbuf: vec![0; HANDSHAKE_READ_BUFFER].into_boxed_slice(),
             rstart: 0,
             rend: 0,
             read: ReadState::Header,
             drained: false,
             moved: 0,
         }
+    }
+
+    /// The handshake is done: the read buffer takes its full size, with
+    /// what it holds still unread kept.
+    pub fn grow(&mut self) {
+        if self.rbuf.len() >= READ_BUFFER {
+            return;
+        }
+        let mut rbuf = vec![0; READ_BUFFER].into_boxed_slice();
+        let unread = self.rend - self.rstart;
+        rbuf[..unread].copy_from_slice(&self.rbuf[self.rstart..self.rend]);
+        self.rbuf = rbuf;
+        self.rstart = 0;
+        self.rend = unread;
+        self.drained = false;
     }
 
     /// Queues a frame that [`Link::stamp`] numbered.

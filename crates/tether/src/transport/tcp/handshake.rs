@@ -168,6 +168,7 @@ impl TcpTransport {
         p.attempt = None;
         let queued = std::mem::take(&mut p.queue);
         let entry = self.entries.get_mut(&token).expect("driven");
+        entry.conn.grow();
         tracing::debug!(
             "linked with {} at {}",
             self.universe.describe(peer),

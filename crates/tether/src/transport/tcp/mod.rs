@@ -60,6 +60,13 @@ const LISTENER: Token = TCP_TOKENS.token(0);
 /// more than one epoll_wait saves.
 pub const DIRECT_POLL_MAX: usize = 2;
 
+/// Accepted connections that may wait for their handshake at once. One
+/// more closes the oldest of them: a legitimate peer's handshake follows
+/// its connect at once, so under a flood of connections that never
+/// complete one (idle, dribbling, hostile) it still gets through, and the
+/// memory they hold stays bounded (each holds a handshake-sized buffer).
+pub const MAX_PENDING_HANDSHAKES: usize = 64;
+
 /// The listener, registered in the reactor, before the universe is known.
 pub type Bound = (TcpListener, SocketAddr);
 
@@ -158,6 +165,9 @@ pub struct TcpTransport {
     direct: Vec<Token>,
     listener: TcpListener,
     entries: HashMap<Token, Entry>,
+    /// Accepted connections waiting for their handshake, oldest first
+    /// (some may have moved on: checked when bounding).
+    pending_accepts: VecDeque<Token>,
     next_token: usize,
     peers: HashMap<u32, Peer>,
     universe: Arc<Universe>,
@@ -229,6 +239,7 @@ impl TcpTransport {
             direct: Vec::new(),
             listener,
             entries: HashMap::default(),
+            pending_accepts: VecDeque::new(),
             next_token: 1,
             peers: HashMap::default(),
             universe,
@@ -338,6 +349,8 @@ impl TcpTransport {
                     let link = Link::acceptor(self.link_config.clone(), Instant::now());
                     self.entries
                         .insert(token, Entry::new(Conn::new(stream, remote), link));
+                    self.pending_accepts.push_back(token);
+                    self.bound_pending_accepts();
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -346,6 +359,29 @@ impl TcpTransport {
                     return;
                 }
             }
+        }
+    }
+
+    /// Closes the oldest accepted connections still in their handshake
+    /// while more than [`MAX_PENDING_HANDSHAKES`] are.
+    fn bound_pending_accepts(&mut self) {
+        let entries = &self.entries;
+        self.pending_accepts.retain(|token| {
+            entries
+                .get(token)
+                .is_some_and(|e| e.link.state() == LinkState::AwaitingHello)
+        });
+        while self.pending_accepts.len() > MAX_PENDING_HANDSHAKES {
+            let Some(oldest) = self.pending_accepts.pop_front() else {
+                break;
+            };
+            if let Some(entry) = self.entries.get(&oldest) {
+                tracing::warn!(
+                    "closing the connection from {}: more than {MAX_PENDING_HANDSHAKES} connections wait for their handshake, and it waited longest",
+                    entry.conn.remote
+                );
+            }
+            self.close(oldest, None);
         }
     }
 
