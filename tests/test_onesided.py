@@ -8,7 +8,7 @@ import pytest
 from conftest import TRANSPORTS, tether_run, universe
 from test_file import universe as file_universe, SETUPS as FILE_SETUPS
 
-SCENARIOS = ["putget", "atomics", "range", "passive", "computing"]
+SCENARIOS = ["putget", "atomics", "range", "passive", "computing", "lost"]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -19,7 +19,10 @@
  *   computing rank 0 turns the progress thread on (hint PROGRESS_THREAD)
  *            and computes without calling Tether until rank 1's put of a
  *            flag lands in its window, after rank 1's data (at most
- *            60 s: a target nobody serves fails). */
+ *            60 s: a target nobody serves fails);
+ *   lost     rank 1 exits without finalizing after creating its window:
+ *            rank 0's put, then its flush, and an rget's wait end in
+ *            TETHER_ERR_PEER_LOST naming it; nothing hangs. */
 #define _POSIX_C_SOURCE 200809L
 #include <time.h>
 
@@ -311,6 +314,41 @@ static void computing(void) {
     free(base);
 }
 
+static void lost(void) {
+    unsigned char *base = calloc(4096, 1);
+    tether_win win;
+    CHECK(tether_win_create(base, 4096, U, &win));
+    if (me == 1) {
+        int bye = 1;
+        CHECK(tether_send(&bye, 1, TETHER_INT, 0, 5, U));
+        fflush(stdout);
+        _Exit(0);
+    }
+    if (me == 0) {
+        int bye;
+        CHECK(tether_recv(&bye, 1, TETHER_INT, 1, 5, U, TETHER_STATUS_IGNORE));
+        unsigned char out[64] = {0}, in[64];
+        int rc = tether_put(out, 64, TETHER_BYTE, 1, 0, win);
+        if (rc == TETHER_SUCCESS) rc = tether_win_flush(1, win);
+        char msg[TETHER_MAX_ERROR_STRING];
+        tether_last_error(msg, sizeof msg);
+        EXPECT(rc == TETHER_ERR_PEER_LOST, "a put and flush to a lost target: %d: %s", rc, msg);
+        tether_request r;
+        rc = tether_rget(in, 64, TETHER_BYTE, 1, 0, win, &r);
+        if (rc == TETHER_SUCCESS) rc = tether_wait(&r, TETHER_STATUS_IGNORE);
+        EXPECT(rc == TETHER_ERR_PEER_LOST, "an rget from a lost target: %d", rc);
+        /* The other targets still serve. */
+        CHECK(tether_put(out, 64, TETHER_BYTE, 2, 0, win));
+        CHECK(tether_win_flush(2, win));
+        for (int r = 2; r < size; r++) CHECK(tether_send(&bye, 1, TETHER_INT, r, 6, U));
+    } else {
+        int done;
+        CHECK(tether_recv(&done, 1, TETHER_INT, 0, 6, U, TETHER_STATUS_IGNORE));
+    }
+    /* No collective free (the lost member cannot join it), so the memory
+     * stays the window's until the process ends. */
+}
+
 int main(int argc, char **argv) {
     CHECK(tether_init(&argc, &argv));
     CHECK(tether_comm_rank(U, &me));
@@ -321,6 +359,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(scenario, "range")) range();
     else if (!strcmp(scenario, "passive")) passive();
     else if (!strcmp(scenario, "computing")) computing();
+    else if (!strcmp(scenario, "lost")) lost();
     else EXPECT(0, "unknown scenario %s", scenario);
     CHECK(tether_finalize());
     if (me == 0) printf("ok %s\n", scenario);
