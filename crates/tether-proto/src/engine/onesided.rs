@@ -229,6 +229,10 @@ struct Pending {
     /// Where the reply's data lands (get, fetch-and-op, compare-and-swap).
     result: Option<Region>,
     request: Option<ReqId>,
+    /// Its `RmaRequest` was handed to the transport: only then may the
+    /// target answer it (not while the frame waits in the outbox, nor
+    /// while it goes by remote memory).
+    sent: bool,
 }
 
 /// An apply in the queue. Its place is taken when its request's header

@@ -178,6 +178,7 @@ impl Engine {
                 len: issue.len,
                 result: issue.result,
                 request,
+                sent: false,
             },
         );
         let frame = RmaRequest {
@@ -249,7 +250,10 @@ impl Engine {
         let Some(pending) = self.onesided.ops.get(&reply.origin_op) else {
             return Err(unknown);
         };
-        if pending.target != peer || pending.win != reply.window {
+        // A reply to a request not sent (still queued, or gone by remote
+        // memory) could end the operation while its memory is still
+        // borrowed: only a hostile peer sends one.
+        if pending.target != peer || pending.win != reply.window || !pending.sent {
             return Err(unknown);
         }
         if reply.status != ReplyStatus::Done {
@@ -273,6 +277,13 @@ impl Engine {
                 self.answered(reply.origin_op, Ok(()));
                 Ok(PayloadSink::None)
             }
+        }
+    }
+
+    /// The `RmaRequest` of operation `op` was handed to the transport.
+    pub(in crate::engine) fn rma_request_sent(&mut self, op: u64) {
+        if let Some(pending) = self.onesided.ops.get_mut(&op) {
+            pending.sent = true;
         }
     }
 

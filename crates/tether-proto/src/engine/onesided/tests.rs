@@ -831,3 +831,61 @@ fn a_direct_get_to_a_lost_target_fails_at_the_flush() {
         "the lost peer's operation is dropped"
     );
 }
+
+/// A reply may answer only a request that left: one to a request still
+/// queued, or to a get that goes by remote memory, would end the
+/// operation (and its flush) while its memory is still borrowed. Found by
+/// the `onesided` fuzz target (fuzz/regressions/onesided/).
+#[test]
+fn a_reply_to_a_request_not_sent_is_refused() {
+    let mut e = Engine::new(EngineConfig {
+        me: 0,
+        eager_limit: 64,
+    });
+    let mut window = vec![0u8; 64];
+    e.win_create(WIN, region(&mut window), &[(1, 64)]).unwrap();
+    let mut data = vec![7u8; 8];
+    e.win_put(at(1, 0), region(&mut data)).unwrap();
+    let mark = e.win_flush_mark(WIN, Some(1)).unwrap();
+    let reply = |origin_op, len| {
+        RmaReply {
+            window: WIN,
+            status: ReplyStatus::Done,
+            origin_op,
+            len,
+        }
+        .to_header()
+    };
+    // The put's frame, which borrows `data`, still waits to be sent.
+    assert!(matches!(
+        e.on_header(1, &reply(1, 0)),
+        Err(WireError::UnknownHandle { .. })
+    ));
+    assert_eq!(e.win_flush_poll(&mark), None);
+    let t = e.poll_transmit().expect("the put's frame");
+    assert_eq!(
+        (t.header.kind, t.header.sender_req),
+        (FrameKind::RmaRequest, 1)
+    );
+    assert!(matches!(
+        e.on_header(1, &reply(1, 0)),
+        Ok(PayloadSink::None)
+    ));
+    assert_eq!(e.win_flush_poll(&mark), Some(Ok(())));
+
+    // A get by remote memory has no frame to answer.
+    e.set_remote_memory(1, u64::MAX);
+    e.set_window_direct_bytes(1);
+    e.win_set_address(WIN, 1, 0x10_0000);
+    let mut dest = vec![0u8; 8];
+    e.win_get(at(1, 8), region(&mut dest)).unwrap();
+    let mark = e.win_flush_mark(WIN, Some(1)).unwrap();
+    let op = e.poll_rma().expect("the get goes by remote memory");
+    assert!(matches!(
+        e.on_header(1, &reply(2, 8)),
+        Err(WireError::UnknownHandle { .. })
+    ));
+    assert_eq!(e.win_flush_poll(&mark), None);
+    e.rma_done(op, RmaStatus::Done);
+    assert_eq!(e.win_flush_poll(&mark), Some(Ok(())));
+}
