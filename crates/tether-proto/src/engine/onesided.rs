@@ -199,6 +199,9 @@ struct Window {
     targets: HashMap<u32, TargetBook>,
     /// Applies on this window queued or out with the runtime.
     applies: usize,
+    /// The origins of puts whose payload is being read into the memory,
+    /// one entry a put.
+    writing: Vec<u32>,
 }
 
 /// The origin's book of one target of one window.
@@ -335,6 +338,7 @@ impl Engine {
             local,
             targets,
             applies: 0,
+            writing: Vec::new(),
         };
         self.onesided.windows.insert(win, window);
         Ok(())
@@ -342,7 +346,8 @@ impl Engine {
 
     /// Removes window `win`; its memory is the program's again. `Busy`
     /// while operations this process issued on it are unanswered,
-    /// operations on its memory are being applied, or a get's reply that
+    /// operations on its memory are being applied, a put's payload is
+    /// being read into it, or a get's reply that
     /// borrows it waits in [`Engine::poll_transmit`]: the runtime's
     /// collective free flushes every member first, so that every reply
     /// has also left the transport. Errors recorded since the last flush
@@ -356,6 +361,7 @@ impl Engine {
         });
         let busy = replying
             || window.applies > 0
+            || !window.writing.is_empty()
             || window.targets.values().any(|b| !b.outstanding.is_empty());
         if busy {
             return Err(RmaError::Busy);
@@ -468,6 +474,10 @@ impl Engine {
                     }
                 }
             }
+        }
+        for window in state.windows.values_mut() {
+            // Its link is closed: nothing more is read into the window.
+            window.writing.retain(|&origin| origin != peer);
         }
         state.direct.retain(|_, fallback| fallback.peer != peer);
         let windows = &mut state.windows;

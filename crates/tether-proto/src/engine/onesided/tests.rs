@@ -889,3 +889,39 @@ fn a_reply_to_a_request_not_sent_is_refused() {
     e.rma_done(op, RmaStatus::Done);
     assert_eq!(e.win_flush_poll(&mark), Some(Ok(())));
 }
+
+/// A window stays while a put's payload is read into it: a hostile origin
+/// may join the collective free with its payload still on the way. Found
+/// by the `onesided` fuzz target (fuzz/regressions/onesided/).
+#[test]
+fn a_window_stays_while_a_put_is_read_into_it() {
+    let mut e = Engine::new(EngineConfig {
+        me: 1,
+        eager_limit: 64,
+    });
+    let mut window = vec![0u8; 64];
+    e.win_create(WIN, region(&mut window), &[(0, 64), (2, 64)])
+        .unwrap();
+    let put = crate::wire::onesided::RmaRequest {
+        window: WIN,
+        code: RmaCode::Put,
+        datatype: 0,
+        op: 0,
+        offset: 8,
+        len: 8,
+        origin_op: 5,
+    };
+    let sink = |e: &mut Engine, origin| match e.on_header(origin, &put.to_header()) {
+        Ok(PayloadSink::Region { token, .. }) => token,
+        other => panic!("a put's payload goes into the window: {other:?}"),
+    };
+    let token = sink(&mut e, 0);
+    let lost = sink(&mut e, 2);
+    assert_eq!(e.win_free(WIN), Err(RmaError::Busy));
+    e.payload_done(token, None);
+    assert_eq!(e.win_free(WIN), Err(RmaError::Busy));
+    // The link of rank 2 died mid-payload: nothing more is read.
+    e.peer_lost(2);
+    drop(lost);
+    assert_eq!(e.win_free(WIN), Ok(()));
+}
