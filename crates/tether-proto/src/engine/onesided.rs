@@ -232,10 +232,11 @@ struct Pending {
     /// Where the reply's data lands (get, fetch-and-op, compare-and-swap).
     result: Option<Region>,
     request: Option<ReqId>,
-    /// Its `RmaRequest` was handed to the transport: only then may the
-    /// target answer it (not while the frame waits in the outbox, nor
-    /// while it goes by remote memory).
-    sent: bool,
+    /// A reply may come: its `RmaRequest` was handed to the transport
+    /// (not waiting in the outbox, nor gone by remote memory), and no
+    /// reply's data is being read into its result (a second reply, on
+    /// another link, would write it after the operation ended).
+    awaiting: bool,
 }
 
 /// An apply in the queue. Its place is taken when its request's header

@@ -925,3 +925,38 @@ fn a_window_stays_while_a_put_is_read_into_it() {
     drop(lost);
     assert_eq!(e.win_free(WIN), Ok(()));
 }
+
+/// One reply a request: a second reply to a get whose data is being read
+/// (on another link of the same peer) is refused, or it would end the
+/// operation while the first still writes its result. Found by the
+/// `onesided` fuzz target (fuzz/regressions/onesided/).
+#[test]
+fn a_second_reply_while_the_first_is_read_is_refused() {
+    let mut e = Engine::new(EngineConfig {
+        me: 0,
+        eager_limit: 64,
+    });
+    let mut window = vec![0u8; 64];
+    e.win_create(WIN, region(&mut window), &[(1, 64)]).unwrap();
+    let mut dest = vec![0u8; 8];
+    e.win_get(at(1, 0), region(&mut dest)).unwrap();
+    let mark = e.win_flush_mark(WIN, Some(1)).unwrap();
+    let t = e.poll_transmit().expect("the get's frame");
+    let reply = RmaReply {
+        window: WIN,
+        status: ReplyStatus::Done,
+        origin_op: t.header.sender_req,
+        len: 8,
+    }
+    .to_header();
+    let Ok(PayloadSink::Region { token, .. }) = e.on_header(1, &reply) else {
+        panic!("the reply's data goes into the get's buffer");
+    };
+    assert!(matches!(
+        e.on_header(1, &reply),
+        Err(WireError::UnknownHandle { .. })
+    ));
+    assert_eq!(e.win_flush_poll(&mark), None);
+    e.payload_done(token, None);
+    assert_eq!(e.win_flush_poll(&mark), Some(Ok(())));
+}
