@@ -105,6 +105,8 @@ struct Op {
     live: bool,
     /// An rput whose frame was handed over: its source is the program's.
     released: bool,
+    /// The target's window address when the operation was issued.
+    address: Option<u64>,
 }
 
 /// A reply the engine owes a peer.
@@ -496,6 +498,11 @@ impl Harness {
             req,
             live: !lost,
             released: false,
+            address: self
+                .addresses
+                .get(&win)
+                .copied()
+                .filter(|_| target == PEERS[0]),
         });
         if lost {
             if let Some(req) = req {
@@ -1144,7 +1151,7 @@ impl Harness {
             let o = &self.ops[i];
             assert!(o.live, "{op:?} of an operation answered");
             assert_eq!(op.peer, o.target);
-            let address = self.addresses.get(&o.win).copied();
+            let address = o.address;
             let size = self.size_of(o.win, o.target);
             assert_eq!(
                 (Some(op.key.addr), Some(op.key.len), op.key.id),
