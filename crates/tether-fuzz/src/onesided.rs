@@ -1294,8 +1294,13 @@ impl Harness {
                 let (op, o) = self.rma_out.swap_remove(0);
                 self.finish_rma(op, o, RmaStatus::Done);
             }
-            self.apply_done(true);
-            self.poll_apply();
+            loop {
+                self.apply_done(true);
+                self.poll_apply();
+                if self.out.is_none() {
+                    break;
+                }
+            }
             self.check_memory();
             let idle = self.out.is_none()
                 && self.applies.is_empty()
@@ -1331,7 +1336,8 @@ impl Harness {
         for op in &self.ops {
             assert!(
                 !op.live,
-                "an operation outstanding after every peer was lost"
+                "{:?} of {} bytes to {} on window {} outstanding after every peer was lost",
+                op.code, op.len, op.target, op.win
             );
             if let Some(req) = op.req {
                 if self.engine.is_live(req) {
