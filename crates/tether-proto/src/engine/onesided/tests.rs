@@ -960,3 +960,30 @@ fn a_second_reply_while_the_first_is_read_is_refused() {
     e.payload_done(token, None);
     assert_eq!(e.win_flush_poll(&mark), Some(Ok(())));
 }
+
+/// A window address whose extent wraps around the address space (a
+/// hostile member's, from the gather at creation) is never used for
+/// remote memory: its operations go as frames, as a key that wraps is
+/// refused by `RemoteKey::decode`. Found by the `onesided` fuzz target.
+#[test]
+fn a_window_address_that_wraps_is_not_used() {
+    let mut e = Engine::new(EngineConfig {
+        me: 0,
+        eager_limit: 64,
+    });
+    let mut window = vec![0u8; 64];
+    e.win_create(WIN, region(&mut window), &[(1, 64)]).unwrap();
+    e.set_remote_memory(1, u64::MAX);
+    e.set_window_direct_bytes(1);
+    e.win_set_address(WIN, 1, u64::MAX - 10);
+    let mut dest = vec![0u8; 8];
+    e.win_get(at(1, 16), region(&mut dest)).unwrap();
+    assert!(e.poll_rma().is_none(), "no remote memory past the end");
+    let t = e.poll_transmit().expect("the get goes as a frame");
+    assert_eq!(t.header.kind, FrameKind::RmaRequest);
+    // A window that fits goes by remote memory.
+    e.win_set_address(WIN, 1, u64::MAX - 64);
+    e.win_get(at(1, 56), region(&mut dest)).unwrap();
+    let op = e.poll_rma().expect("by remote memory");
+    assert_eq!(op.remote_address(), Some(u64::MAX - 8));
+}
