@@ -11,8 +11,8 @@
 //! | [`engine`] | `tether_proto::Engine` fed a hostile peer's frames |
 //! | [`field_descriptions`] | fields' `Hello::decode`, `decode_local`, `decode_side` and `tether_redist::Dist::decode`, and what the runtime then does with a description (`check`, `plan`) |
 //! | [`dispatch`] | `tether_proto::classify` on every kind of link, then `tether_proto::deliver` |
-//! | [`onesided`] | `tether_proto::Engine`'s one-sided operations: `RmaRequest` and `RmaReply` frames from hostile peers, windows, applies, flushes and remote memory operations |
 //! | [`link`] | `tether_proto::Link` (handshake, sequence numbers, goodbye, deadlines) and `tether_proto::link::Resequencer`, fed a hostile peer's frames on a virtual clock |
+//! | [`onesided`] | `tether_proto::Engine`'s one-sided operations: `RmaRequest` and `RmaReply` frames from hostile peers, windows, applies, flushes and remote memory operations |
 //!
 //! A target returns normally for every input; a panic (a failed check
 //! included) is a finding. `fuzz/` (cargo-fuzz, nightly) wraps each one

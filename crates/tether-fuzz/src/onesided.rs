@@ -245,9 +245,12 @@ impl Harness {
                 match b % 4 {
                     0 | 1 => {
                         let id = u32::from(input.u8()? % 4);
-                        let address = match b & 4 {
-                            0 => 0x7f00_0000_0000 + u64::from(id) * 0x10_0000,
-                            _ => input.u64()?,
+                        // A member's address, as any member may announce
+                        // it: plausible, raw, or near the end of memory.
+                        let address = match b & 0x0c {
+                            4 => input.u64()?,
+                            8 => u64::MAX - u64::from(input.u8()?),
+                            _ => 0x7f00_0000_0000 + u64::from(id) * 0x10_0000,
                         };
                         let rank = [PEERS[0], PEERS[1], ME, 9][usize::from(b >> 4) % 4];
                         self.engine.win_set_address(id, rank, address);
@@ -1156,6 +1159,10 @@ impl Harness {
             assert_eq!(
                 (Some(op.key.addr), Some(op.key.len), op.key.id),
                 (address, size, u64::from(o.win))
+            );
+            assert!(
+                op.key.addr.checked_add(op.key.len).is_some(),
+                "a key that wraps: {op:?}"
             );
             assert!(op.remote_address().is_some(), "outside its key: {op:?}");
             assert_eq!(op.len() as u64, o.len);
