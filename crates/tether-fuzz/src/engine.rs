@@ -346,7 +346,7 @@ impl Harness {
                 };
                 header.tag = i32::from(b & 0x20 != 0);
             }
-            // One-sided frames are not among the kinds built here.
+            // One-sided frames are the `onesided` target's (onesided.rs).
             Bye | Abort | RmaRequest | RmaReply => {}
         }
         Some(header.encode())

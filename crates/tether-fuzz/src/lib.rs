@@ -12,6 +12,7 @@
 //! | [`field_descriptions`] | fields' `Hello::decode`, `decode_local`, `decode_side` and `tether_redist::Dist::decode`, and what the runtime then does with a description (`check`, `plan`) |
 //! | [`dispatch`] | `tether_proto::classify` on every kind of link, then `tether_proto::deliver` |
 //! | [`link`] | `tether_proto::Link` (handshake, sequence numbers, goodbye, deadlines) and `tether_proto::link::Resequencer`, fed a hostile peer's frames on a virtual clock |
+//! | [`onesided`] | `tether_proto::Engine`'s one-sided operations: `RmaRequest` and `RmaReply` frames from hostile peers, windows, applies, flushes and remote memory operations |
 //!
 //! A target returns normally for every input; a panic (a failed check
 //! included) is a finding. `fuzz/` (cargo-fuzz, nightly) wraps each one
@@ -22,10 +23,12 @@ mod dispatch;
 mod engine;
 mod input;
 mod link;
+mod onesided;
 
 pub use dispatch::dispatch;
 pub use engine::engine;
 pub use link::link;
+pub use onesided::onesided;
 
 use std::io::{BufReader, Cursor};
 
@@ -42,7 +45,7 @@ use input::Input;
 pub type Target = fn(&[u8]);
 
 /// The targets by name, as `fuzz/` and `fuzz/corpus/` spell them.
-pub const TARGETS: [(&str, Target); 8] = [
+pub const TARGETS: [(&str, Target); 9] = [
     ("frame_header", frame_header),
     ("hello", hello),
     ("file_prefix", file_prefix),
@@ -51,6 +54,7 @@ pub const TARGETS: [(&str, Target); 8] = [
     ("field_descriptions", field_descriptions),
     ("dispatch", dispatch),
     ("link", link),
+    ("onesided", onesided),
 ];
 
 /// `FrameHeader::decode` of the first [`HEADER_LEN`] bytes, against the

@@ -798,7 +798,11 @@ impl Engine {
 
     /// The next frame to send, in the order the protocol requires.
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
-        self.outbox.pop_front()
+        let t = self.outbox.pop_front()?;
+        if t.header.kind == FrameKind::RmaRequest {
+            self.rma_request_sent(t.header.sender_req);
+        }
+        Some(t)
     }
 
     /// Whether frames are waiting in [`Engine::poll_transmit`].

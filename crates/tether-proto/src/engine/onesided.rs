@@ -199,6 +199,9 @@ struct Window {
     targets: HashMap<u32, TargetBook>,
     /// Applies on this window queued or out with the runtime.
     applies: usize,
+    /// The origins of puts whose payload is being read into the memory,
+    /// one entry a put.
+    writing: Vec<u32>,
 }
 
 /// The origin's book of one target of one window.
@@ -229,6 +232,11 @@ struct Pending {
     /// Where the reply's data lands (get, fetch-and-op, compare-and-swap).
     result: Option<Region>,
     request: Option<ReqId>,
+    /// A reply may come: its `RmaRequest` was handed to the transport
+    /// (not waiting in the outbox, nor gone by remote memory), and no
+    /// reply's data is being read into its result (a second reply, on
+    /// another link, would write it after the operation ended).
+    awaiting: bool,
 }
 
 /// An apply in the queue. Its place is taken when its request's header
@@ -331,6 +339,7 @@ impl Engine {
             local,
             targets,
             applies: 0,
+            writing: Vec::new(),
         };
         self.onesided.windows.insert(win, window);
         Ok(())
@@ -338,7 +347,8 @@ impl Engine {
 
     /// Removes window `win`; its memory is the program's again. `Busy`
     /// while operations this process issued on it are unanswered,
-    /// operations on its memory are being applied, or a get's reply that
+    /// operations on its memory are being applied, a put's payload is
+    /// being read into it, or a get's reply that
     /// borrows it waits in [`Engine::poll_transmit`]: the runtime's
     /// collective free flushes every member first, so that every reply
     /// has also left the transport. Errors recorded since the last flush
@@ -352,6 +362,7 @@ impl Engine {
         });
         let busy = replying
             || window.applies > 0
+            || !window.writing.is_empty()
             || window.targets.values().any(|b| !b.outstanding.is_empty());
         if busy {
             return Err(RmaError::Busy);
@@ -464,6 +475,10 @@ impl Engine {
                     }
                 }
             }
+        }
+        for window in state.windows.values_mut() {
+            // Its link is closed: nothing more is read into the window.
+            window.writing.retain(|&origin| origin != peer);
         }
         state.direct.retain(|_, fallback| fallback.peer != peer);
         let windows = &mut state.windows;

@@ -76,7 +76,9 @@ impl Engine {
         else {
             return Err(payload);
         };
-        if !wanted {
+        // An extent that wraps around the address space names no memory
+        // (a member announced it; `RemoteKey::decode` refuses such a key).
+        if !wanted || address.checked_add(size).is_none() {
             return Err(payload);
         }
         let kind = match (frame.code, &payload, result) {

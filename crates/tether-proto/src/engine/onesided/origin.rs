@@ -178,6 +178,7 @@ impl Engine {
                 len: issue.len,
                 result: issue.result,
                 request,
+                awaiting: false,
             },
         );
         let frame = RmaRequest {
@@ -249,7 +250,10 @@ impl Engine {
         let Some(pending) = self.onesided.ops.get(&reply.origin_op) else {
             return Err(unknown);
         };
-        if pending.target != peer || pending.win != reply.window {
+        // A reply to a request not sent (still queued, or gone by remote
+        // memory), or a second one, could end the operation while its
+        // memory is still borrowed: only a hostile peer sends one.
+        if pending.target != peer || pending.win != reply.window || !pending.awaiting {
             return Err(unknown);
         }
         if reply.status != ReplyStatus::Done {
@@ -264,15 +268,27 @@ impl Engine {
             });
         }
         match pending.result {
-            Some(region) if expected > 0 => Ok(PayloadSink::Region {
-                region: region.prefix(expected as usize),
-                discard: 0,
-                token: SinkToken(Token::RmaResult(reply.origin_op)),
-            }),
+            Some(region) if expected > 0 => {
+                if let Some(pending) = self.onesided.ops.get_mut(&reply.origin_op) {
+                    pending.awaiting = false;
+                }
+                Ok(PayloadSink::Region {
+                    region: region.prefix(expected as usize),
+                    discard: 0,
+                    token: SinkToken(Token::RmaResult(reply.origin_op)),
+                })
+            }
             _ => {
                 self.answered(reply.origin_op, Ok(()));
                 Ok(PayloadSink::None)
             }
+        }
+    }
+
+    /// The `RmaRequest` of operation `op` was handed to the transport.
+    pub(in crate::engine) fn rma_request_sent(&mut self, op: u64) {
+        if let Some(pending) = self.onesided.ops.get_mut(&op) {
+            pending.awaiting = true;
         }
     }
 

@@ -47,11 +47,17 @@ impl Engine {
                 self.reply(origin, &request, ReplyStatus::Done, ReplyData::None);
                 PayloadSink::None
             }
-            RmaCode::Put => PayloadSink::Region {
-                region,
-                discard: 0,
-                token: SinkToken(Token::RmaPut { origin, request }),
-            },
+            RmaCode::Put => {
+                // Until it is in (or its origin lost), the window stays.
+                if let Some(window) = self.onesided.windows.get_mut(&request.window) {
+                    window.writing.push(origin);
+                }
+                PayloadSink::Region {
+                    region,
+                    discard: 0,
+                    token: SinkToken(Token::RmaPut { origin, request }),
+                }
+            }
             RmaCode::Get => {
                 self.reply(
                     origin,
@@ -78,6 +84,11 @@ impl Engine {
 
     /// A put's payload is in the window: acknowledged.
     pub(in crate::engine) fn rma_put_done(&mut self, origin: u32, request: RmaRequest) {
+        if let Some(window) = self.onesided.windows.get_mut(&request.window) {
+            if let Some(at) = window.writing.iter().position(|&o| o == origin) {
+                window.writing.swap_remove(at);
+            }
+        }
         self.reply(origin, &request, ReplyStatus::Done, ReplyData::None);
     }
 

@@ -831,3 +831,159 @@ fn a_direct_get_to_a_lost_target_fails_at_the_flush() {
         "the lost peer's operation is dropped"
     );
 }
+
+/// A reply may answer only a request that left: one to a request still
+/// queued, or to a get that goes by remote memory, would end the
+/// operation (and its flush) while its memory is still borrowed. Found by
+/// the `onesided` fuzz target (fuzz/regressions/onesided/).
+#[test]
+fn a_reply_to_a_request_not_sent_is_refused() {
+    let mut e = Engine::new(EngineConfig {
+        me: 0,
+        eager_limit: 64,
+    });
+    let mut window = vec![0u8; 64];
+    e.win_create(WIN, region(&mut window), &[(1, 64)]).unwrap();
+    let mut data = vec![7u8; 8];
+    e.win_put(at(1, 0), region(&mut data)).unwrap();
+    let mark = e.win_flush_mark(WIN, Some(1)).unwrap();
+    let reply = |origin_op, len| {
+        RmaReply {
+            window: WIN,
+            status: ReplyStatus::Done,
+            origin_op,
+            len,
+        }
+        .to_header()
+    };
+    // The put's frame, which borrows `data`, still waits to be sent.
+    assert!(matches!(
+        e.on_header(1, &reply(1, 0)),
+        Err(WireError::UnknownHandle { .. })
+    ));
+    assert_eq!(e.win_flush_poll(&mark), None);
+    let t = e.poll_transmit().expect("the put's frame");
+    assert_eq!(
+        (t.header.kind, t.header.sender_req),
+        (FrameKind::RmaRequest, 1)
+    );
+    assert!(matches!(
+        e.on_header(1, &reply(1, 0)),
+        Ok(PayloadSink::None)
+    ));
+    assert_eq!(e.win_flush_poll(&mark), Some(Ok(())));
+
+    // A get by remote memory has no frame to answer.
+    e.set_remote_memory(1, u64::MAX);
+    e.set_window_direct_bytes(1);
+    e.win_set_address(WIN, 1, 0x10_0000);
+    let mut dest = vec![0u8; 8];
+    e.win_get(at(1, 8), region(&mut dest)).unwrap();
+    let mark = e.win_flush_mark(WIN, Some(1)).unwrap();
+    let op = e.poll_rma().expect("the get goes by remote memory");
+    assert!(matches!(
+        e.on_header(1, &reply(2, 8)),
+        Err(WireError::UnknownHandle { .. })
+    ));
+    assert_eq!(e.win_flush_poll(&mark), None);
+    e.rma_done(op, RmaStatus::Done);
+    assert_eq!(e.win_flush_poll(&mark), Some(Ok(())));
+}
+
+/// A window stays while a put's payload is read into it: a hostile origin
+/// may join the collective free with its payload still on the way. Found
+/// by the `onesided` fuzz target (fuzz/regressions/onesided/).
+#[test]
+fn a_window_stays_while_a_put_is_read_into_it() {
+    let mut e = Engine::new(EngineConfig {
+        me: 1,
+        eager_limit: 64,
+    });
+    let mut window = vec![0u8; 64];
+    e.win_create(WIN, region(&mut window), &[(0, 64), (2, 64)])
+        .unwrap();
+    let put = crate::wire::onesided::RmaRequest {
+        window: WIN,
+        code: RmaCode::Put,
+        datatype: 0,
+        op: 0,
+        offset: 8,
+        len: 8,
+        origin_op: 5,
+    };
+    let sink = |e: &mut Engine, origin| match e.on_header(origin, &put.to_header()) {
+        Ok(PayloadSink::Region { token, .. }) => token,
+        other => panic!("a put's payload goes into the window: {other:?}"),
+    };
+    let token = sink(&mut e, 0);
+    // Rank 2's payload is never read.
+    let _never = sink(&mut e, 2);
+    assert_eq!(e.win_free(WIN), Err(RmaError::Busy));
+    e.payload_done(token, None);
+    assert_eq!(e.win_free(WIN), Err(RmaError::Busy));
+    // The link of rank 2 died mid-payload: nothing more is read.
+    e.peer_lost(2);
+    assert_eq!(e.win_free(WIN), Ok(()));
+}
+
+/// One reply a request: a second reply to a get whose data is being read
+/// (on another link of the same peer) is refused, or it would end the
+/// operation while the first still writes its result. Found by the
+/// `onesided` fuzz target (fuzz/regressions/onesided/).
+#[test]
+fn a_second_reply_while_the_first_is_read_is_refused() {
+    let mut e = Engine::new(EngineConfig {
+        me: 0,
+        eager_limit: 64,
+    });
+    let mut window = vec![0u8; 64];
+    e.win_create(WIN, region(&mut window), &[(1, 64)]).unwrap();
+    let mut dest = vec![0u8; 8];
+    e.win_get(at(1, 0), region(&mut dest)).unwrap();
+    let mark = e.win_flush_mark(WIN, Some(1)).unwrap();
+    let t = e.poll_transmit().expect("the get's frame");
+    let reply = RmaReply {
+        window: WIN,
+        status: ReplyStatus::Done,
+        origin_op: t.header.sender_req,
+        len: 8,
+    }
+    .to_header();
+    let Ok(PayloadSink::Region { token, .. }) = e.on_header(1, &reply) else {
+        panic!("the reply's data goes into the get's buffer");
+    };
+    assert!(matches!(
+        e.on_header(1, &reply),
+        Err(WireError::UnknownHandle { .. })
+    ));
+    assert_eq!(e.win_flush_poll(&mark), None);
+    e.payload_done(token, None);
+    assert_eq!(e.win_flush_poll(&mark), Some(Ok(())));
+}
+
+/// A window address whose extent wraps around the address space (a
+/// hostile member's, from the gather at creation) is never used for
+/// remote memory: its operations go as frames, as a key that wraps is
+/// refused by `RemoteKey::decode`. Found by the `onesided` fuzz target.
+#[test]
+fn a_window_address_that_wraps_is_not_used() {
+    let mut e = Engine::new(EngineConfig {
+        me: 0,
+        eager_limit: 64,
+    });
+    let mut window = vec![0u8; 64];
+    e.win_create(WIN, region(&mut window), &[(1, 64)]).unwrap();
+    e.set_remote_memory(1, u64::MAX);
+    e.set_window_direct_bytes(1);
+    e.win_set_address(WIN, 1, u64::MAX - 10);
+    let mut dest = vec![0u8; 8];
+    e.win_get(at(1, 16), region(&mut dest)).unwrap();
+    assert!(e.poll_rma().is_none(), "no remote memory past the end");
+    let t = e.poll_transmit().expect("the get goes as a frame");
+    assert_eq!(t.header.kind, FrameKind::RmaRequest);
+    // A window that fits goes by remote memory.
+    e.win_set_address(WIN, 1, u64::MAX - 64);
+    e.win_get(at(1, 56), region(&mut dest)).unwrap();
+    let op = e.poll_rma().expect("by remote memory");
+    assert_eq!(op.remote_address(), Some(u64::MAX - 8));
+}
