@@ -360,14 +360,13 @@ impl Runtime {
         op: i32,
         win: i32,
     ) -> Result<()> {
-        let a = self.access(win, target, offset, 1, datatype)?;
-        if !apply::fetchable(a.datatype) {
-            let takes = "an integer or floating type";
-            return Err(apply::atomic_type_error("fetch_and_op", a.datatype, takes));
-        }
+        let takes = (
+            apply::fetchable as fn(Datatype) -> bool,
+            "an integer or floating type",
+        );
+        let a = self.atomic_access(win, target, offset, datatype, "fetch_and_op", takes)?;
         let op = AccOp::from_handle(op)?;
         op.check(a.datatype)?;
-        aligned(&a, "fetch_and_op")?;
         let operand = region(origin.cast_mut(), a.len, "origin")?;
         let result = region(result, a.len, "result")?;
         self.engine
@@ -393,16 +392,8 @@ impl Runtime {
         offset: i64,
         win: i32,
     ) -> Result<()> {
-        let a = self.access(win, target, offset, 1, datatype)?;
-        if !apply::swappable(a.datatype) {
-            let takes = "an integer type";
-            return Err(apply::atomic_type_error(
-                "compare_and_swap",
-                a.datatype,
-                takes,
-            ));
-        }
-        aligned(&a, "compare_and_swap")?;
+        let takes = (apply::swappable as fn(Datatype) -> bool, "an integer type");
+        let a = self.atomic_access(win, target, offset, datatype, "compare_and_swap", takes)?;
         let value = region(origin.cast_mut(), a.len, "origin")?;
         let compare = region(compare.cast_mut(), a.len, "compare")?;
         let result = region(result, a.len, "result")?;
@@ -411,6 +402,26 @@ impl Runtime {
             .map_err(|e| rma_error(e, "compare_and_swap"))?;
         self.after_issue();
         Ok(())
+    }
+
+    /// [`Runtime::access`] for one element of an atomic operation `what`:
+    /// a type `takes` accepts (`TETHER_ERR_TYPE` naming what it takes),
+    /// aligned to its size in the target's window.
+    fn atomic_access(
+        &self,
+        win: i32,
+        target: i32,
+        offset: i64,
+        datatype: i32,
+        what: &str,
+        (accepts, takes): (fn(Datatype) -> bool, &str),
+    ) -> Result<Access> {
+        let a = self.access(win, target, offset, 1, datatype)?;
+        if !accepts(a.datatype) {
+            return Err(apply::atomic_type_error(what, a.datatype, takes));
+        }
+        aligned(&a, what)?;
+        Ok(a)
     }
 
     /// Blocks until every operation this process issued on `win` to
