@@ -213,8 +213,10 @@ def test_a_receive_from_a_peer_that_died_before_contact_fails(built, python_pack
     from conftest import ROOT
 
     script = str(ROOT / "tests" / "python" / "early_death.py")
+    # One run id for both: without it, `b` joining after `a` died would
+    # take a's entry for a crashed earlier run's (docs/RELIABILITY.md).
     common = dict(TETHER_RENDEZVOUS=str(tmp_path / "rdv"), TETHER_PROGRAMS="a,b", TETHER_RANK=0, TETHER_SIZE=1,
-                  TETHER_CONNECT_TIMEOUT=3, TETHER_TRANSPORTS=transports)
+                  TETHER_CONNECT_TIMEOUT=3, TETHER_TRANSPORTS=transports, TETHER_RUN_ID="early-death")
     crash = subprocess.Popen([sys.executable, script, "crash"], env=clean_env(TETHER_PROGRAM="a", **common))
     start = time.monotonic()
     waiter = subprocess.run([sys.executable, script, "wait", "0"], env=clean_env(TETHER_PROGRAM="b", **common),
