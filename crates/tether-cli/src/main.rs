@@ -3,6 +3,7 @@
 
 mod bench;
 mod info;
+mod key;
 mod rendezvous;
 mod run;
 mod trace;
@@ -26,6 +27,7 @@ struct Cli {
 enum Command {
     Run(run::RunArgs),
     Info(info::InfoArgs),
+    Key(key::KeyArgs),
     Bench(bench::BenchArgs),
     /// One process of a `tether bench` run (started by the harness).
     #[command(hide = true)]
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Run(args) => run::main(args),
         Command::Info(args) => info::main(args),
+        Command::Key(args) => key::main(args),
         Command::Bench(args) => bench::main(args),
         Command::BenchWorker(args) => bench::worker::main(args),
         Command::Rendezvous(args) => rendezvous::main(args),

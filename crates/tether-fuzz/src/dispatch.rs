@@ -84,9 +84,11 @@ pub fn dispatch(data: &[u8]) {
 fn check_class(header: &FrameHeader, kind: LinkKind, open: bool, class: &Result<Class, WireError>) {
     let in_file = header.flags & FLAG_PAYLOAD_IN_FILE != 0;
     let expected = match header.kind {
-        FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => {
-            (kind == LinkKind::Stream).then_some(Class::Handshake)
-        }
+        FrameKind::Hello
+        | FrameKind::HelloAck
+        | FrameKind::HelloReject
+        | FrameKind::Challenge
+        | FrameKind::Proof => (kind == LinkKind::Stream).then_some(Class::Handshake),
         FrameKind::Bye => Some(Class::Bye),
         FrameKind::Abort => Some(Class::Abort(header.tag)),
         FrameKind::Eager

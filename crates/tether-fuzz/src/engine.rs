@@ -336,7 +336,9 @@ impl Harness {
                     header.flags = FLAG_PAYLOAD_IN_FILE;
                 }
             }
-            Hello | HelloAck | HelloReject => header.payload_len = u64::from(input.u8()?),
+            Hello | HelloAck | HelloReject | Challenge | Proof => {
+                header.payload_len = u64::from(input.u8()?)
+            }
             ReadDone => {
                 let sent: Vec<_> = self.rts_sent.iter().filter(|r| r.0 == from).collect();
                 let i = usize::from(input.u8()?);

@@ -76,9 +76,11 @@ pub fn frame_header(data: &[u8]) {
         Ok(header) => {
             assert_eq!(header.seq, expected_seq);
             let bound = match header.kind {
-                FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => {
-                    MAX_CONTROL_PAYLOAD
-                }
+                FrameKind::Hello
+                | FrameKind::HelloAck
+                | FrameKind::HelloReject
+                | FrameKind::Challenge
+                | FrameKind::Proof => MAX_CONTROL_PAYLOAD,
                 FrameKind::Eager => max_eager,
                 FrameKind::Data => u64::MAX,
                 _ => 0,

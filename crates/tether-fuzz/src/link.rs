@@ -189,6 +189,7 @@ impl Harness {
             handshake_timeout,
             goodbye_timeout,
             max_eager,
+            auth: None,
         };
         let side = |link: Link, config| Side {
             state: link.state(),
@@ -687,6 +688,9 @@ impl Harness {
                     RejectCode::OtherUniverse => {
                         matches!(e, LinkError::OtherUniverse { reason: ref r, .. } if *r == reason)
                     }
+                    RejectCode::Unauthenticated => {
+                        matches!(e, LinkError::Unauthenticated { reason: ref r, .. } if *r == reason)
+                    }
                 };
                 assert!(named, "tag {}: {e}", header.tag);
                 self.failed(side, &e);
@@ -750,9 +754,10 @@ impl Harness {
         }
         s.state = state;
         let deadline = match state {
-            LinkState::AwaitingAck | LinkState::AwaitingHello | LinkState::Verifying => {
-                Some(s.created + s.config.handshake_timeout)
-            }
+            LinkState::AwaitingAck
+            | LinkState::AwaitingHello
+            | LinkState::AwaitingProof
+            | LinkState::Verifying => Some(s.created + s.config.handshake_timeout),
             LinkState::ByeSent => {
                 let bye_at = s.bye_at.expect("ByeSent only by close() from Open");
                 assert!(bye_at <= now);

@@ -73,7 +73,11 @@ pub fn classify(header: &FrameHeader, kind: LinkKind, open: bool) -> Result<Clas
         })
     };
     match header.kind {
-        FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => match kind {
+        FrameKind::Hello
+        | FrameKind::HelloAck
+        | FrameKind::HelloReject
+        | FrameKind::Challenge
+        | FrameKind::Proof => match kind {
             LinkKind::Stream => Ok(Class::Handshake),
             other => unexpected(other.describe()),
         },
@@ -207,6 +211,8 @@ mod tests {
             FrameKind::Hello,
             FrameKind::HelloAck,
             FrameKind::HelloReject,
+            FrameKind::Challenge,
+            FrameKind::Proof,
         ] {
             let header = frame(kind);
             assert_eq!(

@@ -38,7 +38,7 @@ pub use engine::{
     Apply, ApplyStatus, Engine, EngineConfig, FlushMark, PayloadSink, Reduction, RmaError,
     RmaTarget, SinkToken, Transmit, TransmitPayload,
 };
-pub use link::{Link, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};
+pub use link::{Link, LinkAuth, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};
 pub use request::{Completion, CompletionError, Gather, Region, ReqId};
 pub use rma::{PutSource, RemoteKey, RmaKind, RmaOp, RmaOwner, RmaStatus};
 pub use wire::onesided::{ReplyStatus, RmaCode};

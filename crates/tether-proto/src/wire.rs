@@ -38,6 +38,9 @@ pub const VERSION: u16 = 1;
 pub const HEADER_LEN: usize = 56;
 /// The largest payload of a control frame (handshake, reject reason).
 pub const MAX_CONTROL_PAYLOAD: u64 = 4096;
+/// Capability bit of a [`Hello`]: the sender holds the run's key and
+/// authenticates (its nonce follows the `Hello` in the same payload).
+pub const CAP_AUTH: u64 = 1;
 /// Flag of a `Data` frame whose payload is not on this connection but in
 /// a file (the `hybrid` transport): `payload_len` is 0 and `msg_size`
 /// bytes wait in the file the receiver derives from the header.
@@ -91,6 +94,13 @@ pub enum FrameKind {
     /// `tag`, the origin's operation id in `sender_req`, and the data a
     /// get, fetch-and-op or compare-and-swap returns.
     RmaReply = 12,
+    /// Acceptor of an authenticated handshake, after the connector's
+    /// `Hello`: payload is the acceptor's nonce, its proof of the key and
+    /// its own [`Hello`] (see `link`'s authentication).
+    Challenge = 13,
+    /// Connector of an authenticated handshake, answering a `Challenge`:
+    /// payload is its proof of the key.
+    Proof = 14,
 }
 
 impl FrameKind {
@@ -108,6 +118,8 @@ impl FrameKind {
             10 => FrameKind::ReadDone,
             11 => FrameKind::RmaRequest,
             12 => FrameKind::RmaReply,
+            13 => FrameKind::Challenge,
+            14 => FrameKind::Proof,
             _ => return None,
         })
     }
@@ -213,7 +225,11 @@ impl FrameHeader {
         }
         let payload_len = u64_at(16);
         let max = match kind {
-            FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject => MAX_CONTROL_PAYLOAD,
+            FrameKind::Hello
+            | FrameKind::HelloAck
+            | FrameKind::HelloReject
+            | FrameKind::Challenge
+            | FrameKind::Proof => MAX_CONTROL_PAYLOAD,
             FrameKind::Eager => max_eager,
             FrameKind::Data if flags & FLAG_WRITTEN != 0 => 0,
             FrameKind::Data | FrameKind::RmaRequest | FrameKind::RmaReply => u64::MAX,
@@ -300,7 +316,7 @@ pub struct Hello {
     /// Identifies the universe; processes of another run are refused.
     pub universe_id: u64,
     pub universe_rank: u32,
-    /// Capability bits; none are defined in version 1, so this is 0.
+    /// Capability bits: [`CAP_AUTH`] or nothing.
     pub capabilities: u64,
     pub program: String,
     pub program_rank: u32,
@@ -321,7 +337,22 @@ impl Hello {
         out
     }
 
+    /// Decodes a whole payload that is one `Hello`.
     pub fn decode(bytes: &[u8]) -> Result<Hello, WireError> {
+        let (hello, rest) = Hello::decode_prefix(bytes)?;
+        if !rest.is_empty() {
+            return Err(WireError::BadHello(format!(
+                "{} bytes follow the program name",
+                rest.len()
+            )));
+        }
+        Ok(hello)
+    }
+
+    /// Decodes the `Hello` at the start of `bytes`; returns it and the
+    /// bytes after it (an authenticated connector's nonce follows its
+    /// `Hello`, the acceptor's `Hello` follows its proof).
+    pub fn decode_prefix(bytes: &[u8]) -> Result<(Hello, &[u8]), WireError> {
         if bytes.len() < Self::FIXED {
             return Err(WireError::BadHello(format!(
                 "{} bytes, at least {} expected",
@@ -332,22 +363,24 @@ impl Hello {
         let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
         let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
         let name_len = u16::from_le_bytes([bytes[24], bytes[25]]) as usize;
-        if bytes.len() != Self::FIXED + name_len {
+        let end = Self::FIXED + name_len;
+        if bytes.len() < end {
             return Err(WireError::BadHello(format!(
                 "program name of {name_len} bytes does not fit a {}-byte handshake",
                 bytes.len()
             )));
         }
-        let program = std::str::from_utf8(&bytes[Self::FIXED..])
+        let program = std::str::from_utf8(&bytes[Self::FIXED..end])
             .map_err(|_| WireError::BadHello("program name is not UTF-8".into()))?
             .to_owned();
-        Ok(Hello {
+        let hello = Hello {
             universe_id: u64_at(0),
             universe_rank: u32_at(8),
             capabilities: u64_at(12),
             program_rank: u32_at(20),
             program,
-        })
+        };
+        Ok((hello, &bytes[end..]))
     }
 }
 

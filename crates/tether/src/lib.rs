@@ -6,6 +6,7 @@
 //! up the same path. See `docs/ARCHITECTURE.md`.
 
 pub mod addresses;
+pub mod auth;
 pub mod coll;
 pub mod comm;
 pub mod datatype;

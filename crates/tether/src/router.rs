@@ -161,9 +161,10 @@ macro_rules! on_origin {
 impl Router {
     /// Listens on TCP and creates the shared-memory segment (a failure of
     /// the latter only disables `shm`, with the reason kept for errors).
-    pub fn bind(settings: &Settings) -> Result<Bound> {
+    pub fn bind(settings: &Settings, key: Option<Arc<tether_auth::Key>>) -> Result<Bound> {
         let policy = ConnectionPolicy::new(settings);
         let tcp_config = TcpConfig {
+            key,
             listen_ip: settings.tcp_interface().unwrap_or("127.0.0.1").to_string(),
             connect_timeout: policy.connect_timeout(),
             handshake_timeout: policy.handshake_timeout(),

@@ -23,7 +23,13 @@ pub enum Kind {
     ListOf(&'static [&'static str]),
     /// Free text (possibly empty).
     Text,
+    /// Free text that is never shown: [`Settings::get`] (and so
+    /// `tether info`, `tether_hint_get`) gives [`HIDDEN`] for it.
+    Secret,
 }
+
+/// What [`Settings::get`] gives for a [`Kind::Secret`] setting that is set.
+pub const HIDDEN: &str = "(set, not shown)";
 
 /// One row of the settings table.
 #[derive(Debug)]
@@ -119,6 +125,12 @@ macro_rules! settings {
         #[doc = concat!("The setting `", stringify!($name), "` (its row in [`TABLE`]).")]
         pub fn $name(&self) -> Vec<String> {
             self.list(rows::$name.key)
+        }
+    };
+    (@accessor $name:ident Secret) => {
+        #[doc = concat!("The secret setting `", stringify!($name), "` (its row in [`TABLE`]), when set: never show it.")]
+        pub fn $name(&self) -> Option<&str> {
+            self.values.get(rows::$name.key).map(|(v, _)| v.as_str()).filter(|v| !v.is_empty())
         }
     };
     (@accessor $name:ident Text) => {
@@ -455,6 +467,20 @@ settings! {
         hint: false,
         meaning: "how much Tether logs (to stderr, or TETHER_LOG_FILE)",
     };
+    key as RunKey: Secret = Setting {
+        key: "KEY",
+        default: "",
+        kind: Kind::Secret,
+        hint: false,
+        meaning: "the run's secret key (at least 16 bytes; `tether run` sets a fresh one for every run): with it, every link, rendezvous entry and file is authenticated and peers without it are refused; never shown. Separately launched programs use TETHER_KEY_FILE instead",
+    };
+    key_file as RunKeyFile: Text = Setting {
+        key: "KEY_FILE",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "file holding the run's secret key (make one with `tether key new FILE`); refused unless only its owner, this process's user, may read it (mode 0600). Ignored when TETHER_KEY is set",
+    };
     log_file as LogFile: Text = Setting {
         key: "LOG_FILE",
         default: "",
@@ -502,7 +528,7 @@ pub fn validate(key: &str, value: &str) -> Result<()> {
                 )))
             }
         }
-        Kind::Text => Ok(()),
+        Kind::Text | Kind::Secret => Ok(()),
     }
 }
 
@@ -582,8 +608,15 @@ impl Settings {
     /// The effective value of `key` (empty when unset), for what walks
     /// the table or takes a key from the user (`tether info`,
     /// `tether_hint_get`); code reads a setting through its accessor.
+    /// A [`Kind::Secret`] setting that is set gives [`HIDDEN`].
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.values.get(key).map(|(v, _)| v.as_str())
+        let value = self.values.get(key).map(|(v, _)| v.as_str())?;
+        let secret = matches!(row(key).map(|r| r.kind), Some(Kind::Secret));
+        Some(if secret && !value.is_empty() {
+            HIDDEN
+        } else {
+            value
+        })
     }
 
     pub fn origin(&self, key: &str) -> Option<Origin> {
@@ -700,6 +733,7 @@ mod tests {
                     | ("Choice", Kind::Choice(_))
                     | ("List", Kind::ListOf(_))
                     | ("Text", Kind::Text)
+                    | ("Secret", Kind::Secret)
             );
             assert!(agrees, "{key}: a {accessor} accessor for {kind:?}");
         }

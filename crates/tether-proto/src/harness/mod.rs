@@ -162,6 +162,7 @@ impl World {
             handshake_timeout: config.handshake_timeout,
             goodbye_timeout: config.goodbye_timeout,
             max_eager: config.eager,
+            auth: None,
         };
         let ends = (0..n)
             .map(|me| {

@@ -51,6 +51,9 @@ pub enum LinkError {
         got.universe_rank, got.program, got.program_rank, got.universe_id
     )]
     WrongPeer { expected: u32, got: Hello },
+    /// The peer did not prove the run's key, or requires one we lack.
+    #[error("{peer} failed authentication: {reason}")]
+    Unauthenticated { peer: PeerName, reason: String },
     #[error("{peer} sent no Bye within {timeout:?} of ours")]
     GoodbyeTimeout { peer: PeerName, timeout: Duration },
     #[error("bad frame from {peer}: {error}")]

@@ -4,8 +4,11 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use super::auth::{self, LinkAuth, Transcript, PEER_HAS_NO_KEY, WE_HAVE_NO_KEY};
 use super::{LinkError, PeerName, RejectCode, DUPLICATE_REASON};
-use crate::wire::{FrameHeader, FrameKind, Hello, WireError, HEADER_LEN, MAX_CONTROL_PAYLOAD};
+use crate::wire::{
+    FrameHeader, FrameKind, Hello, WireError, CAP_AUTH, HEADER_LEN, MAX_CONTROL_PAYLOAD,
+};
 
 /// Settings of one link.
 #[derive(Debug, Clone)]
@@ -21,6 +24,10 @@ pub struct LinkConfig {
     pub goodbye_timeout: Duration,
     /// The largest `Eager` payload accepted (passed to the header decoder).
     pub max_eager: u64,
+    /// This side's key and this link's nonce: with them the handshake
+    /// authenticates both sides (`auth.rs`), without them neither, and a
+    /// peer that does the other is refused.
+    pub auth: Option<LinkAuth>,
 }
 
 /// Where a link is. `Open` and `ByeReceived` may send engine frames;
@@ -31,9 +38,12 @@ pub enum LinkState {
     AwaitingAck,
     /// Acceptor: waiting for the connector's `Hello`.
     AwaitingHello,
-    /// Acceptor: the peer's `Hello` passed the link's checks; the caller
-    /// decides ([`Link::accept_hello`] / [`Link::reject_hello`]).
-    /// Authentication will run here, before the `HelloAck`.
+    /// Acceptor of an authenticated handshake: our `Challenge` is out,
+    /// waiting for the connector's `Proof`.
+    AwaitingProof,
+    /// Acceptor: the peer's `Hello` passed the link's checks (and the
+    /// peer proved the key, where there is one); the caller decides
+    /// ([`Link::accept_hello`] / [`Link::reject_hello`]).
     Verifying,
     Open,
     /// Our `Bye` is out; the peer may still send until its own.
@@ -102,6 +112,16 @@ pub struct Link {
     /// in stamping order.
     control: VecDeque<(FrameKind, i32, Vec<u8>)>,
     events: VecDeque<LinkEvent>,
+    /// Our `Hello` as sent (with [`CAP_AUTH`] when we authenticate).
+    own_hello: Vec<u8>,
+    /// Authenticated handshakes: the peer's nonce and `Hello` as it sent
+    /// them, once they came; the acceptor keeps the decoded `Hello` for
+    /// its caller until the peer has proved the key.
+    peer_nonce: Vec<u8>,
+    peer_hello: Vec<u8>,
+    unproved_hello: Option<Hello>,
+    /// Connector: the acceptor proved the key (its `Challenge` checked).
+    acceptor_proved: bool,
 }
 
 impl Link {
@@ -109,7 +129,10 @@ impl Link {
     /// and the handshake must end by `now + handshake_timeout`.
     pub fn connector(config: LinkConfig, peer: u32, now: Instant) -> Link {
         let mut link = Link::new(config, LinkState::AwaitingAck, Some(peer), now);
-        let hello = link.config.hello.encode();
+        let mut hello = link.own_hello.clone();
+        if let Some(auth) = &link.config.auth {
+            hello.extend_from_slice(&auth.nonce);
+        }
         link.control.push_back((FrameKind::Hello, 0, hello));
         link
     }
@@ -133,7 +156,16 @@ impl Link {
 
     fn new(config: LinkConfig, state: LinkState, peer: Option<u32>, now: Instant) -> Link {
         let deadline = Some(now + config.handshake_timeout);
+        let mut hello = config.hello.clone();
+        if config.auth.is_some() {
+            hello.capabilities |= CAP_AUTH;
+        }
         Link {
+            own_hello: hello.encode(),
+            peer_nonce: Vec::new(),
+            peer_hello: Vec::new(),
+            unproved_hello: None,
+            acceptor_proved: false,
             config,
             state,
             peer,
@@ -210,12 +242,13 @@ impl Link {
         }
         self.deadline = None;
         let error = match self.state {
-            LinkState::AwaitingAck | LinkState::AwaitingHello | LinkState::Verifying => {
-                LinkError::HandshakeTimeout {
-                    peer: self.name(),
-                    timeout: self.config.handshake_timeout,
-                }
-            }
+            LinkState::AwaitingAck
+            | LinkState::AwaitingHello
+            | LinkState::AwaitingProof
+            | LinkState::Verifying => LinkError::HandshakeTimeout {
+                peer: self.name(),
+                timeout: self.config.handshake_timeout,
+            },
             LinkState::ByeSent => LinkError::GoodbyeTimeout {
                 peer: self.name(),
                 timeout: self.config.goodbye_timeout,
@@ -241,9 +274,12 @@ impl Link {
             .map_err(|error| self.wire_error(error))?;
         self.recv_seq += 1;
         match header.kind {
-            FrameKind::Hello | FrameKind::HelloAck | FrameKind::HelloReject | FrameKind::Bye => {
-                Ok(Inbound::Control(header))
-            }
+            FrameKind::Hello
+            | FrameKind::HelloAck
+            | FrameKind::HelloReject
+            | FrameKind::Challenge
+            | FrameKind::Proof
+            | FrameKind::Bye => Ok(Inbound::Control(header)),
             _ => match self.state {
                 LinkState::Open | LinkState::ByeSent => Ok(Inbound::Deliver(header)),
                 _ => Err(self.unexpected(header.kind)),
@@ -257,6 +293,8 @@ impl Link {
     pub fn on_control(&mut self, header: &FrameHeader, payload: &[u8]) -> Result<(), LinkError> {
         match (header.kind, self.state) {
             (FrameKind::Hello, LinkState::AwaitingHello) => self.on_hello(payload),
+            (FrameKind::Challenge, LinkState::AwaitingAck) => self.on_challenge(payload),
+            (FrameKind::Proof, LinkState::AwaitingProof) => self.on_proof(payload),
             (FrameKind::HelloAck, LinkState::AwaitingAck) => self.on_ack(payload),
             (FrameKind::HelloReject, LinkState::AwaitingAck) => {
                 let reason = String::from_utf8_lossy(payload).into_owned();
@@ -265,6 +303,7 @@ impl Link {
                     RejectCode::Refused => LinkError::Rejected { peer, reason },
                     RejectCode::Duplicate => LinkError::Superseded { peer },
                     RejectCode::OtherUniverse => LinkError::OtherUniverse { peer, reason },
+                    RejectCode::Unauthenticated => LinkError::Unauthenticated { peer, reason },
                 };
                 Err(self.fail(error))
             }
@@ -285,10 +324,23 @@ impl Link {
     /// a `HelloReject` (a malformed one too, so that a connector of
     /// another version learns why).
     fn on_hello(&mut self, payload: &[u8]) -> Result<(), LinkError> {
-        let hello = match Hello::decode(payload) {
-            Ok(hello) => hello,
+        let (hello, nonce) = match Hello::decode_prefix(payload) {
+            Ok(split) => split,
             Err(error) => return Err(self.refuse(RejectCode::Refused, error.to_string())),
         };
+        let authenticates = hello.capabilities & CAP_AUTH != 0;
+        let nonce_len = if authenticates {
+            tether_auth::NONCE_LEN
+        } else {
+            0
+        };
+        if nonce.len() != nonce_len {
+            let reason = format!(
+                "{} bytes follow the handshake's program name, {nonce_len} expected",
+                nonce.len()
+            );
+            return Err(self.refuse(RejectCode::Refused, reason));
+        }
         let mine = &self.config.hello;
         let refusal = if hello.universe_id != mine.universe_id {
             Some((
@@ -298,6 +350,10 @@ impl Link {
                     hello.program, hello.program_rank, hello.universe_id, mine.universe_id
                 ),
             ))
+        } else if authenticates && self.config.auth.is_none() {
+            Some((RejectCode::Unauthenticated, WE_HAVE_NO_KEY.to_owned()))
+        } else if !authenticates && self.config.auth.is_some() {
+            Some((RejectCode::Unauthenticated, PEER_HAS_NO_KEY.to_owned()))
         } else if hello.universe_rank == mine.universe_rank {
             Some((
                 RejectCode::Refused,
@@ -313,8 +369,102 @@ impl Link {
         if let Some((code, reason)) = refusal {
             return Err(self.refuse(code, reason));
         }
+        let Some(auth) = &self.config.auth else {
+            self.state = LinkState::Verifying;
+            self.events.push_back(LinkEvent::HelloReceived(hello));
+            return Ok(());
+        };
+        let hello_len = payload.len() - nonce.len();
+        let transcript = Transcript {
+            connector_nonce: nonce,
+            acceptor_nonce: &auth.nonce,
+            connector_hello: &payload[..hello_len],
+            acceptor_hello: &self.own_hello,
+        };
+        let proof = transcript.acceptor_proof(&auth.key);
+        let challenge = auth::challenge(&auth.nonce, &proof, &self.own_hello);
+        self.control.push_back((FrameKind::Challenge, 0, challenge));
+        self.peer_nonce = nonce.to_vec();
+        self.peer_hello = payload[..hello_len].to_vec();
+        self.unproved_hello = Some(hello);
+        self.state = LinkState::AwaitingProof;
+        Ok(())
+    }
+
+    /// Connector: the acceptor's `Challenge`. Its `Hello` must name the
+    /// process dialled and its proof must check; then our `Proof` goes.
+    fn on_challenge(&mut self, payload: &[u8]) -> Result<(), LinkError> {
+        let peer = self.name();
+        let Some(auth) = self.config.auth.clone() else {
+            return Err(self.fail(LinkError::Unauthenticated {
+                peer,
+                reason: "it requires a key and this process has none (set TETHER_KEY_FILE, or TETHER_KEY, as the peer does)".into(),
+            }));
+        };
+        if self.acceptor_proved {
+            return Err(self.unexpected(FrameKind::Challenge));
+        }
+        let Some((nonce, proof, hello_bytes)) = auth::split_challenge(payload) else {
+            let error = WireError::BadHello(format!(
+                "a challenge of {} bytes is too short",
+                payload.len()
+            ));
+            return Err(self.wire_error(error));
+        };
+        let hello = Hello::decode(hello_bytes).map_err(|error| self.wire_error(error))?;
+        self.check_answering(hello)?;
+        let transcript = Transcript {
+            connector_nonce: &auth.nonce,
+            acceptor_nonce: nonce,
+            connector_hello: &self.own_hello,
+            acceptor_hello: hello_bytes,
+        };
+        if !transcript.check_acceptor(&auth.key, proof) {
+            return Err(self.fail(LinkError::Unauthenticated {
+                peer,
+                reason: "its proof of the key does not check: it holds another key".into(),
+            }));
+        }
+        let answer = transcript.connector_proof(&auth.key).to_vec();
+        self.control.push_back((FrameKind::Proof, 0, answer));
+        self.acceptor_proved = true;
+        Ok(())
+    }
+
+    /// Acceptor: the connector's `Proof`. If it checks, the caller gets
+    /// the `Hello` to decide on; if not, the connector is refused.
+    fn on_proof(&mut self, payload: &[u8]) -> Result<(), LinkError> {
+        let auth = self
+            .config
+            .auth
+            .as_ref()
+            .expect("only authenticating acceptors challenge");
+        let transcript = Transcript {
+            connector_nonce: &self.peer_nonce,
+            acceptor_nonce: &auth.nonce,
+            connector_hello: &self.peer_hello,
+            acceptor_hello: &self.own_hello,
+        };
+        if !transcript.check_connector(&auth.key, payload) {
+            let reason = "authentication failed: the connecting process's proof does not check against this run's key (another key, or a replayed handshake)";
+            return Err(self.refuse(RejectCode::Unauthenticated, reason.into()));
+        }
+        let hello = self.unproved_hello.take().expect("kept until the proof");
         self.state = LinkState::Verifying;
         self.events.push_back(LinkEvent::HelloReceived(hello));
+        Ok(())
+    }
+
+    /// Connector: the answering process's `Hello` must name the universe
+    /// and the rank dialled.
+    fn check_answering(&mut self, hello: Hello) -> Result<(), LinkError> {
+        let expected = self.peer.expect("a connector knows whom it dialled");
+        if hello.universe_id != self.config.hello.universe_id || hello.universe_rank != expected {
+            return Err(self.fail(LinkError::WrongPeer {
+                expected,
+                got: hello,
+            }));
+        }
         Ok(())
     }
 
@@ -329,10 +479,11 @@ impl Link {
     fn on_ack(&mut self, payload: &[u8]) -> Result<(), LinkError> {
         let hello = Hello::decode(payload).map_err(|error| self.wire_error(error))?;
         let expected = self.peer.expect("a connector knows whom it dialled");
-        if hello.universe_id != self.config.hello.universe_id || hello.universe_rank != expected {
-            return Err(self.fail(LinkError::WrongPeer {
-                expected,
-                got: hello,
+        self.check_answering(hello)?;
+        if self.config.auth.is_some() && !self.acceptor_proved {
+            return Err(self.fail(LinkError::Unauthenticated {
+                peer: self.name(),
+                reason: "it accepted without proving the key: it has none (TETHER_KEY_FILE and TETHER_KEY are unset there)".into(),
             }));
         }
         self.open(expected);
@@ -345,7 +496,7 @@ impl Link {
         if self.state != LinkState::Verifying {
             return;
         }
-        let ack = self.config.hello.encode();
+        let ack = self.own_hello.clone();
         self.control.push_back((FrameKind::HelloAck, 0, ack));
         let peer = self.peer.expect("a verified Hello named its peer");
         self.open(peer);
@@ -415,7 +566,10 @@ impl Link {
                 self.control.push_back((FrameKind::Bye, 0, Vec::new()));
                 self.finish_goodbye();
             }
-            LinkState::AwaitingAck | LinkState::AwaitingHello | LinkState::Verifying => {
+            LinkState::AwaitingAck
+            | LinkState::AwaitingHello
+            | LinkState::AwaitingProof
+            | LinkState::Verifying => {
                 self.state = LinkState::Closed;
                 self.deadline = None;
             }
@@ -431,9 +585,10 @@ impl Link {
 
     fn unexpected(&mut self, got: FrameKind) -> LinkError {
         let state = match self.state {
-            LinkState::AwaitingAck | LinkState::AwaitingHello | LinkState::Verifying => {
-                "before the handshake completed"
-            }
+            LinkState::AwaitingAck
+            | LinkState::AwaitingHello
+            | LinkState::AwaitingProof
+            | LinkState::Verifying => "before the handshake completed",
             LinkState::Open => "on an open link",
             LinkState::ByeSent => "after our Bye",
             LinkState::ByeReceived | LinkState::Closed => "after the peer's Bye",

@@ -2,7 +2,7 @@
 //!
 //! A *link* is one ordered, reliable byte stream to one peer (a TCP
 //! connection, a shared-memory ring pair). [`Link`] is its state machine:
-//! the handshake (`Hello` → `HelloAck` | `HelloReject` with a
+//! the handshake (`Hello` → [`Challenge` → `Proof` →] `HelloAck` | `HelloReject` with a
 //! [`RejectCode`]), the per-link sequence numbers in every frame header,
 //! and the goodbye (`Bye` both ways). When two processes dial each other
 //! at once, [`incoming_wins`] tells each acceptor which link to keep, so
@@ -42,12 +42,11 @@
 //! it, and a peer with a single link needs no resequencer (its link's
 //! order is the peer's order).
 //!
-//! Left for later issues, with their places marked: heartbeats add a
-//! deadline to [`Link::poll_timeout`] and two frame kinds handled in
-//! [`Link::on_control`]; authentication adds a stage between the `Hello`
-//! and the `HelloAck` ([`LinkState::Verifying`] is where the caller's
-//! check runs today).
+//! With a key ([`LinkConfig::auth`]) the handshake authenticates both
+//! sides before the acceptor's caller sees the `Hello`: a `Challenge` and
+//! a `Proof` pass between the `Hello` and the `HelloAck` (`auth.rs`).
 
+mod auth;
 mod error;
 mod machine;
 mod reject;
@@ -56,6 +55,7 @@ mod resequence;
 #[cfg(test)]
 mod tests;
 
+pub use auth::LinkAuth;
 pub use error::{LinkError, PeerName};
 pub use machine::{ControlFrame, Inbound, Link, LinkConfig, LinkEvent, LinkState};
 pub use reject::{incoming_wins, RejectCode, DUPLICATE_REASON};

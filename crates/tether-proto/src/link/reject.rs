@@ -14,6 +14,9 @@ pub enum RejectCode {
     Duplicate = 1,
     /// The connector belongs to another universe: no retry changes that.
     OtherUniverse = 2,
+    /// The connector did not prove the run's key, or one side has a key
+    /// and the other none: no retry changes that either.
+    Unauthenticated = 3,
 }
 
 impl RejectCode {
@@ -23,6 +26,7 @@ impl RejectCode {
         match tag {
             1 => RejectCode::Duplicate,
             2 => RejectCode::OtherUniverse,
+            3 => RejectCode::Unauthenticated,
             _ => RejectCode::Refused,
         }
     }

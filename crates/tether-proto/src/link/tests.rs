@@ -18,6 +18,7 @@ fn config(rank: u32) -> LinkConfig {
         handshake_timeout: Duration::from_secs(2),
         goodbye_timeout: Duration::from_secs(1),
         max_eager: 64,
+        auth: None,
     }
 }
 
@@ -350,4 +351,158 @@ fn a_data_frame_before_the_handshake_completed_fails_the_link_saying_so() {
         error.to_string(),
         "bad frame from a peer that has not sent its Hello: unexpected Eager frame before the handshake completed"
     );
+}
+
+fn keyed(rank: u32, key: &[u8], nonce: u8) -> LinkConfig {
+    LinkConfig {
+        auth: Some(LinkAuth {
+            key: std::sync::Arc::new(tether_auth::Key::new(key, "test").unwrap()),
+            nonce: [nonce; tether_auth::NONCE_LEN],
+        }),
+        ..config(rank)
+    }
+}
+
+const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+/// Runs an authenticated handshake to the acceptor's verdict.
+fn keyed_handshake(
+    dialer: LinkConfig,
+    answerer: LinkConfig,
+) -> (Link, Link, Result<(), LinkError>) {
+    let now = Instant::now();
+    let mut dialer = Link::connector(dialer, 1, now);
+    let mut answerer = Link::acceptor(answerer, now);
+    let result = (|| {
+        pipe(&mut dialer, &mut answerer)?;
+        pipe(&mut answerer, &mut dialer)?;
+        pipe(&mut dialer, &mut answerer)
+    })();
+    (dialer, answerer, result)
+}
+
+#[test]
+fn an_authenticated_handshake_shows_the_hello_only_after_the_proof() {
+    let now = Instant::now();
+    let mut dialer = Link::connector(keyed(0, KEY, 1), 1, now);
+    let mut answerer = Link::acceptor(keyed(1, KEY, 2), now);
+    pipe(&mut dialer, &mut answerer).unwrap();
+    assert_eq!(answerer.state(), LinkState::AwaitingProof);
+    assert_eq!(answerer.poll_event(), None, "no Hello before the proof");
+    pipe(&mut answerer, &mut dialer).unwrap();
+    assert_eq!(dialer.state(), LinkState::AwaitingAck);
+    pipe(&mut dialer, &mut answerer).unwrap();
+    assert!(matches!(
+        answerer.poll_event(),
+        Some(LinkEvent::HelloReceived(Hello {
+            universe_rank: 0,
+            ..
+        }))
+    ));
+    answerer.accept_hello();
+    pipe(&mut answerer, &mut dialer).unwrap();
+    assert_eq!(
+        (dialer.state(), answerer.state()),
+        (LinkState::Open, LinkState::Open)
+    );
+    let mut eager = FrameHeader::new(FrameKind::Eager);
+    dialer.stamp(&mut eager).unwrap();
+    assert_eq!(eager.seq, 2, "Hello and Proof were frames 0 and 1");
+    assert_eq!(
+        answerer.on_header(&eager.encode()),
+        Ok(Inbound::Deliver(eager))
+    );
+}
+
+#[test]
+fn a_wrong_key_is_refused_by_whichever_side_checks_first() {
+    // The connector checks the acceptor's proof first.
+    let (dialer, answerer, result) =
+        keyed_handshake(keyed(0, KEY, 1), keyed(1, b"another key, long enough", 2));
+    let error = result.unwrap_err();
+    assert!(
+        matches!(error, LinkError::Unauthenticated { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("holds another key"), "{error}");
+    assert_eq!(dialer.state(), LinkState::Failed);
+    assert_eq!(answerer.state(), LinkState::AwaitingProof);
+}
+
+#[test]
+fn a_replayed_handshake_fails_at_the_proof_and_is_answered_with_a_reject() {
+    // Record a genuine connector's Hello and Proof ...
+    let now = Instant::now();
+    let mut dialer = Link::connector(keyed(0, KEY, 1), 1, now);
+    let mut answerer = Link::acceptor(keyed(1, KEY, 2), now);
+    let hello = dialer.poll_transmit().unwrap();
+    answerer.on_header(&hello.header.encode()).unwrap();
+    answerer.on_control(&hello.header, &hello.payload).unwrap();
+    pipe(&mut answerer, &mut dialer).unwrap();
+    let proof = dialer.poll_transmit().unwrap();
+    assert_eq!(proof.header.kind, FrameKind::Proof);
+    // ... and play them to an acceptor that drew another nonce.
+    let mut victim = Link::acceptor(keyed(1, KEY, 3), now);
+    victim.on_header(&hello.header.encode()).unwrap();
+    victim.on_control(&hello.header, &hello.payload).unwrap();
+    let challenge = victim.poll_transmit().unwrap();
+    assert_eq!(challenge.header.kind, FrameKind::Challenge);
+    victim.on_header(&proof.header.encode()).unwrap();
+    let error = victim
+        .on_control(&proof.header, &proof.payload)
+        .unwrap_err();
+    assert!(matches!(error, LinkError::Refused { .. }), "{error}");
+    assert!(error.to_string().contains("replayed"), "{error}");
+    assert_eq!(victim.poll_event(), None, "the caller never saw the Hello");
+    assert_eq!(
+        victim.poll_transmit().unwrap().header.kind,
+        FrameKind::HelloReject
+    );
+}
+
+#[test]
+fn a_key_on_one_side_only_is_refused_naming_the_setting() {
+    for (dialer, answerer, says) in [
+        (keyed(0, KEY, 1), config(1), "this process has none"),
+        (config(0), keyed(1, KEY, 2), "has no key"),
+    ] {
+        let now = Instant::now();
+        let mut dialer = Link::connector(dialer, 1, now);
+        let mut answerer = Link::acceptor(answerer, now);
+        let error = pipe(&mut dialer, &mut answerer).unwrap_err();
+        assert!(matches!(error, LinkError::Refused { .. }), "{error}");
+        assert!(error.to_string().contains(says), "{error}");
+        assert_eq!(
+            answerer.poll_event(),
+            None,
+            "the caller never saw the Hello"
+        );
+        let error = pipe(&mut answerer, &mut dialer).unwrap_err();
+        assert!(
+            matches!(error, LinkError::Unauthenticated { .. }),
+            "{error}"
+        );
+        assert!(error.to_string().contains("TETHER_KEY_FILE"), "{error}");
+        assert_eq!(dialer.state(), LinkState::Failed);
+    }
+}
+
+#[test]
+fn a_keyless_acceptor_that_answers_at_once_does_not_open_a_keyed_connector() {
+    // An acceptor that skips the challenge (an old or hostile one) and
+    // answers HelloAck: the keyed connector refuses to open.
+    let now = Instant::now();
+    let mut dialer = Link::connector(keyed(0, KEY, 1), 1, now);
+    let mut ack = FrameHeader::new(FrameKind::HelloAck);
+    ack.seq = 0;
+    let payload = config(1).hello.encode();
+    ack.payload_len = payload.len() as u64;
+    dialer.poll_transmit().unwrap();
+    dialer.on_header(&ack.encode()).unwrap();
+    let error = dialer.on_control(&ack, &payload).unwrap_err();
+    assert!(
+        matches!(error, LinkError::Unauthenticated { .. }),
+        "{error}"
+    );
+    assert_eq!(dialer.state(), LinkState::Failed);
 }

@@ -36,8 +36,9 @@ pub struct Transports {
 impl Transports {
     /// Listens on TCP and creates the shared-memory segment (a failure of
     /// the latter only disables `shm`, with the reason kept for errors).
-    pub fn bind(settings: &Settings) -> Result<Bound> {
-        Router::bind(settings)
+    /// `key`: the run's key, with which every link authenticates.
+    pub fn bind(settings: &Settings, key: Option<Arc<tether_auth::Key>>) -> Result<Bound> {
+        Router::bind(settings, key)
     }
 
     pub fn new(

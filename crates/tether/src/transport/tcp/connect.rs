@@ -44,6 +44,7 @@ impl TcpTransport {
 
     fn try_connect(&mut self, peer: u32) {
         let looked_up = self.addresses.get(peer);
+        let link_config = self.new_link_config();
         let p = self.peers.get_mut(&peer).expect("peer exists");
         let attempt = p.attempt.as_mut().expect("attempt exists");
         let now = Instant::now();
@@ -86,7 +87,7 @@ impl TcpTransport {
             return;
         }
         let _ = conn.stream.set_nodelay(true);
-        let link = Link::connector_until(self.link_config.clone(), peer, now, attempt.deadline);
+        let link = Link::connector_until(link_config, peer, now, attempt.deadline);
         attempt.problem = format!("connected to {address}, but the handshake was not answered (is the peer calling into tether?)");
         attempt.unreachable = false;
         p.connecting = Some(token);

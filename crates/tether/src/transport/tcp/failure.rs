@@ -138,6 +138,18 @@ impl TcpTransport {
         self.lose(peer, err(ErrorClass::Init, message));
     }
 
+    /// Gives `peer` up: the process at its address did not prove our key
+    /// or refused ours (`reason` says which).
+    pub(super) fn lose_unauthenticated(&mut self, token: Token, peer: u32, reason: &str) {
+        let remote = self.entries[&token].conn.remote;
+        let message = format!(
+            "cannot authenticate with {} at {remote}: {reason}",
+            self.universe.describe(peer)
+        );
+        self.close(token, Some(peer));
+        self.lose(peer, err(ErrorClass::Auth, message));
+    }
+
     pub(super) fn lose(&mut self, peer: u32, error: Error) {
         let p = self.peers.entry(peer).or_default();
         p.finished = true;

@@ -85,6 +85,17 @@ impl TcpTransport {
                     self.lose_to_other_universe(peer);
                 }
             }
+            // Our key and the peer's differ, or one of us has none: no
+            // retry changes that, so the peer's operations fail now.
+            LinkError::Unauthenticated { reason, .. } => {
+                tracing::error!("cannot authenticate with the process at {remote}: {reason}");
+                let ours =
+                    dialled.filter(|p| self.peers.get(p).and_then(|p| p.connecting) == Some(token));
+                match ours {
+                    Some(peer) => self.lose_unauthenticated(token, peer, &reason),
+                    None => self.close(token, None),
+                }
+            }
             LinkError::WrongPeer { expected, got } if got.universe_id != self.universe.id => {
                 let reason = format!(
                     "process {}:{} belongs to another universe (id {:#x}, expected {:#x})",

@@ -37,7 +37,8 @@ use std::time::{Duration, Instant};
 use mio::net::TcpListener;
 use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap as HashMap;
-use tether_proto::link::{Link, LinkConfig, LinkState};
+use tether_auth::Key;
+use tether_proto::link::{Link, LinkAuth, LinkConfig, LinkState};
 use tether_proto::{
     FrameHeader, FrameKind, Hello, PayloadSink, Transmit, TransmitPayload, WireError,
 };
@@ -151,6 +152,9 @@ struct Attempt {
 /// Where to listen and how long to wait.
 #[derive(Debug, Clone)]
 pub struct TcpConfig {
+    /// The run's key: every link authenticates with it (see
+    /// `tether_proto::link`), and refuses peers that do not.
+    pub key: Option<Arc<Key>>,
     pub listen_ip: String,
     pub connect_timeout: Duration,
     pub handshake_timeout: Duration,
@@ -232,6 +236,7 @@ impl TcpTransport {
             handshake_timeout: config.handshake_timeout,
             goodbye_timeout: config.goodbye_timeout,
             max_eager: MAX_EAGER_LIMIT,
+            auth: None,
         };
         let (listener, _) = bound;
         TcpTransport {
@@ -267,6 +272,17 @@ impl TcpTransport {
         self.config.goodbye_timeout = goodbye;
         self.link_config.handshake_timeout = handshake;
         self.link_config.goodbye_timeout = goodbye;
+    }
+
+    /// The settings of a new link: with a fresh nonce of its own when
+    /// the run has a key.
+    fn new_link_config(&self) -> LinkConfig {
+        let mut config = self.link_config.clone();
+        config.auth = self.config.key.clone().map(|key| LinkAuth {
+            key,
+            nonce: tether_auth::nonce(),
+        });
+        config
     }
 
     fn me(&self) -> u32 {
@@ -346,7 +362,7 @@ impl TcpTransport {
                         continue;
                     }
                     let _ = stream.set_nodelay(true);
-                    let link = Link::acceptor(self.link_config.clone(), Instant::now());
+                    let link = Link::acceptor(self.new_link_config(), Instant::now());
                     self.entries
                         .insert(token, Entry::new(Conn::new(stream, remote), link));
                     self.pending_accepts.push_back(token);
