@@ -66,7 +66,8 @@ def test_a_shared_key_file_authenticates_and_an_open_one_is_refused(built, progr
 
 
 @pytest.mark.parametrize("keys, says", [
-    ([{"TETHER_KEY": KEY}, {"TETHER_KEY": OTHER_KEY}], "holds another key"),
+    # Each finds the other's rendezvous entries unsealed by its key.
+    ([{"TETHER_KEY": KEY}, {"TETHER_KEY": OTHER_KEY}], "not written with this process's key"),
     ([{"TETHER_KEY": KEY}, {}], "TETHER_KEY_FILE"),
 ], ids=["wrong-key", "no-key"])
 def test_a_wrong_or_missing_key_fails_both_sides_with_an_auth_error(built, program, tmp_path, keys, says):
@@ -74,8 +75,8 @@ def test_a_wrong_or_missing_key_fails_both_sides_with_an_auth_error(built, progr
     started = time.monotonic()
     outs = finish(procs)
     assert time.monotonic() - started < 30, "an authentication failure is not retried until a timeout"
-    # Each side fails; the one that checks the other's proof first fails
-    # with TETHER_ERR_AUTH at once (the other may find it gone by then).
+    # Each side fails; at least the one that checks the other first fails
+    # with TETHER_ERR_AUTH (the other may find it gone by then).
     for p, (out, err) in zip(procs, outs):
         assert p.returncode != 0, out + err
         assert KEY not in out + err and OTHER_KEY not in out + err
@@ -150,3 +151,18 @@ def test_forged_handshakes_are_refused_logged_and_the_real_peer_still_joins(buil
     alpha_err = outs[0][1]
     assert "refusing connection from 127.0.0.1:" in alpha_err, alpha_err
     assert "authentication failed" in alpha_err and "has no key" in alpha_err, alpha_err
+
+
+def test_tether_run_gives_every_run_a_fresh_key_and_never_shows_it(built, tmp_path):
+    def key_of_a_run():
+        run = subprocess.run([str(TETHER), "run", "--name", "a", "-n", "1", "env"], capture_output=True,
+                             text=True, timeout=60, env=clean_env())
+        assert run.returncode == 0, run.stderr
+        keys = [line.split("=", 1)[1] for line in run.stdout.splitlines() if "TETHER_KEY=" in line]
+        assert len(keys) == 1 and len(keys[0]) == 64, run.stdout
+        return keys[0]
+    assert key_of_a_run() != key_of_a_run()
+    info = subprocess.run([str(TETHER), "info"], capture_output=True, text=True, timeout=60,
+                          env=clean_env(TETHER_KEY=KEY))
+    assert "TETHER_KEY = (set, not shown)" in info.stdout, info.stdout
+    assert KEY not in info.stdout + info.stderr

@@ -18,7 +18,7 @@ use tether_rendezvous::{Server, ServerHandle};
 
 pub(crate) use binding::BindTo;
 use children::Children;
-use environment::RunEnvironment;
+use environment::{RunEnvironment, RunKey};
 use segments::Segment;
 pub(crate) use supervise::Timeout;
 
@@ -104,16 +104,17 @@ pub(crate) fn execute(
         BindTo::None => None,
     };
     signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let key = RunKey::for_this_run()?;
     let (spec, _server): (String, Option<ServerHandle>) = match rendezvous {
         Some(spec) => (spec, None),
         None => {
             let server = Server::bind("127.0.0.1:0")
-                .and_then(Server::spawn)
+                .and_then(|server| server.with_key(Some(key.key.clone())).spawn())
                 .map_err(|e| e.to_string())?;
             (server.url(), Some(server))
         }
     };
-    let environment = RunEnvironment::new(spec, segments);
+    let environment = RunEnvironment::new(spec, segments, &key);
     let mut children = Children::new();
     let failed_start = start_all(segments, &environment, cpus.as_deref(), &mut children).err();
     Ok(supervise::supervise(&children, timeout, failed_start))

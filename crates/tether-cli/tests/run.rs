@@ -144,13 +144,15 @@ fn a_given_rendezvous_is_passed_on() {
 }
 
 #[test]
-fn children_meet_through_the_launchers_rendezvous_server() {
-    // bash's /dev/tcp speaks the line protocol without a client library.
+fn the_launchers_rendezvous_server_refuses_entries_without_the_runs_key() {
+    // bash's /dev/tcp speaks the line protocol without a client library;
+    // it does not seal its entry with the run's key, so the server
+    // refuses it, and the waiters never see it.
     let connect = "a=${TETHER_RENDEZVOUS#tcp://}; exec 3<>/dev/tcp/${a%:*}/${a##*:}";
     let put = format!(
         "{connect}; echo \"PUT greeting hello from $TETHER_PROGRAM\" >&3; read -r r <&3; echo $r"
     );
-    let wait = format!("{connect}; echo 'WAIT greeting 10000' >&3; read -r r <&3; echo $r");
+    let wait = format!("{connect}; echo 'WAIT greeting 1000' >&3; read -r r <&3; echo $r");
     let done = run(&[
         "run", "--name", "a", "-n", "1", "bash", "-c", &put, ":", "--name", "b", "-n", "2", "bash",
         "-c", &wait,
@@ -159,9 +161,9 @@ fn children_meet_through_the_launchers_rendezvous_server() {
     assert_eq!(
         sorted_lines(&done.stdout),
         [
-            "[a:0] OK",
-            "[b:0] VALUE hello from a",
-            "[b:1] VALUE hello from a"
+            "[a:0] ERR the entry \"greeting\" is not sealed with this run's key; refused",
+            "[b:0] NONE",
+            "[b:1] NONE"
         ]
     );
 }

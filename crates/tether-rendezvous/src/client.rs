@@ -132,9 +132,9 @@ impl TcpClient {
     /// Removes `key`; an absent key is not an error.
     ///
     /// Errors: as [`TcpClient::put`].
-    pub fn remove(&self, key: &str) -> Result<(), RendezvousError> {
+    pub fn remove(&self, key: &str, token: Option<&str>) -> Result<(), RendezvousError> {
         check_key(&self.url, key)?;
-        let reply = self.call(key, &Request::Del { key }, Duration::ZERO)?;
+        let reply = self.call(key, &Request::Del { key, token }, Duration::ZERO)?;
         self.expect_ok(key, reply)
     }
 

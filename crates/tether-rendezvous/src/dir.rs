@@ -13,6 +13,7 @@
 
 use std::fs;
 use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -47,11 +48,15 @@ impl DirStore {
                 reason: "an empty directory path".into(),
             });
         }
-        fs::create_dir_all(&dir).map_err(|source| RendezvousError::Setup {
-            rendezvous: name.clone(),
-            action: "create the directory",
-            source,
-        })?;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|source| RendezvousError::Setup {
+                rendezvous: name.clone(),
+                action: "create the directory",
+                source,
+            })?;
         Ok(DirStore { dir, name })
     }
 
@@ -191,6 +196,7 @@ fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(0o600)
         .open(path)?;
     file.write_all(bytes)
 }

@@ -12,7 +12,10 @@
 //! | `PUT <key> <value>`       | `OK`                    | store, replacing any value |
 //! | `GET <key>`               | `VALUE <value>`, `NONE` | read without waiting |
 //! | `WAIT <key> <timeout_ms>` | `VALUE <value>`, `NONE` | the server answers once the key has a value, or `NONE` when the timeout (decimal milliseconds, at most [`MAX_WAIT_MS`]) has passed |
-//! | `DEL <key>`               | `OK`                    | remove; an absent key is fine |
+//! | `DEL <key> [<token>]`     | `OK`                    | remove; an absent key is fine. A server with the run's key requires the token ([`crate::seal::delete_token`]) |
+//!
+//! A server that has the run's key refuses (`ERR`) a `PUT` whose value
+//! is not sealed with it ([`crate::seal`]) and a `DEL` without its token.
 //!
 //! Any request the server cannot accept (unknown verb, bad key or value,
 //! line too long, not UTF-8) is answered `ERR <message>` and the server then
@@ -38,10 +41,21 @@ pub const MAX_WAIT_MS: u64 = 3_600_000;
 /// A client's request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request<'a> {
-    Put { key: &'a str, value: &'a str },
-    Get { key: &'a str },
-    Wait { key: &'a str, timeout_ms: u64 },
-    Del { key: &'a str },
+    Put {
+        key: &'a str,
+        value: &'a str,
+    },
+    Get {
+        key: &'a str,
+    },
+    Wait {
+        key: &'a str,
+        timeout_ms: u64,
+    },
+    Del {
+        key: &'a str,
+        token: Option<&'a str>,
+    },
 }
 
 impl Request<'_> {
@@ -51,7 +65,11 @@ impl Request<'_> {
             Request::Put { key, value } => format!("PUT {key} {value}\n"),
             Request::Get { key } => format!("GET {key}\n"),
             Request::Wait { key, timeout_ms } => format!("WAIT {key} {timeout_ms}\n"),
-            Request::Del { key } => format!("DEL {key}\n"),
+            Request::Del { key, token: None } => format!("DEL {key}\n"),
+            Request::Del {
+                key,
+                token: Some(token),
+            } => format!("DEL {key} {token}\n"),
         }
     }
 
@@ -81,7 +99,22 @@ impl Request<'_> {
                     })?;
                 Request::Wait { key, timeout_ms }
             }
-            "DEL" => Request::Del { key: rest },
+            "DEL" => match rest.split_once(' ') {
+                Some((_, token))
+                    if token.len() != 2 * tether_auth::TAG_LEN
+                        || !token.bytes().all(|b| b.is_ascii_hexdigit()) =>
+                {
+                    return Err("a DEL token is 64 hexadecimal digits".into());
+                }
+                Some((key, token)) => Request::Del {
+                    key,
+                    token: Some(token),
+                },
+                None => Request::Del {
+                    key: rest,
+                    token: None,
+                },
+            },
             _ => return Err("unknown request (expected PUT, GET, WAIT or DEL)".into()),
         };
         match key_problem(request.key()) {
@@ -95,7 +128,7 @@ impl Request<'_> {
             Request::Put { key, .. }
             | Request::Get { key }
             | Request::Wait { key, .. }
-            | Request::Del { key } => key,
+            | Request::Del { key, .. } => key,
         }
     }
 }
@@ -188,7 +221,14 @@ mod tests {
                 key: "a:b",
                 timeout_ms: 1500,
             },
-            Request::Del { key: "k" },
+            Request::Del {
+                key: "k",
+                token: None,
+            },
+            Request::Del {
+                key: "k",
+                token: Some("00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff"),
+            },
         ];
         for request in requests {
             let line = request.encode();

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use crate::error::RendezvousError;
 use crate::protocol::{read_line, Line, Reply, Request};
+use crate::seal;
 use crate::store::Store;
+use tether_auth::Key;
 
 /// A reply that the client does not read within this time ends its
 /// connection, so a stuck client cannot hold a server thread.
@@ -24,6 +26,9 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 struct Shared {
     store: Store,
+    /// The run's key: entries must be sealed with it, deletions carry
+    /// its token.
+    key: Option<Arc<Key>>,
     /// Open connections, so that stopping can close them; `None` once stopped.
     connections: Mutex<Option<HashMap<u64, TcpStream>>>,
     next_connection: AtomicU64,
@@ -75,6 +80,7 @@ impl Server {
         let addr = listener.local_addr().map_err(setup)?;
         let shared = Arc::new(Shared {
             store: Store::default(),
+            key: None,
             connections: Mutex::new(Some(HashMap::new())),
             next_connection: AtomicU64::new(0),
         });
@@ -88,6 +94,16 @@ impl Server {
     /// The bound address, with the port chosen.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The same server, refusing entries not sealed with `key` and
+    /// deletions without its token ([`crate::seal`]): nobody without the
+    /// run's key can write or remove an entry, or grow the server.
+    pub fn with_key(mut self, key: Option<Arc<Key>>) -> Server {
+        Arc::get_mut(&mut self.shared)
+            .expect("the server is not serving yet")
+            .key = key;
+        self
     }
 
     /// `tcp://host:port` for [`crate::Rendezvous::open`] and
@@ -164,8 +180,14 @@ impl Server {
             .name("rendezvous-connection".into())
             .stack_size(CONNECTION_STACK)
             .spawn(move || {
-                if let Err(e) = serve_connection(&shared.store, stream) {
-                    tracing::debug!(%peer, error = %e, "connection ended");
+                match serve_connection(&shared, stream) {
+                    // Refused: a request outside the protocol, or one
+                    // without the run's key.
+                    Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                        tracing::warn!(%peer, "rendezvous request refused: {e}")
+                    }
+                    Err(e) => tracing::debug!(%peer, error = %e, "connection ended"),
+                    Ok(()) => {}
                 }
                 if let Some(open) = shared.connections().as_mut() {
                     open.remove(&id);
@@ -232,7 +254,7 @@ impl Drop for ServerHandle {
 
 /// Answers requests on `stream` until the client closes it or breaks the
 /// protocol (answered `ERR`, then closed).
-fn serve_connection(store: &Store, stream: TcpStream) -> io::Result<()> {
+fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
     stream.set_nodelay(true)?;
     stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
     let mut writer = stream.try_clone()?;
@@ -243,7 +265,7 @@ fn serve_connection(store: &Store, stream: TcpStream) -> io::Result<()> {
             Line::TooLong => Reply::Err("line too long or cut short".into()),
             Line::NotUtf8 => Reply::Err("line is not UTF-8".into()),
             Line::Text(line) => match Request::parse(&line) {
-                Ok(request) => answer(store, request),
+                Ok(request) => answer(shared, request),
                 Err(message) => Reply::Err(message),
             },
         };
@@ -254,12 +276,18 @@ fn serve_connection(store: &Store, stream: TcpStream) -> io::Result<()> {
     }
 }
 
-fn answer(store: &Store, request: Request<'_>) -> Reply {
+fn answer(shared: &Shared, request: Request<'_>) -> Reply {
+    let store = &shared.store;
     match request {
-        Request::Put { key, value } => {
-            store.put(key, value);
-            Reply::Ok
-        }
+        Request::Put { key, value } => match &shared.key {
+            Some(run_key) if seal::unseal(run_key, key, value).is_none() => Reply::Err(format!(
+                "the entry {key:?} is not sealed with this run's key; refused"
+            )),
+            _ => {
+                store.put(key, value);
+                Reply::Ok
+            }
+        },
         Request::Get { key } => store.get(key).map_or(Reply::None, Reply::Value),
         Request::Wait { key, timeout_ms } => {
             match store.wait(key, Duration::from_millis(timeout_ms)) {
@@ -267,10 +295,15 @@ fn answer(store: &Store, request: Request<'_>) -> Reply {
                 Err(_) => Reply::Err("the server is stopping".into()),
             }
         }
-        Request::Del { key } => {
-            store.remove(key);
-            Reply::Ok
-        }
+        Request::Del { key, token } => match &shared.key {
+            Some(run_key) if !token.is_some_and(|t| seal::check_delete_token(run_key, key, t)) => {
+                Reply::Err(format!("deleting {key:?} needs this run's key; refused"))
+            }
+            _ => {
+                store.remove(key);
+                Reply::Ok
+            }
+        },
     }
 }
 

@@ -3,7 +3,7 @@ mod common;
 use std::time::Duration;
 
 use common::ScratchDir;
-use tether_rendezvous::Rendezvous;
+use tether_rendezvous::{Backend, Rendezvous};
 
 fn open(dir: &ScratchDir) -> Rendezvous {
     Rendezvous::open(dir.path().to_str().unwrap()).unwrap()
@@ -15,7 +15,7 @@ fn creates_missing_directories() {
     let nested = scratch.path().join("a/b/c");
     let rv = Rendezvous::open(nested.to_str().unwrap()).unwrap();
     assert!(nested.is_dir());
-    assert!(matches!(rv, Rendezvous::Dir(_)));
+    assert!(matches!(rv.backend(), Backend::Dir(_)));
     assert_eq!(rv.describe(), nested.display().to_string());
 }
 
@@ -94,4 +94,36 @@ fn a_file_that_is_not_a_value_is_reported() {
 fn empty_spec_is_refused() {
     let error = Rendezvous::open("").unwrap_err();
     assert!(error.to_string().contains("empty"), "{error}");
+}
+
+#[test]
+fn a_keyed_directory_is_private_and_forged_entries_read_as_absent() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = ScratchDir::new();
+    let dir = scratch.path().join("run");
+    let key = |b| {
+        Some(std::sync::Arc::new(
+            tether_auth::Key::new(&[b; 32], "t").unwrap(),
+        ))
+    };
+    let rv = Rendezvous::open(dir.to_str().unwrap())
+        .unwrap()
+        .with_key(key(1));
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    rv.put("size/a", "2").unwrap();
+    assert_eq!(mode(&dir.join("size%a")), 0o600);
+    assert_eq!(rv.get("size/a").unwrap().as_deref(), Some("2"));
+    // Written without the key: absent, and a wait for it times out ...
+    std::fs::write(dir.join("size%b"), "3").unwrap();
+    assert_eq!(rv.get("size/b").unwrap(), None);
+    assert_eq!(rv.wait("size/b", Duration::from_millis(200)).unwrap(), None);
+    // ... until the genuine entry replaces it.
+    let writer = Rendezvous::open(dir.to_str().unwrap())
+        .unwrap()
+        .with_key(key(1));
+    let waiter = std::thread::spawn(move || rv.wait("size/b", Duration::from_secs(10)).unwrap());
+    std::thread::sleep(Duration::from_millis(100));
+    writer.put("size/b", "4").unwrap();
+    assert_eq!(waiter.join().unwrap().as_deref(), Some("4"));
 }

@@ -5,7 +5,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
-use tether_rendezvous::{Rendezvous, RendezvousError, Server, ServerHandle};
+use tether_rendezvous::{Backend, Rendezvous, RendezvousError, Server, ServerHandle};
 
 fn start() -> ServerHandle {
     Server::bind("127.0.0.1:0").unwrap().spawn().unwrap()
@@ -39,7 +39,7 @@ fn url_and_describe() {
     assert!(url.starts_with("tcp://127.0.0.1:"), "{url}");
     assert_ne!(server.local_addr().port(), 0);
     let rv = client(&server);
-    assert!(matches!(rv, Rendezvous::Tcp(_)));
+    assert!(matches!(rv.backend(), Backend::Tcp(_)));
     assert_eq!(rv.describe(), url);
 }
 
@@ -179,4 +179,46 @@ fn unresolvable_address_is_a_spec_error() {
     let error = Rendezvous::open("tcp://no-port-here").unwrap_err();
     assert!(matches!(error, RendezvousError::Spec { .. }), "{error}");
     assert!(error.to_string().contains("tcp://no-port-here"), "{error}");
+}
+
+fn run_key(byte: u8) -> Option<std::sync::Arc<tether_auth::Key>> {
+    Some(std::sync::Arc::new(
+        tether_auth::Key::new(&[byte; 32], "test").unwrap(),
+    ))
+}
+
+#[test]
+fn a_keyed_server_takes_sealed_entries_only_and_stays_healthy() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .with_key(run_key(1))
+        .spawn()
+        .unwrap();
+    let member = client(&server).with_key(run_key(1));
+    member.put("addr/a/0", "tcp=127.0.0.1:9").unwrap();
+    // Junk, a forged entry, another run's key and a bare DEL: refused, the
+    // entry stays as the member wrote it.
+    let (mut stream, mut reader) = raw(&server);
+    stream.write_all(b"PUT addr/a/0 tcp=10.9.9.9:9\n").unwrap();
+    assert!(reply(&mut reader).starts_with("ERR the entry \"addr/a/0\" is not sealed"));
+    assert!(client(&server).put("addr/a/0", "x").is_err());
+    assert!(client(&server)
+        .with_key(run_key(2))
+        .put("addr/a/0", "x")
+        .is_err());
+    assert!(client(&server).remove("addr/a/0").is_err());
+    assert_eq!(
+        member.get("addr/a/0").unwrap().as_deref(),
+        Some("tcp=127.0.0.1:9")
+    );
+    // What a keyless or wrongly keyed reader sees is not believed.
+    assert_eq!(
+        client(&server)
+            .with_key(run_key(2))
+            .get("addr/a/0")
+            .unwrap(),
+        None
+    );
+    member.remove("addr/a/0").unwrap();
+    assert_eq!(member.get("addr/a/0").unwrap(), None);
 }

@@ -146,7 +146,12 @@ fn look_up(shared: &Shared, universe: &Universe, rendezvous: &Rendezvous) {
                 continue;
             };
             let key = addr_key(&universe.programs[program].name, rank);
-            let result = read_address(rendezvous.get(&key), universe);
+            let result = match read_address(rendezvous.get(&key), universe) {
+                Err(NoAddress::NotYet(_)) if rendezvous.unsealed(&key) => Err(NoAddress::NotYet(
+                    "its rendezvous entry was not written with this process's key (give every program the same TETHER_KEY_FILE)".into(),
+                )),
+                other => other,
+            };
             let mut book = shared.lock();
             match result {
                 Ok(address) => {

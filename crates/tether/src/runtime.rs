@@ -124,6 +124,7 @@ impl Runtime {
         let names = universe::program_names(settings.programs(), &identity)?;
         let key = crate::auth::run_key(&settings)?;
         let (rendezvous, private_rendezvous) = open_rendezvous(&settings, &names, &identity)?;
+        let rendezvous = rendezvous.with_key(key.clone());
         let bound = Transports::bind(&settings, key)?;
         let connect_timeout = Duration::from_secs(settings.connect_timeout());
         let universe = Arc::new(universe::join(

@@ -363,6 +363,22 @@ pub fn join(
         sizes.push((name.clone(), size));
         nonces.push((name.as_str(), entry.nonce));
     }
+    let unsealed: Vec<&str> = names
+        .iter()
+        .filter(|name| rendezvous.unsealed(&size_key(name)))
+        .map(String::as_str)
+        .collect();
+    if !unsealed.is_empty() {
+        return Err(err(
+            ErrorClass::Auth,
+            format!(
+                "program(s) {} did not join within {} s: rendezvous {} holds their entries, but not written with this process's key; give every program the same TETHER_KEY_FILE (or start them with one `tether run`)",
+                unsealed.join(", "),
+                timeout.as_secs(),
+                rendezvous.describe()
+            ),
+        ));
+    }
     if !missing.is_empty() {
         return Err(err(
             ErrorClass::Timeout,

@@ -4,7 +4,11 @@
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use tether::settings::Settings;
+use tether_auth::Key;
 
 use super::segments::Segment;
 
@@ -16,6 +20,8 @@ pub const RANK: &str = "TETHER_RANK";
 pub const SIZE: &str = "TETHER_SIZE";
 pub const LOCAL_PROCESSES: &str = "TETHER_LOCAL_PROCESSES";
 pub const OUTPUT_RELAY: &str = "TETHER_OUTPUT_RELAY";
+pub const KEY: &str = "TETHER_KEY";
+pub const KEY_FILE: &str = "TETHER_KEY_FILE";
 
 /// What [`RunEnvironment::apply`] sets (or removes) for each process:
 /// `--env` may not set these, or the run would not hold together.
@@ -28,6 +34,8 @@ pub const SET_PER_PROCESS: &[&str] = &[
     SIZE,
     LOCAL_PROCESSES,
     OUTPUT_RELAY,
+    KEY,
+    KEY_FILE,
 ];
 
 /// What every child of one run shares.
@@ -36,6 +44,11 @@ pub struct RunEnvironment {
     rendezvous: String,
     programs: String,
     run_id: String,
+    /// The run's key, made for this run; `None` when the launcher's own
+    /// environment names one (`TETHER_KEY` or `TETHER_KEY_FILE`), which
+    /// the children then inherit, so that the run can couple with
+    /// programs launched separately with the same key file.
+    key: Option<String>,
     /// Processes started here: the ranks of every `-n` segment, and one
     /// for each segment that starts its own ranks (at least one).
     local_processes: u32,
@@ -45,7 +58,7 @@ impl RunEnvironment {
     /// The run id (the user's `TETHER_RUN_ID` when set, else a fresh
     /// one), the rendezvous spec, and the program names in command-line
     /// order.
-    pub fn new(rendezvous: String, segments: &[Segment]) -> RunEnvironment {
+    pub fn new(rendezvous: String, segments: &[Segment], key: &RunKey) -> RunEnvironment {
         let names: Vec<&str> = segments.iter().map(|s| s.name.as_str()).collect();
         let run_id = std::env::var(RUN_ID)
             .ok()
@@ -55,6 +68,7 @@ impl RunEnvironment {
             rendezvous,
             programs: names.join(","),
             run_id,
+            key: key.made.clone(),
             local_processes: segments.iter().map(|s| s.ranks.unwrap_or(1)).sum(),
         }
     }
@@ -82,12 +96,42 @@ impl RunEnvironment {
             .env(PROGRAM, program)
             .env(RUN_ID, &self.run_id)
             .env(LOCAL_PROCESSES, self.local_processes.to_string());
+        if let Some(key) = &self.key {
+            command.env(KEY, key);
+        }
         match rank {
             Some((rank, size)) => command
                 .env(RANK, rank.to_string())
                 .env(SIZE, size.to_string()),
             None => command.env_remove(RANK).env_remove(SIZE),
         };
+    }
+}
+
+/// The run's key: the one the launcher's environment names (`TETHER_KEY`
+/// or `TETHER_KEY_FILE`), which the children inherit, else a fresh one
+/// made for this run and handed to them.
+pub struct RunKey {
+    pub key: Arc<Key>,
+    /// The text of a key made for this run (to set as `TETHER_KEY`).
+    made: Option<String>,
+}
+
+impl RunKey {
+    /// Errors: the key the environment names cannot be used (too short,
+    /// a key file missing or readable by others), said with the setting
+    /// or the file; nothing was started then.
+    pub fn for_this_run() -> Result<RunKey, String> {
+        let (settings, _) = Settings::from_env().map_err(|e| e.message)?;
+        if let Some(key) = tether::auth::run_key(&settings).map_err(|e| e.message)? {
+            return Ok(RunKey { key, made: None });
+        }
+        let text = Key::generate_text();
+        let key = Key::new(text.as_bytes(), "a fresh key").map_err(|e| e.to_string())?;
+        Ok(RunKey {
+            key: Arc::new(key),
+            made: Some(text),
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tether_rendezvous::Rendezvous;
+use tether_rendezvous::{Backend, Rendezvous};
 
 use crate::error::{err, Error, ErrorClass};
 use crate::settings::Settings;
@@ -33,10 +33,10 @@ impl FileSettings {
         rendezvous: &Rendezvous,
         universe: &Universe,
     ) -> FileSettings {
-        let (root, private_root) = match (settings.file_dir(), rendezvous) {
+        let (root, private_root) = match (settings.file_dir(), rendezvous.backend()) {
             (Some(dir), _) => (PathBuf::from(dir), false),
-            (None, Rendezvous::Dir(store)) => (store.path().join("files"), false),
-            (None, Rendezvous::Tcp(_)) => {
+            (None, Backend::Dir(store)) => (store.path().join("files"), false),
+            (None, Backend::Tcp(_)) => {
                 // SAFETY: getuid cannot fail.
                 let uid = unsafe { libc::getuid() };
                 (
