@@ -451,3 +451,78 @@ def test_a_sender_that_stops_between_parts_is_lost(built, program, tmp_path):
         out, err = fake.finish()
     assert fake.proc.returncode == 3, out + err
     assert out.startswith("error TETHER_ERR_PEER_LOST:") and "heartbeat" in out, out + err
+
+
+# --- sealed files (a run with a key) ------------------------------------------
+
+def prove(key, label, *parts):
+    """HMAC-SHA256 of tether-auth: the label and each part preceded by its
+    length (8 bytes, little-endian)."""
+    import hashlib
+    import hmac
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    for part in (label.encode(), *parts):
+        mac.update(struct.pack("<Q", len(part)) + part)
+    return mac.digest()
+
+
+def sealed_entry(key, name, value):
+    return f"{value} mac={prove(key, 'tether rendezvous entry v1', name.encode(), value.encode()).hex()}"
+
+
+def sealed_file(key, *args, **kwargs):
+    """`message_file` sealed with `key`: flag bit 0, and the MAC of the
+    payload and the prefix after the payload (docs/PROTOCOL.md)."""
+    plain = message_file(*args, **kwargs)
+    head = bytearray(plain[:104])
+    head[6:8] = struct.pack("<H", 1)
+    head[44:48] = struct.pack("<I", crc32c(bytes(head[48:104]), crc32c(bytes(head[:44]))))
+    payload = plain[104:]
+    return bytes(head) + payload + prove(key, "tether file v1", payload, bytes(head))
+
+
+def test_a_keyed_run_consumes_only_files_sealed_with_its_key(built, program, tmp_path):
+    # As the documented-format test, with TETHER_KEY: the fake rank 0's
+    # entries and files are sealed by hand. A well-formed file without the
+    # seal, and one sealed with another key, are refused and moved aside;
+    # the genuine goodbye then takes their place.
+    key, other = b"k" * 32, b"o" * 32
+    run, nonce = "sealed", 0x0BAD_CAFE_1234_5678
+    run_id = f"{run}/{nonce:016x}"
+    rdv, root = tmp_path / "rdv", tmp_path / "files"
+    rdv.mkdir()
+    (rdv / "size%fake").write_text(sealed_entry(key, "size/fake", f"1 nonce={nonce:016x}"))
+    (rdv / "addr%fake%0").write_text(sealed_entry(key, "addr/fake/0", "tcp=127.0.0.1:1 host=elsewhere pid=1"))
+    inbox = root / f"run-{run}" / "to-1"
+    inbox.mkdir(parents=True)
+    (root / f"run-{run}" / "alive-0").write_text("1\n")
+    (inbox / "0-0.msg").write_bytes(sealed_file(key, run_id, 0, 1, 0, b"hello from a file", tag=7))
+    (inbox / "0-1.msg").write_bytes(message_file(run_id, 0, 1, 1, b"forged", tag=7))
+    env = clean_env(TETHER_TRANSPORTS="file", TETHER_FILE_DIR=str(root), TETHER_RUN_ID=run,
+                    TETHER_RENDEZVOUS=str(rdv), TETHER_PROGRAMS="fake,real", TETHER_PROGRAM="real",
+                    TETHER_KEY=key.decode())
+    proc = subprocess.Popen([program("file_peer"), "receive"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        def await_file(path):
+            deadline = time.monotonic() + 30
+            while not path.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        await_file(inbox / "0-1.msg.rejected-0")
+        publish(inbox / "0-1.msg", sealed_file(other, run_id, 0, 1, 1, b"other key", tag=7))
+        await_file(inbox / "0-1.msg.rejected-1")
+        publish(inbox / "0-1.msg", sealed_file(key, run_id, 0, 1, 1, b"", kind=8))
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out + err
+    assert "received 17 bytes tag 7: hello from a file" in out, out + err
+    assert "forged" not in out and "other key" not in out, out
+    refused = [l for l in err.splitlines() if "TETHER_ERR_FILE" in l]
+    assert len(refused) == 2, err
+    assert "not sealed with the run's key" in refused[0], refused
+    assert "MAC does not check" in refused[1], refused
+    assert sorted(p.name for p in inbox.iterdir()) == ["0-1.msg.rejected-0", "0-1.msg.rejected-1"]
+    mode = (root / f"run-{run}" / "to-0" / "1-0.msg").stat().st_mode & 0o777
+    assert mode == 0o600, oct(mode)

@@ -94,6 +94,13 @@ impl Key {
         self.mac(label, parts).verify_slice(tag).is_ok()
     }
 
+    /// A MAC over parts given one by one, for data too large to hold
+    /// twice (a file's payload, read or written in pieces): the same
+    /// value as [`Key::prove`] of the same label and parts.
+    pub fn begin(&self, label: &str) -> Streaming {
+        Streaming(self.mac(label, &[]))
+    }
+
     fn mac(&self, label: &str, parts: &[&[u8]]) -> Hmac<Sha256> {
         let mut mac =
             Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes keys of any length");
@@ -104,6 +111,33 @@ impl Key {
             mac.update(part);
         }
         mac
+    }
+}
+
+/// A MAC being computed ([`Key::begin`]): announce each part's length
+/// with [`Streaming::part`], then give its bytes in any pieces with
+/// [`Streaming::bytes`].
+#[derive(Clone)]
+pub struct Streaming(Hmac<Sha256>);
+
+impl Streaming {
+    /// Starts a part of `len` bytes.
+    pub fn part(&mut self, len: u64) {
+        self.0.update(&len.to_le_bytes());
+    }
+
+    /// More bytes of the current part.
+    pub fn bytes(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    pub fn finish(self) -> Tag {
+        self.0.finalize().into_bytes().into()
+    }
+
+    /// Whether `tag` is this MAC, compared in constant time.
+    pub fn check(self, tag: &[u8]) -> bool {
+        self.0.verify_slice(tag).is_ok()
     }
 }
 
@@ -153,6 +187,19 @@ mod tests {
         // Moving a byte between parts changes the proof.
         assert!(!key(1).check("hello", &[b"a", b"bc"], &tag));
         assert!(!key(1).check("hello", &[b"ab", b"c"], &tag[..31]));
+    }
+
+    #[test]
+    fn a_streamed_mac_equals_the_whole_one() {
+        let mut streaming = key(1).begin("file");
+        streaming.part(5);
+        streaming.bytes(b"he");
+        streaming.bytes(b"llo");
+        streaming.part(1);
+        streaming.bytes(b"!");
+        let tag = key(1).prove("file", &[b"hello", b"!"]);
+        assert!(streaming.clone().check(&tag));
+        assert_eq!(streaming.finish(), tag);
     }
 
     #[test]

@@ -33,7 +33,8 @@ pub use onesided::onesided;
 use std::io::{BufReader, Cursor};
 
 use tether::transport::file::format::{
-    check_payload, decode_prefix, encode_prefix, Envelope, FILE_HEADER_LEN, PREFIX_LEN,
+    check_payload, decode_prefix, encode_prefix, Envelope, FILE_HEADER_LEN, FLAG_SEALED,
+    PREFIX_LEN, SEAL_LEN,
 };
 use tether_proto::wire::{FrameKind, FLAG_PAYLOAD_IN_FILE, HEADER_LEN, MAX_CONTROL_PAYLOAD};
 use tether_proto::{FrameHeader, Hello};
@@ -175,14 +176,21 @@ pub fn file_prefix(data: &[u8]) {
     };
     let file_len = given_len.unwrap_or(file.len() as u64);
     let have = file.len().min(PREFIX_LEN);
-    match decode_prefix(&file[..have], file_len, &expected) {
+    let keyed = switches & 2 != 0;
+    match decode_prefix(&file[..have], file_len, &expected, keyed) {
         Ok(prefix) => {
             assert_eq!(prefix.envelope, expected);
             assert_eq!(
-                prefix.payload_len.checked_add(PREFIX_LEN as u64),
+                prefix.sealed, keyed,
+                "a file sealed or not against the reader's key"
+            );
+            let trailer = if keyed { SEAL_LEN } else { 0 };
+            assert_eq!(
+                prefix.payload_len.checked_add(PREFIX_LEN as u64 + trailer),
                 Some(file_len)
             );
-            assert_eq!(&file[6..8], [0, 0], "reserved bytes accepted");
+            let flags = if keyed { FLAG_SEALED } else { 0 };
+            assert_eq!(&file[6..8], flags.to_le_bytes(), "unknown flags accepted");
             let frame = FrameHeader::decode(&prefix.frame, expected.seq, u64::MAX);
             if let Ok(frame) = frame {
                 let again = encode_prefix(
@@ -190,10 +198,11 @@ pub fn file_prefix(data: &[u8]) {
                     &frame,
                     prefix.payload_len,
                     prefix.payload_crc,
+                    prefix.sealed,
                 );
                 assert_eq!(&again[..], &file[..PREFIX_LEN]);
             }
-            if file_len == file.len() as u64 {
+            if file_len == file.len() as u64 && !keyed {
                 let payload = &file[PREFIX_LEN..];
                 let verdict = check_payload(&prefix, crc32c::crc32c(payload));
                 assert_eq!(

@@ -210,6 +210,7 @@ impl Router {
         rendezvous: Arc<Rendezvous>,
     ) -> Router {
         let addresses = Addresses::new(universe.clone(), rendezvous.clone());
+        let key = bound.tcp_config.key.clone();
         let tcp = TcpTransport::new(
             bound.tcp,
             bound.tcp_registry,
@@ -234,7 +235,8 @@ impl Router {
                 })
                 .ok()
         });
-        let file_settings = FileSettings::new(settings, &rendezvous, &universe);
+        let mut file_settings = FileSettings::new(settings, &rendezvous, &universe);
+        file_settings.key = key;
         let mut router = Router {
             reactor: bound.reactor,
             shm_ready: Vec::new(),
@@ -296,6 +298,7 @@ impl Router {
                 connect_timeout: self.policy.connect_timeout(),
                 frames: self.order.iter().any(|t| t == "file"),
                 eager_limit: self.file_eager_limit,
+                key: self.file_settings.key.clone(),
             };
             let transport =
                 FileTransport::new(config, self.universe.clone(), self.reactor.registry())?;

@@ -13,6 +13,8 @@ use crate::universe::{size_key, Universe};
 
 /// What the file transport needs besides the universe, read at start-up.
 pub(super) struct FileSettings {
+    /// The run's key, which seals the files.
+    pub(super) key: Option<std::sync::Arc<tether_auth::Key>>,
     pub(super) root: PathBuf,
     /// Whether `root` is the per-user default, which must be private.
     pub(super) private_root: bool,
@@ -46,6 +48,7 @@ impl FileSettings {
             }
         };
         FileSettings {
+            key: None,
             root,
             private_root,
             run: run_identity(settings.run_id(), universe),

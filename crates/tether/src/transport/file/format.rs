@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | 0 | 4 | magic `b"TTHF"` |
 //! | 4 | 2 | file format version ([`VERSION`]) |
-//! | 6 | 2 | reserved, 0 |
+//! | 6 | 2 | flags: [`FLAG_SEALED`] or 0 |
 //! | 8 | 8 | run id ([`run_id`] of the run directory's name) |
 //! | 16 | 4 | sender's universe rank |
 //! | 20 | 4 | receiver's universe rank |
@@ -17,6 +17,13 @@
 //! | 44 | 4 | CRC32C of bytes 0..44 and of the frame header that follows |
 //! | 48 | 56 | the engine's frame header (`tether_proto::wire`), unchanged |
 //! | 104 | n | the payload |
+//! | 104 + n | 32 | sealed files only: `HMAC-SHA256(key, SEAL_LABEL, payload, bytes 0..104)` |
+//!
+//! A run with a key ([`tether_auth`]) seals every file and consumes only
+//! sealed files whose MAC checks: a file written without the key is
+//! refused (moved aside), however well formed, so it can neither pass for
+//! a message nor take a genuine message's place in the sequence. The MAC
+//! covers the payload itself, not its CRC, which anyone can recompute.
 //!
 //! All integers are little-endian. The prefix checksum is verified before
 //! anything in the file is believed (so a length cannot be trusted before
@@ -36,6 +43,12 @@ pub const VERSION: u16 = 1;
 pub const FILE_HEADER_LEN: usize = 48;
 /// Bytes before the payload.
 pub const PREFIX_LEN: usize = FILE_HEADER_LEN + HEADER_LEN;
+/// Flag of a sealed file: its MAC follows the payload.
+pub const FLAG_SEALED: u16 = 1;
+/// Bytes of the MAC after a sealed file's payload.
+pub const SEAL_LEN: u64 = tether_auth::TAG_LEN as u64;
+/// The label of a file's MAC.
+pub const SEAL_LABEL: &str = "tether file v1";
 
 /// Who wrote a file, for whom, and in what place of the sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +65,10 @@ pub struct Prefix {
     pub envelope: Envelope,
     pub payload_len: u64,
     pub payload_crc: u32,
+    /// Whether a MAC follows the payload.
+    pub sealed: bool,
+    /// The prefix as written, which the MAC covers.
+    pub bytes: [u8; PREFIX_LEN],
     /// The frame header bytes, for the engine to decode against its own
     /// expectations.
     pub frame: [u8; HEADER_LEN],
@@ -67,8 +84,16 @@ pub enum FileProblem {
     BadMagic { got: [u8; 4] },
     #[error("unsupported file format version {got} (this build reads {VERSION})")]
     BadVersion { got: u16 },
-    #[error("reserved bytes 6..8 are {got:#06x}, expected 0 (a later format?)")]
+    #[error("flags are {got:#06x}, this build knows {FLAG_SEALED:#06x} only (a later format?)")]
     Reserved { got: u16 },
+    #[error(
+        "not sealed with the run's key: written by a process without it (another run's, or forged)"
+    )]
+    NotSealed,
+    #[error("sealed with a key, and this process has none (TETHER_KEY_FILE unset here)")]
+    SealedButNoKey,
+    #[error("its MAC does not check against this run's key: written without the key, or altered")]
+    BadSeal,
     #[error("header checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
     PrefixChecksum { stored: u32, computed: u32 },
     #[error("belongs to another run (run id {got:#018x}, this run is {expected:#018x})")]
@@ -102,10 +127,13 @@ pub fn encode_prefix(
     frame: &FrameHeader,
     payload_len: u64,
     payload_crc: u32,
+    sealed: bool,
 ) -> [u8; PREFIX_LEN] {
     let mut out = [0u8; PREFIX_LEN];
     out[0..4].copy_from_slice(&MAGIC);
     out[4..6].copy_from_slice(&VERSION.to_le_bytes());
+    let flags = if sealed { FLAG_SEALED } else { 0 };
+    out[6..8].copy_from_slice(&flags.to_le_bytes());
     out[8..16].copy_from_slice(&envelope.run.to_le_bytes());
     out[16..20].copy_from_slice(&envelope.sender.to_le_bytes());
     out[20..24].copy_from_slice(&envelope.receiver.to_le_bytes());
@@ -125,11 +153,13 @@ fn prefix_crc(prefix: &[u8; PREFIX_LEN]) -> u32 {
 
 /// Decodes `bytes` (the first bytes of a file of `file_len` bytes) and
 /// checks it against what the reader expects: this run, and the sender,
-/// receiver and sequence number that the file's name promised.
+/// receiver and sequence number that the file's name promised, sealed
+/// when the reader has a key (`keyed`) and not otherwise.
 pub fn decode_prefix(
     bytes: &[u8],
     file_len: u64,
     expected: &Envelope,
+    keyed: bool,
 ) -> Result<Prefix, FileProblem> {
     let Ok(prefix) = <&[u8; PREFIX_LEN]>::try_from(bytes.get(..PREFIX_LEN).unwrap_or(bytes)) else {
         return Err(FileProblem::ShortPrefix {
@@ -153,10 +183,11 @@ pub fn decode_prefix(
     }
     // Checked after the checksum: the checksum covers them, so a writer
     // set them, and a reader that ignored them could misread its format.
-    let reserved = u16::from_le_bytes([prefix[6], prefix[7]]);
-    if reserved != 0 {
-        return Err(FileProblem::Reserved { got: reserved });
+    let flags = u16::from_le_bytes([prefix[6], prefix[7]]);
+    if flags & !FLAG_SEALED != 0 {
+        return Err(FileProblem::Reserved { got: flags });
     }
+    let sealed = flags & FLAG_SEALED != 0;
     let envelope = Envelope {
         run: u64_at(8),
         sender: u32_at(16),
@@ -187,8 +218,15 @@ pub fn decode_prefix(
             });
         }
     }
+    // After the envelope: a file of another run or place says so first.
+    match (sealed, keyed) {
+        (false, true) => return Err(FileProblem::NotSealed),
+        (true, false) => return Err(FileProblem::SealedButNoKey),
+        _ => {}
+    }
     let payload_len = u64_at(32);
-    let total = payload_len.checked_add(PREFIX_LEN as u64);
+    let trailer = if sealed { SEAL_LEN } else { 0 };
+    let total = payload_len.checked_add(PREFIX_LEN as u64 + trailer);
     if total != Some(file_len) {
         return Err(FileProblem::Size {
             expected: total.unwrap_or(u64::MAX),
@@ -199,6 +237,8 @@ pub fn decode_prefix(
         envelope,
         payload_len,
         payload_crc: u32_at(40),
+        sealed,
+        bytes: *prefix,
         frame: prefix[FILE_HEADER_LEN..].try_into().expect("frame header"),
     })
 }
@@ -239,6 +279,7 @@ mod tests {
             &frame,
             payload.len() as u64,
             crc32c::crc32c(payload),
+            false,
         )
         .to_vec();
         bytes.extend_from_slice(payload);
@@ -246,7 +287,7 @@ mod tests {
     }
 
     fn decode(bytes: &[u8]) -> Result<Prefix, FileProblem> {
-        decode_prefix(bytes, bytes.len() as u64, &envelope())
+        decode_prefix(bytes, bytes.len() as u64, &envelope(), false)
     }
 
     #[test]
@@ -276,16 +317,43 @@ mod tests {
     }
 
     #[test]
-    fn reserved_bytes_a_writer_set_are_refused_even_with_a_good_checksum() {
+    fn unknown_flags_are_refused_even_with_a_good_checksum() {
         let mut bytes = file(b"payload");
-        bytes[6] = 1;
+        bytes[6] = 2;
         let prefix: &[u8; PREFIX_LEN] = bytes[..PREFIX_LEN].try_into().unwrap();
         let crc = prefix_crc(prefix);
         bytes[44..48].copy_from_slice(&crc.to_le_bytes());
         assert_eq!(
             decode(&bytes).unwrap_err(),
-            FileProblem::Reserved { got: 1 }
+            FileProblem::Reserved { got: 2 }
         );
+    }
+
+    #[test]
+    fn a_keyed_reader_takes_sealed_files_only_and_a_keyless_one_unsealed_only() {
+        let bytes = file(b"payload");
+        let len = bytes.len() as u64;
+        assert_eq!(
+            decode_prefix(&bytes, len, &envelope(), true).unwrap_err(),
+            FileProblem::NotSealed
+        );
+        let mut frame = FrameHeader::new(FrameKind::Eager);
+        frame.payload_len = 7;
+        let sealed = encode_prefix(&envelope(), &frame, 7, crc32c::crc32c(b"payload"), true);
+        let with_mac = PREFIX_LEN as u64 + 7 + SEAL_LEN;
+        assert!(
+            decode_prefix(&sealed, with_mac, &envelope(), true)
+                .unwrap()
+                .sealed
+        );
+        assert_eq!(
+            decode_prefix(&sealed, with_mac, &envelope(), false).unwrap_err(),
+            FileProblem::SealedButNoKey
+        );
+        assert!(matches!(
+            decode_prefix(&sealed, with_mac - SEAL_LEN, &envelope(), true),
+            Err(FileProblem::Size { .. })
+        ));
     }
 
     #[test]
@@ -305,12 +373,13 @@ mod tests {
             decode(&bytes[..PREFIX_LEN - 1]),
             Err(FileProblem::ShortPrefix { got }) if got == PREFIX_LEN as u64 - 1
         ));
-        let problem = decode_prefix(&bytes, bytes.len() as u64 - 3, &envelope()).unwrap_err();
+        let problem =
+            decode_prefix(&bytes, bytes.len() as u64 - 3, &envelope(), false).unwrap_err();
         assert_eq!(
             problem.to_string(),
             "truncated or overlong: 111 bytes, the header says 114"
         );
-        assert!(decode_prefix(&bytes, bytes.len() as u64 + 1, &envelope()).is_err());
+        assert!(decode_prefix(&bytes, bytes.len() as u64 + 1, &envelope(), false).is_err());
         assert!(decode(&[]).is_err());
     }
 
@@ -320,7 +389,7 @@ mod tests {
         let mut other = envelope();
         other.run = run_id("run-older");
         assert!(matches!(
-            decode_prefix(&bytes, bytes.len() as u64, &other),
+            decode_prefix(&bytes, bytes.len() as u64, &other, false),
             Err(FileProblem::ForeignRun { .. })
         ));
         for change in [
@@ -331,7 +400,7 @@ mod tests {
             let mut other = envelope();
             change(&mut other);
             assert!(matches!(
-                decode_prefix(&bytes, bytes.len() as u64, &other),
+                decode_prefix(&bytes, bytes.len() as u64, &other, false),
                 Err(FileProblem::Mismatch { .. })
             ));
         }

@@ -11,6 +11,11 @@
 //! Reading: the prefix is verified first; a payload is read straight into
 //! its destination (a posted receive buffer), checksummed chunk by chunk
 //! while the chunk is still in cache.
+//!
+//! With the run's key, the pass that checksums a payload also computes
+//! its MAC (`format.rs`), written after the payload and checked after
+//! reading it, before anything is delivered. Files are created 0600: a
+//! payload is nobody else's business.
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
@@ -19,7 +24,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::format::{self, Envelope, FileProblem, Prefix, PREFIX_LEN};
+use std::sync::Arc;
+
+use tether_auth::{Key, Streaming};
+
+use super::format::{self, Envelope, FileProblem, Prefix, PREFIX_LEN, SEAL_LABEL, SEAL_LEN};
 use super::names::REJECTED;
 
 /// Payloads are written, read and checksummed in pieces of this size, so
@@ -55,36 +64,85 @@ impl Checksum {
     }
 }
 
+/// A payload's checksum and, with a key, its MAC, computed in one pass.
+struct Digest {
+    crc: u32,
+    mac: Option<Streaming>,
+}
+
+impl Digest {
+    fn new(key: Option<&Key>, payload_len: usize) -> Digest {
+        let mac = key.map(|key| {
+            let mut mac = key.begin(SEAL_LABEL);
+            mac.part(payload_len as u64);
+            mac
+        });
+        Digest { crc: 0, mac }
+    }
+
+    fn of(key: Option<&Key>, payload: &[u8]) -> Digest {
+        let mut digest = Digest::new(key, payload.len());
+        for chunk in payload.chunks(CHUNK) {
+            digest.update(chunk);
+        }
+        digest
+    }
+
+    fn update(&mut self, chunk: &[u8]) {
+        self.crc = crc32c::crc32c_append(self.crc, chunk);
+        if let Some(mac) = &mut self.mac {
+            mac.bytes(chunk);
+        }
+    }
+
+    /// The MAC's last part, the prefix as written.
+    fn with_prefix(mut self, prefix: &[u8; PREFIX_LEN]) -> Option<Streaming> {
+        let mac = self.mac.as_mut()?;
+        mac.part(PREFIX_LEN as u64);
+        mac.bytes(prefix);
+        self.mac
+    }
+}
+
 /// Writes a whole file under the temporary name `temp`: `prefix_of` gets
-/// the payload's checksum and returns the prefix.
+/// the payload's checksum and returns the prefix. With `key`, the file
+/// is sealed: its MAC follows the payload.
 pub fn write_temp(
     temp: &Path,
     payload: &[u8],
     checksum: Checksum,
     fsync: bool,
+    key: Option<&Key>,
     prefix_of: impl FnOnce(u32) -> [u8; PREFIX_LEN],
 ) -> io::Result<()> {
     let file = OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(0o644)
+        .mode(0o600)
         .open(temp)?;
     let result = (|| {
-        let crc = if checksum.beside(payload.len()) {
+        let digest = if checksum.beside(payload.len()) {
             std::thread::scope(|s| {
                 let checksum = std::thread::Builder::new()
                     .name("tether-checksum".into())
-                    .spawn_scoped(s, || crc32c::crc32c(payload));
-                write_payload(&file, payload, checksum.is_err())?;
-                Ok::<u32, io::Error>(match checksum {
-                    Ok(thread) => thread.join().unwrap_or_else(|_| crc32c::crc32c(payload)),
-                    Err(_) => crc32c::crc32c(payload),
+                    .spawn_scoped(s, || Digest::of(key, payload));
+                write_payload(&file, payload, None)?;
+                Ok::<Digest, io::Error>(match checksum {
+                    Ok(thread) => thread.join().unwrap_or_else(|_| Digest::of(key, payload)),
+                    Err(_) => Digest::of(key, payload),
                 })
             })?
         } else {
-            write_payload(&file, payload, true)?
+            let mut digest = Digest::new(key, payload.len());
+            write_payload(&file, payload, Some(&mut digest))?;
+            digest
         };
-        file.write_all_at(&prefix_of(crc), 0)?;
+        let prefix = prefix_of(digest.crc);
+        file.write_all_at(&prefix, 0)?;
+        if let Some(mac) = digest.with_prefix(&prefix) {
+            let at = (PREFIX_LEN + payload.len()) as u64;
+            file.write_all_at(&mac.finish(), at)?;
+        }
         if fsync {
             file.sync_all()?;
         }
@@ -131,19 +189,18 @@ pub fn place(temp: &Path, target: &Path) -> io::Result<bool> {
     }
 }
 
-/// Writes `payload` after the prefix's place; returns its checksum when
-/// `checksum` (computed chunk by chunk, each while it is in cache), else 0.
-fn write_payload(file: &File, payload: &[u8], checksum: bool) -> io::Result<u32> {
-    let mut crc = 0;
+/// Writes `payload` after the prefix's place, feeding `digest` (when
+/// given) chunk by chunk, each while it is in cache.
+fn write_payload(file: &File, payload: &[u8], mut digest: Option<&mut Digest>) -> io::Result<()> {
     let mut offset = PREFIX_LEN as u64;
     for chunk in payload.chunks(CHUNK) {
-        if checksum {
-            crc = crc32c::crc32c_append(crc, chunk);
+        if let Some(digest) = digest.as_deref_mut() {
+            digest.update(chunk);
         }
         file.write_all_at(chunk, offset)?;
         offset += chunk.len() as u64;
     }
-    Ok(crc)
+    Ok(())
 }
 
 fn c_path(path: &Path) -> io::Result<CString> {
@@ -155,6 +212,8 @@ fn c_path(path: &Path) -> io::Result<CString> {
 pub struct Opened {
     pub file: File,
     pub prefix: Prefix,
+    /// The run's key, which a sealed file's MAC is checked against.
+    key: Option<Arc<Key>>,
 }
 
 /// What opening a file found.
@@ -166,8 +225,9 @@ pub enum Found {
     Good(Opened),
 }
 
-/// Opens `path` and verifies its prefix against `expected`.
-pub fn open(path: &Path, expected: &Envelope) -> io::Result<Found> {
+/// Opens `path` and verifies its prefix against `expected`: sealed with
+/// `key` when there is one, unsealed otherwise.
+pub fn open(path: &Path, expected: &Envelope, key: Option<&Arc<Key>>) -> io::Result<Found> {
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Found::Missing),
@@ -178,8 +238,12 @@ pub fn open(path: &Path, expected: &Envelope) -> io::Result<Found> {
     let have = (len as usize).min(PREFIX_LEN);
     file.read_exact_at(&mut prefix[..have], 0)?;
     Ok(
-        match format::decode_prefix(&prefix[..have], len, expected) {
-            Ok(prefix) => Found::Good(Opened { file, prefix }),
+        match format::decode_prefix(&prefix[..have], len, expected, key.is_some()) {
+            Ok(prefix) => Found::Good(Opened {
+                file,
+                prefix,
+                key: key.cloned(),
+            }),
             Err(problem) => Found::Bad(problem),
         },
     )
@@ -187,27 +251,44 @@ pub fn open(path: &Path, expected: &Envelope) -> io::Result<Found> {
 
 impl Opened {
     /// Reads the payload into `dst` (exactly its length) and verifies its
-    /// checksum. On a mismatch `dst` holds the bad bytes; the caller must
-    /// not deliver them.
+    /// MAC (a sealed file) and checksum. On a mismatch `dst` holds the bad
+    /// bytes; the caller must not deliver them.
     pub fn read_payload(
         &self,
         dst: &mut [u8],
         checksum: Checksum,
     ) -> io::Result<Result<(), FileProblem>> {
         debug_assert_eq!(dst.len() as u64, self.prefix.payload_len);
-        let crc = if checksum.beside(dst.len()) {
+        let digest = if checksum.beside(dst.len()) {
             self.read_checksummed_beside(dst)?
         } else {
-            let mut crc = 0;
+            let mut digest = self.digest(dst.len());
             let mut offset = PREFIX_LEN as u64;
             for chunk in dst.chunks_mut(CHUNK) {
                 self.file.read_exact_at(chunk, offset)?;
-                crc = crc32c::crc32c_append(crc, chunk);
+                digest.update(chunk);
                 offset += chunk.len() as u64;
             }
-            crc
+            digest
         };
+        let crc = digest.crc;
+        if self.prefix.sealed {
+            let mut tag = [0u8; SEAL_LEN as usize];
+            let at = PREFIX_LEN as u64 + self.prefix.payload_len;
+            self.file.read_exact_at(&mut tag, at)?;
+            let checks = digest
+                .with_prefix(&self.prefix.bytes)
+                .is_some_and(|mac| mac.check(&tag));
+            if !checks {
+                return Ok(Err(FileProblem::BadSeal));
+            }
+        }
         Ok(format::check_payload(&self.prefix, crc))
+    }
+
+    fn digest(&self, payload_len: usize) -> Digest {
+        let key = self.key.as_deref().filter(|_| self.prefix.sealed);
+        Digest::new(key, payload_len)
     }
 
     /// [`Opened::read_payload`] for the transport: `Err` is what was wrong,
@@ -223,14 +304,20 @@ impl Opened {
 
     /// Reads the payload into `dst` chunk by chunk while a second thread
     /// checksums each chunk as soon as it is in; returns the checksum.
-    fn read_checksummed_beside(&self, dst: &mut [u8]) -> io::Result<u32> {
+    fn read_checksummed_beside(&self, dst: &mut [u8]) -> io::Result<Digest> {
         let (chunks, ready) = std::sync::mpsc::channel::<&[u8]>();
+        let beside = self.digest(dst.len());
+        let mut inline = self.digest(dst.len());
         std::thread::scope(|s| {
             let checksum = std::thread::Builder::new()
                 .name("tether-checksum".into())
-                .spawn_scoped(s, move || ready.iter().fold(0, crc32c::crc32c_append));
+                .spawn_scoped(s, move || {
+                    ready.iter().fold(beside, |mut digest, chunk| {
+                        digest.update(chunk);
+                        digest
+                    })
+                });
             let mut offset = PREFIX_LEN as u64;
-            let mut inline = 0;
             for chunk in dst.chunks_mut(CHUNK) {
                 self.file.read_exact_at(chunk, offset)?;
                 offset += chunk.len() as u64;
@@ -239,14 +326,17 @@ impl Opened {
                     // The thread is alive until every sender is dropped.
                     let _ = chunks.send(chunk);
                 } else {
-                    inline = crc32c::crc32c_append(inline, chunk);
+                    inline.update(chunk);
                 }
             }
             drop(chunks);
             Ok(match checksum {
                 // A checksum thread that died yields a mismatch, never a
                 // false match.
-                Ok(thread) => thread.join().unwrap_or(!inline),
+                Ok(thread) => thread.join().unwrap_or(Digest {
+                    crc: !inline.crc,
+                    mac: None,
+                }),
                 Err(_) => inline,
             })
         })
@@ -288,10 +378,26 @@ mod tests {
     }
 
     fn write_with(dir: &Path, name: &str, payload: &[u8], checksum: Checksum) -> PathBuf {
+        write_sealed(dir, name, payload, checksum, None)
+    }
+
+    fn write_sealed(
+        dir: &Path,
+        name: &str,
+        payload: &[u8],
+        checksum: Checksum,
+        key: Option<&Key>,
+    ) -> PathBuf {
         let temp = dir.join(format!(".tmp-{name}"));
         let frame = FrameHeader::new(FrameKind::Data);
-        write_temp(&temp, payload, checksum, false, |crc| {
-            encode_prefix(&envelope(), &frame, payload.len() as u64, crc)
+        write_temp(&temp, payload, checksum, false, key, |crc| {
+            encode_prefix(
+                &envelope(),
+                &frame,
+                payload.len() as u64,
+                crc,
+                key.is_some(),
+            )
         })
         .unwrap();
         let target = dir.join(name);
@@ -311,7 +417,7 @@ mod tests {
         let dir = scratch("round");
         let payload: Vec<u8> = (0..CHUNK * 2 + 17).map(|i| (i * 7) as u8).collect();
         let path = write(&dir, "0-0.msg", &payload);
-        let Found::Good(opened) = open(&path, &envelope()).unwrap() else {
+        let Found::Good(opened) = open(&path, &envelope(), None).unwrap() else {
             panic!("good file refused");
         };
         let mut back = vec![0u8; payload.len()];
@@ -336,7 +442,7 @@ mod tests {
             .enumerate()
         {
             let path = write_with(&dir, &format!("0-{n}.msg"), &payload, written);
-            let Found::Good(opened) = open(&path, &envelope()).unwrap() else {
+            let Found::Good(opened) = open(&path, &envelope(), None).unwrap() else {
                 panic!("good file refused");
             };
             let mut back = vec![0u8; payload.len()];
@@ -353,6 +459,58 @@ mod tests {
                 "corruption missed, written {written:?}, read {read:?}"
             );
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn sealed_files_are_consumed_with_their_key_only_and_any_change_is_caught() {
+        let dir = scratch("sealed");
+        let key = Arc::new(Key::new(&[7; 32], "test").unwrap());
+        let other = Arc::new(Key::new(&[8; 32], "test").unwrap());
+        let small = b"sealed payload".to_vec();
+        let large: Vec<u8> = (0..PARALLEL_CHECKSUM_MIN + 9).map(|i| i as u8).collect();
+        let mut n = 0;
+        for payload in [&small, &large] {
+            for checksum in [Checksum::Beside, Checksum::Inline] {
+                n += 1;
+                let path = write_sealed(&dir, &format!("0-{n}.msg"), payload, checksum, Some(&key));
+                assert_eq!(
+                    std::fs::metadata(&path).unwrap().len(),
+                    (PREFIX_LEN + payload.len()) as u64 + SEAL_LEN
+                );
+                let mut back = vec![0u8; payload.len()];
+                let Found::Good(opened) = open(&path, &envelope(), Some(&key)).unwrap() else {
+                    panic!("sealed file refused");
+                };
+                opened.read_payload(&mut back, checksum).unwrap().unwrap();
+                assert_eq!(&back, payload);
+                // Another key: refused before anything is delivered.
+                let Found::Good(opened) = open(&path, &envelope(), Some(&other)).unwrap() else {
+                    panic!("prefix refused");
+                };
+                let read = opened.read_payload(&mut back, checksum).unwrap();
+                assert_eq!(read, Err(FileProblem::BadSeal));
+                // A changed payload whose CRC is fixed up still fails the MAC.
+                let mut bytes = std::fs::read(&path).unwrap();
+                bytes[PREFIX_LEN] ^= 1;
+                let crc = crc32c::crc32c(&bytes[PREFIX_LEN..PREFIX_LEN + payload.len()]);
+                let frame = FrameHeader::new(FrameKind::Data);
+                let prefix = encode_prefix(&envelope(), &frame, payload.len() as u64, crc, true);
+                bytes[..PREFIX_LEN].copy_from_slice(&prefix);
+                std::fs::write(&path, &bytes).unwrap();
+                let Found::Good(opened) = open(&path, &envelope(), Some(&key)).unwrap() else {
+                    panic!("prefix refused");
+                };
+                let read = opened.read_payload(&mut back, checksum).unwrap();
+                assert_eq!(read, Err(FileProblem::BadSeal));
+            }
+        }
+        // Unsealed files are refused by a keyed reader at once.
+        let path = write(&dir, "0-0.msg", b"plain");
+        assert!(matches!(
+            open(&path, &envelope(), Some(&key)).unwrap(),
+            Found::Bad(FileProblem::NotSealed)
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -380,7 +538,7 @@ mod tests {
         let path = write(&dir, "0-0.msg", b"0123456789");
         let file = OpenOptions::new().write(true).open(&path).unwrap();
         file.write_all_at(b"X", PREFIX_LEN as u64 + 3).unwrap();
-        let Found::Good(opened) = open(&path, &envelope()).unwrap() else {
+        let Found::Good(opened) = open(&path, &envelope(), None).unwrap() else {
             panic!("prefix is intact");
         };
         let mut back = [0u8; 10];
@@ -390,11 +548,11 @@ mod tests {
         ));
         file.set_len(PREFIX_LEN as u64 + 4).unwrap();
         assert!(matches!(
-            open(&path, &envelope()).unwrap(),
+            open(&path, &envelope(), None).unwrap(),
             Found::Bad(FileProblem::Size { .. })
         ));
         assert!(matches!(
-            open(&dir.join("absent"), &envelope()).unwrap(),
+            open(&dir.join("absent"), &envelope(), None).unwrap(),
             Found::Missing
         ));
         std::fs::remove_dir_all(&dir).unwrap();

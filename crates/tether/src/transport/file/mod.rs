@@ -90,6 +90,9 @@ pub struct FileConfig {
     /// this run), which needs the inbox watched and a heartbeat; `hybrid`
     /// payloads alone need neither.
     pub frames: bool,
+    /// The run's key: every file written is sealed with it, and only
+    /// files sealed with it are consumed (`format.rs`).
+    pub key: Option<Arc<tether_auth::Key>>,
 }
 
 /// A message file of `from` that passed the file checks, on its way to
@@ -173,6 +176,16 @@ pub struct FileTransport {
     pub events: Events,
 }
 
+/// Creates `dir` and its missing parents readable by this user only
+/// (the run's files are nobody else's business).
+fn private_dirs(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 fn file_error(message: String) -> Error {
     err(ErrorClass::File, message)
 }
@@ -188,7 +201,7 @@ impl FileTransport {
         let me = universe.my_universe_rank();
         let layout = Layout::new(&config.root, &config.run_name, me);
         let inbox = layout.inbox(me);
-        std::fs::create_dir_all(&inbox).map_err(|e| {
+        private_dirs(&inbox).map_err(|e| {
             file_error(format!(
                 "cannot create the inbox {} (TETHER_FILE_DIR={}): {e}",
                 inbox.display(),
@@ -317,7 +330,7 @@ impl FileTransport {
         target: &Path,
     ) -> std::io::Result<PathBuf> {
         if self.inboxes_made.insert(to) {
-            std::fs::create_dir_all(self.layout.inbox(to))?;
+            private_dirs(&self.layout.inbox(to))?;
         }
         let temp = self.layout.temporary(to, self.temporaries);
         self.temporaries += 1;
@@ -327,8 +340,9 @@ impl FileTransport {
             receiver: to,
             seq,
         };
-        io::write_temp(&temp, bytes, checksum, self.config.fsync, |crc| {
-            encode_prefix(&envelope, header, bytes.len() as u64, crc)
+        let key = self.config.key.as_deref();
+        io::write_temp(&temp, bytes, checksum, self.config.fsync, key, |crc| {
+            encode_prefix(&envelope, header, bytes.len() as u64, crc, key.is_some())
         })
         .map_err(|e| std::io::Error::new(e.kind(), format!("{} ({e})", target.display())))?;
         Ok(temp)
@@ -527,7 +541,7 @@ impl FileTransport {
             receiver: self.me(),
             seq,
         };
-        let opened = match io::open(&path, &expected) {
+        let opened = match io::open(&path, &expected, self.config.key.as_ref()) {
             Ok(Found::Missing) => return false,
             Ok(Found::Bad(problem)) => {
                 self.refuse(from, seq, &path, problem.to_string());
@@ -636,7 +650,7 @@ impl FileTransport {
                 receiver: self.me(),
                 seq: header.receiver_req,
             };
-            let problem = match io::open(&path, &expected) {
+            let problem = match io::open(&path, &expected, self.config.key.as_ref()) {
                 Ok(Found::Missing) => {
                     if w.since.elapsed() < self.config.peer_timeout {
                         self.payloads.push(w);
