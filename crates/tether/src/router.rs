@@ -225,6 +225,7 @@ impl Router {
                 .max(4096),
             cma: settings.shm_cma(),
             membarrier: settings.shm_membarrier(),
+            key: key.clone(),
         };
         let mut shm_problem = bound.shm_problem;
         let shm = bound.shm.and_then(|prepared| {

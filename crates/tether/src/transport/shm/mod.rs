@@ -81,6 +81,10 @@ pub struct ShmConfig {
     /// Whether this process may sleep with the barrier of `barrier.rs` and
     /// write to peers that do without fencing (`barrier.rs`).
     pub membarrier: bool,
+    /// The run's key: writers prove it when they attach to a segment,
+    /// and the owner reads no ring whose writer did not
+    /// (`segment.rs`).
+    pub key: Option<Arc<tether_auth::Key>>,
 }
 
 /// What exists before the universe is known: the segment's descriptor and
@@ -150,6 +154,8 @@ pub struct ShmTransport {
     own_bell: Shared<Doorbell>,
     generation: Shared<AtomicU64>,
     generation_seen: u64,
+    /// Slots whose writer did not prove the run's key: never read.
+    refused: Vec<u32>,
     bell: Bell,
     ringer: Ringer,
     me: Writer,
@@ -207,6 +213,7 @@ impl ShmTransport {
             own_bell,
             generation,
             generation_seen: 0,
+            refused: Vec::new(),
             bell: prepared.bell,
             ringer: Ringer::new()?,
             me: prepared.me,
@@ -248,7 +255,8 @@ impl ShmTransport {
                 "its process {pid} is not running (any more)"
             )));
         }
-        let mapping = segment::attach(pid, fd, self.universe.id, self.me_rank(), self.me)?;
+        let key = self.config.key.as_deref();
+        let mapping = segment::attach(pid, fd, self.universe.id, self.me_rank(), self.me, key)?;
         if !host::is_alive(pid, start) {
             return Err(AttachError::Gone(format!(
                 "its process {pid} ended while attaching"
@@ -478,6 +486,27 @@ impl ShmTransport {
                 continue;
             }
             if let Some(writer) = mapping.writer(slot) {
+                if self.refused.contains(&slot) {
+                    continue;
+                }
+                if let Some(key) = &self.config.key {
+                    let attachment = segment::Attachment {
+                        owner_nonce: &mapping.owner_nonce(),
+                        universe_id: self.universe.id,
+                        owner_rank: self.me_rank(),
+                        writer_rank: slot,
+                        writer: &writer,
+                    };
+                    if !attachment.checks(key, &mapping.writer_proof(slot)) {
+                        tracing::warn!(
+                            "refusing the shared-memory writer pid {} as {}: it did not prove this run's key",
+                            writer.pid,
+                            self.universe.describe(slot)
+                        );
+                        self.refused.push(slot);
+                        continue;
+                    }
+                }
                 let (control, bytes) = mapping.ring(slot);
                 // SAFETY: this process owns the segment and creates one
                 // consumer per slot.

@@ -6,6 +6,7 @@
 //! | offset | what |
 //! |---|---|
 //! | 0 | [`Header`]: magic, universe id, owner, slot count, `R`, `ready`, sleep barrier |
+//! | 128 | the owner's nonce (32 bytes, fresh per segment) |
 //! | 256 | attach generation: +1 each time a writer attaches |
 //! | 320 | the owner's [`Doorbell`] (its sleep flag) |
 //! | 4096 + i*(4096+R) | slot i: [`RingControl`], [`WriterInfo`] |
@@ -24,6 +25,15 @@
 //! with Release). A writer maps it only after it sees `ready` (Acquire),
 //! claims its slot (0 -> 2 -> 1, so two processes claiming one rank are
 //! caught), and bumps the attach generation so the owner looks for it.
+//!
+//! With the run's key, a writer proves it in its slot before it marks
+//! the slot attached: `HMAC(key, ATTACH_LABEL, owner nonce, universe id,
+//! owner rank, writer rank, pid, start)` ([`attach_proof`]). The owner
+//! reads from no slot whose proof does not check. (The kernel lets only
+//! processes of the same user open the segment, and those could read
+//! any of this process's memory anyway: the proof keeps out processes
+//! of other runs and misconfigured ones, not a hostile process of the
+//! same user; see docs/RELIABILITY.md.)
 
 use std::fs::File;
 use std::ops::Deref;
@@ -39,6 +49,9 @@ const MAGIC: u64 = u64::from_le_bytes(*b"TTHRSHM2");
 const PAGE: usize = 4096;
 const GENERATION_AT: usize = 256;
 const DOORBELL_AT: usize = 320;
+const OWNER_NONCE_AT: usize = 128;
+/// The label of a writer's proof of the key.
+const ATTACH_LABEL: &str = "tether shm attach v1";
 
 #[repr(C)]
 struct Header {
@@ -61,6 +74,9 @@ pub struct WriterInfo {
     start: AtomicU64,
     /// The writer's own segment descriptor, so the owner can attach back.
     segment_fd: AtomicU32,
+    /// Its proof of the run's key (zero without a key), written before
+    /// `state` becomes 1.
+    proof: [AtomicU64; 4],
 }
 
 /// The writer of a slot, as the owner sees it.
@@ -69,6 +85,39 @@ pub struct Writer {
     pub pid: u32,
     pub start: u64,
     pub segment_fd: u32,
+}
+
+/// Who attaches to whom: what a writer's proof of the key covers (see
+/// the module's notes).
+pub struct Attachment<'a> {
+    pub owner_nonce: &'a [u8],
+    pub universe_id: u64,
+    pub owner_rank: u32,
+    pub writer_rank: u32,
+    pub writer: &'a Writer,
+}
+
+impl Attachment<'_> {
+    fn with_parts<T>(&self, f: impl FnOnce(&[&[u8]]) -> T) -> T {
+        f(&[
+            self.owner_nonce,
+            &self.universe_id.to_le_bytes(),
+            &self.owner_rank.to_le_bytes(),
+            &self.writer_rank.to_le_bytes(),
+            &self.writer.pid.to_le_bytes(),
+            &self.writer.start.to_le_bytes(),
+        ])
+    }
+
+    /// The writer's proof.
+    pub fn proof(&self, key: &tether_auth::Key) -> tether_auth::Tag {
+        self.with_parts(|parts| key.prove(ATTACH_LABEL, parts))
+    }
+
+    /// Whether `proof` is the writer's proof (compared in constant time).
+    pub fn checks(&self, key: &tether_auth::Key, proof: &[u8]) -> bool {
+        self.with_parts(|parts| key.check(ATTACH_LABEL, parts, proof))
+    }
 }
 
 /// A mapping of a segment (own or a peer's).
@@ -233,6 +282,27 @@ impl Mapping {
             segment_fd: info.segment_fd.load(Ordering::Relaxed),
         })
     }
+
+    /// The proof the writer of `slot` left (read after [`Mapping::writer`]
+    /// saw the slot attached).
+    pub fn writer_proof(&self, slot: u32) -> tether_auth::Tag {
+        let info = self.writer_info(slot);
+        let mut proof = [0u8; tether_auth::TAG_LEN];
+        for (bytes, word) in proof.chunks_mut(8).zip(&info.proof) {
+            bytes.copy_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+        }
+        proof
+    }
+
+    /// The owner's nonce, which writers' proofs cover.
+    pub fn owner_nonce(&self) -> [u8; tether_auth::NONCE_LEN] {
+        let words: Shared<[AtomicU64; 4]> = self.at(OWNER_NONCE_AT);
+        let mut nonce = [0u8; tether_auth::NONCE_LEN];
+        for (bytes, word) in nonce.chunks_mut(8).zip(words.iter()) {
+            bytes.copy_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+        }
+        nonce
+    }
 }
 
 /// This process's own segment.
@@ -293,6 +363,14 @@ impl Segment {
             (*header).ring_bytes = ring_bytes as u64;
             (*header).sleeps_with_barrier = sleeps_with_barrier as u32;
         }
+        let nonce = tether_auth::nonce();
+        let words: Shared<[AtomicU64; 4]> = mapping.at(OWNER_NONCE_AT);
+        for (word, bytes) in words.iter().zip(nonce.chunks(8)) {
+            word.store(
+                u64::from_le_bytes(bytes.try_into().expect("8 bytes")),
+                Ordering::Relaxed,
+            );
+        }
         mapping.header().ready.store(1, Ordering::Release);
         Ok(self.mapping.insert(mapping))
     }
@@ -322,6 +400,7 @@ pub fn attach(
     universe_id: u64,
     me: u32,
     writer: Writer,
+    key: Option<&tether_auth::Key>,
 ) -> Result<Mapping, AttachError> {
     let path = format!("/proc/{pid}/fd/{fd}");
     let file = std::fs::OpenOptions::new()
@@ -390,6 +469,23 @@ pub fn attach(
     info.pid.store(writer.pid, Ordering::Relaxed);
     info.start.store(writer.start, Ordering::Relaxed);
     info.segment_fd.store(writer.segment_fd, Ordering::Relaxed);
+    if let Some(key) = key {
+        let owner = mapping.header().owner_rank;
+        let proof = Attachment {
+            owner_nonce: &mapping.owner_nonce(),
+            universe_id: id,
+            owner_rank: owner,
+            writer_rank: me,
+            writer: &writer,
+        }
+        .proof(key);
+        for (word, bytes) in info.proof.iter().zip(proof.chunks(8)) {
+            word.store(
+                u64::from_le_bytes(bytes.try_into().expect("8 bytes")),
+                Ordering::Relaxed,
+            );
+        }
+    }
     info.state.store(1, Ordering::Release);
     mapping.generation().fetch_add(1, Ordering::Release);
     Ok(mapping)
@@ -421,11 +517,46 @@ mod tests {
                 start: 1,
                 segment_fd: 0,
             };
-            let Ok(mapping) = attach(std::process::id(), segment.fd(), 7, 1, me) else {
+            let Ok(mapping) = attach(std::process::id(), segment.fd(), 7, 1, me, None) else {
                 panic!("attaching to this process's own segment failed");
             };
             assert_eq!(mapping.owner_sleeps_with_barrier(), sleeps_with_barrier);
         }
+    }
+
+    #[test]
+    fn a_writer_proves_the_key_in_its_slot_and_the_proof_fits_nothing_else() {
+        let key = tether_auth::Key::new(&[3; 32], "test").unwrap();
+        let other = tether_auth::Key::new(&[4; 32], "test").unwrap();
+        let mut segment = Segment::create().unwrap();
+        segment.init(9, 0, 3, 4096, false).unwrap();
+        let me = Writer {
+            pid: std::process::id(),
+            start: 5,
+            segment_fd: 0,
+        };
+        attach(std::process::id(), segment.fd(), 9, 1, me, Some(&key)).unwrap();
+        attach(std::process::id(), segment.fd(), 9, 2, me, None).unwrap();
+        let owner = segment.mapping().unwrap();
+        let nonce = owner.owner_nonce();
+        assert_ne!(nonce, [0; 32], "the owner's nonce is drawn at init");
+        let attachment = |writer_rank| Attachment {
+            owner_nonce: &nonce,
+            universe_id: 9,
+            owner_rank: 0,
+            writer_rank,
+            writer: &me,
+        };
+        assert!(attachment(1).checks(&key, &owner.writer_proof(1)));
+        assert!(!attachment(1).checks(&other, &owner.writer_proof(1)));
+        assert!(
+            !attachment(2).checks(&key, &owner.writer_proof(1)),
+            "a proof for another slot"
+        );
+        assert!(
+            !attachment(2).checks(&key, &owner.writer_proof(2)),
+            "a writer without the key"
+        );
     }
 
     #[test]
