@@ -67,6 +67,16 @@ pub enum RendezvousError {
         reason: String,
     },
 
+    /// This process has no key, and the entry was sealed with one: the
+    /// programs of the run were given a key, and this one was not.
+    #[error("rendezvous {rendezvous}: the entry {key:?} is sealed with a key, and this process has none (set TETHER_KEY_FILE as the other programs do)")]
+    SealedWithoutKey {
+        /// Where the entry was read.
+        rendezvous: String,
+        /// The entry's key.
+        key: String,
+    },
+
     /// An operating-system call failed while handling a key: a file
     /// operation, a connection, or a timeout waiting for the server's answer.
     #[error("rendezvous {rendezvous}: {action} key {key:?}: {source}")]

@@ -128,7 +128,10 @@ impl Rendezvous {
             Backend::Dir(store) => store.get(key)?,
             Backend::Tcp(client) => client.get(key)?,
         };
-        Ok(stored.and_then(|stored| self.believe(key, stored)))
+        match stored {
+            Some(stored) => self.believe(key, stored),
+            None => Ok(None),
+        }
     }
 
     /// Blocks until `key` has a value and returns it, or returns `Ok(None)`
@@ -147,7 +150,7 @@ impl Rendezvous {
             let Some(stored) = stored else {
                 return Ok(None);
             };
-            if let Some(value) = self.believe(key, stored) {
+            if let Some(value) = self.believe(key, stored)? {
                 return Ok(Some(value));
             }
             let left =
@@ -191,14 +194,23 @@ impl Rendezvous {
     /// A stored value as the value put, when it is believed: with a key,
     /// only when its seal checks (a forged entry is logged once and read
     /// as absent).
-    fn believe(&self, key: &str, stored: String) -> Option<String> {
+    ///
+    /// Errors: [`RendezvousError::SealedWithoutKey`] when this process has
+    /// no key and the entry is sealed.
+    fn believe(&self, key: &str, stored: String) -> Result<Option<String>, RendezvousError> {
         let Some(run_key) = &self.key else {
-            return Some(stored);
+            if seal::looks_sealed(&stored) {
+                return Err(RendezvousError::SealedWithoutKey {
+                    rendezvous: self.describe(),
+                    key: key.to_owned(),
+                });
+            }
+            return Ok(Some(stored));
         };
         let mut forged = self.forged.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(value) = seal::unseal(run_key, key, &stored) {
             forged.0.remove(key);
-            return Some(value.to_owned());
+            return Ok(Some(value.to_owned()));
         }
         forged.0.insert(key.to_owned());
         if forged.1.insert(key.to_owned()) {
@@ -207,7 +219,7 @@ impl Rendezvous {
                 self.describe()
             );
         }
-        None
+        Ok(None)
     }
 }
 

@@ -29,6 +29,14 @@ pub fn unseal<'a>(key: &Key, name: &str, stored: &'a str) -> Option<&'a str> {
         .then_some(value)
 }
 
+/// Whether `stored` ends as a sealed value does (`mac=` and 64 hex
+/// digits): what a process without a key finds when the others have one.
+pub fn looks_sealed(stored: &str) -> bool {
+    stored
+        .rsplit_once(MARK)
+        .is_some_and(|(_, tag)| tag.len() == 2 * TAG_LEN && unhex(tag).is_some())
+}
+
 /// What a client sends with `DEL name` to a server that has the key.
 pub fn delete_token(key: &Key, name: &str) -> String {
     hex(&key.prove(DELETE, &[name.as_bytes()]))

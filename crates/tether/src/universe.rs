@@ -321,7 +321,6 @@ pub fn join(
     run_id: Option<&str>,
     timeout: Duration,
 ) -> Result<Universe> {
-    let rdv_err = |e: tether_rendezvous::RendezvousError| err(ErrorClass::Init, e.to_string());
     let run_id = run_id.map(|id| crate::stale::fingerprint(id.bytes()));
     claim(rendezvous, me, address)?;
     if me.rank == 0 {
@@ -409,6 +408,16 @@ pub fn join(
     Ok(universe)
 }
 
+/// A rendezvous failure at join: `TETHER_ERR_AUTH` when the others have a
+/// key and this process has none, `TETHER_ERR_INIT` otherwise.
+fn rdv_err(e: tether_rendezvous::RendezvousError) -> crate::error::Error {
+    let class = match e {
+        tether_rendezvous::RendezvousError::SealedWithoutKey { .. } => ErrorClass::Auth,
+        _ => ErrorClass::Init,
+    };
+    err(class, e.to_string())
+}
+
 /// Program `name`'s size entry, once one of this run is there: an entry
 /// another run left is waited past until it is replaced. At `deadline`,
 /// `Err` with why the entry there (if any) was not believed.
@@ -419,7 +428,6 @@ fn await_size(
     my_host: &str,
     deadline: Instant,
 ) -> Result<std::result::Result<SizeEntry, Option<String>>> {
-    let rdv_err = |e: tether_rendezvous::RendezvousError| err(ErrorClass::Init, e.to_string());
     let key = size_key(name);
     // The text of the entry found stale, and why: it is not checked again
     // until it changes.
@@ -475,7 +483,6 @@ const STALE_POLL: Duration = Duration::from_millis(20);
 /// rank): then the error names both. An entry that a process now gone
 /// left (an earlier or crashed run on the same rendezvous) is replaced.
 fn claim(rendezvous: &Rendezvous, me: &Identity, address: &PeerAddress) -> Result<()> {
-    let rdv_err = |e: tether_rendezvous::RendezvousError| err(ErrorClass::Init, e.to_string());
     let key = addr_key(&me.program, me.rank);
     if let Some(text) = rendezvous.get(&key).map_err(rdv_err)? {
         if let Some(other) = PeerAddress::decode(&text) {
