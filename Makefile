@@ -181,7 +181,7 @@ loom:
 # the corpora on stable without them.
 FUZZ_TIME ?= 600
 FUZZ_TARGETS ?= frame_header hello file_prefix rendezvous engine field_descriptions \
-                dispatch link onesided
+                dispatch link onesided handshake
 
 fuzz:
 	@command -v cargo-fuzz >/dev/null || { echo "make fuzz: cargo-fuzz is missing (cargo install cargo-fuzz)" >&2; exit 1; }

@@ -21,12 +21,14 @@
 
 mod dispatch;
 mod engine;
+mod handshake;
 mod input;
 mod link;
 mod onesided;
 
 pub use dispatch::dispatch;
 pub use engine::engine;
+pub use handshake::handshake;
 pub use link::link;
 pub use onesided::onesided;
 
@@ -46,7 +48,7 @@ use input::Input;
 pub type Target = fn(&[u8]);
 
 /// The targets by name, as `fuzz/` and `fuzz/corpus/` spell them.
-pub const TARGETS: [(&str, Target); 9] = [
+pub const TARGETS: [(&str, Target); 10] = [
     ("frame_header", frame_header),
     ("hello", hello),
     ("file_prefix", file_prefix),
@@ -56,6 +58,7 @@ pub const TARGETS: [(&str, Target); 9] = [
     ("dispatch", dispatch),
     ("link", link),
     ("onesided", onesided),
+    ("handshake", handshake),
 ];
 
 /// `FrameHeader::decode` of the first [`HEADER_LEN`] bytes, against the

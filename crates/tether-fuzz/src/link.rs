@@ -115,7 +115,10 @@ fn hello(side: usize) -> Hello {
 fn in_handshake(state: LinkState) -> bool {
     matches!(
         state,
-        LinkState::AwaitingAck | LinkState::AwaitingHello | LinkState::Verifying
+        LinkState::AwaitingAck
+            | LinkState::AwaitingHello
+            | LinkState::AwaitingProof
+            | LinkState::Verifying
     )
 }
 
