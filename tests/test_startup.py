@@ -231,3 +231,25 @@ def test_a_receive_from_a_peer_that_died_before_contact_fails(built, python_pack
         assert waiter.stdout.startswith("ok PeerLostError: TETHER_ERR_PEER_LOST: a:0 exited or was killed"), \
             waiter.stdout
 
+
+
+@pytest.mark.parametrize("transports", ["tcp", "shm"])
+def test_finalize_with_a_send_pending_returns_within_the_finalize_timeout(built, program, tmp_path, transports):
+    prog = program("finalize_pending")
+    procs = []
+    for rank in (0, 1):
+        env = clean_env(TETHER_RENDEZVOUS=tmp_path / "rdv", TETHER_PROGRAM="p", TETHER_PROGRAMS="p",
+                        TETHER_RANK=rank, TETHER_SIZE=2, TETHER_TRANSPORTS=transports,
+                        TETHER_FINALIZE_TIMEOUT=2)
+        procs.append(subprocess.Popen([prog], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    try:
+        out, err = procs[0].communicate(timeout=15)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        procs[1].communicate()
+    assert procs[0].returncode == 0, out + err
+    seconds = float(out.split("finalized in ")[1].split()[0])
+    assert 1.5 < seconds < 10, out
+    assert "goodbye within" in err and "TETHER_FINALIZE_TIMEOUT" in err, err
