@@ -118,3 +118,68 @@ def test_a_thousand_idle_connections_neither_lock_out_a_peer_nor_grow_memory(bui
     # measured, where full-size buffers for every connection grew 18 MiB.
     assert grown < 4 * 1024, f"alpha grew by {grown} KiB with {len(idle)} idle connections"
     assert "connections wait for their handshake" in outs[0][1], outs[0][1]
+
+
+def test_a_peer_of_another_protocol_version_is_told_and_refused_at_once(built, program, tmp_path):
+    """Two builds of different protocol versions: the acceptor answers a
+    connector of another version with a HelloReject in its own version
+    (which the connector can tell apart), and a connector that gets an
+    answer of another version gives that peer up at once with
+    TETHER_ERR_PROTOCOL naming both versions, instead of retrying until
+    its connect timeout."""
+    import threading
+
+    rdv = tmp_path / "rdv"
+    rdv.mkdir()
+    # beta exists only as entries pointing at a listener of "version 2".
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    (rdv / "size%beta").write_text("1 nonce=00000000000000aa")
+    (rdv / "addr%beta%0").write_text(f"tcp=127.0.0.1:{port} host=elsewhere pid=1")
+
+    def answer_in_version_2():
+        listener.settimeout(30)
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        with conn:
+            conn.settimeout(5)
+            try:
+                conn.recv(4096)
+                conn.sendall(header(version=2, kind=2))
+                time.sleep(1)
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=answer_in_version_2, daemon=True)
+    thread.start()
+    env = clean_env(TETHER_RENDEZVOUS=rdv, TETHER_PROGRAM="alpha", TETHER_PROGRAMS="alpha,beta",
+                    TETHER_TRANSPORTS="tcp", TETHER_CONNECT_TIMEOUT=60)
+    proc = subprocess.Popen([program("p2p_suite"), "pairs"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        # The acceptor's side: a connector of version 9 is answered in version 1.
+        addr = read_address(rdv, "alpha", 0)
+        with socket.create_connection(addr, timeout=5) as s:
+            s.sendall(header(version=9))
+            reply = b""
+            while len(reply) < 56:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+        assert reply[:4] == b"TTHR" and struct.unpack("<H", reply[4:6])[0] == 1 and reply[6] == 3, reply[:8]
+        assert b"speaks protocol version 1, the connecting one version 9" in reply, reply
+        started = time.monotonic()
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        listener.close()
+    assert time.monotonic() - started < 20, "given up at once, not after the connect timeout"
+    assert proc.returncode != 0
+    assert "TETHER_ERR_PROTOCOL" in out + err, out + err
+    assert "speaks protocol version 2, this process version 1" in out + err, out + err

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::auth::{self, LinkAuth, Transcript, PEER_HAS_NO_KEY, WE_HAVE_NO_KEY};
 use super::{LinkError, PeerName, RejectCode, DUPLICATE_REASON};
 use crate::wire::{
-    FrameHeader, FrameKind, Hello, WireError, CAP_AUTH, HEADER_LEN, MAX_CONTROL_PAYLOAD,
+    FrameHeader, FrameKind, Hello, WireError, CAP_AUTH, HEADER_LEN, MAX_CONTROL_PAYLOAD, VERSION,
 };
 
 /// Settings of one link.
@@ -270,8 +270,21 @@ impl Link {
                 state: self.state,
             });
         }
-        let header = FrameHeader::decode(bytes, self.recv_seq, self.config.max_eager)
-            .map_err(|error| self.wire_error(error))?;
+        let header = match FrameHeader::decode(bytes, self.recv_seq, self.config.max_eager) {
+            Ok(header) => header,
+            // A connector of another version: it cannot read a reason in
+            // our frames, but it can read that our version is not its own.
+            Err(error @ WireError::BadVersion { got })
+                if self.state == LinkState::AwaitingHello =>
+            {
+                let reason = format!(
+                    "this process speaks protocol version {VERSION}, the connecting one version {got}: build both programs with the same Tether version"
+                );
+                self.queue_reject(RejectCode::Refused, &reason);
+                return Err(self.wire_error(error));
+            }
+            Err(error) => return Err(self.wire_error(error)),
+        };
         self.recv_seq += 1;
         match header.kind {
             FrameKind::Hello

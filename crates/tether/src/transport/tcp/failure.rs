@@ -4,6 +4,8 @@
 //! that says how it ended.
 
 use mio::Token;
+use tether_proto::wire::VERSION;
+use tether_proto::WireError;
 
 use super::conn::ConnError;
 use super::connect::refuses;
@@ -98,10 +100,30 @@ impl TcpTransport {
         }
         let outgoing =
             dialled.filter(|p| self.peers.get(p).and_then(|p| p.connecting) == Some(token));
+        let other_version = match &error {
+            ConnError::Wire(WireError::BadVersion { got }) => Some(*got),
+            _ => None,
+        };
         let Some(peer) = outgoing else {
-            self.close(token, None);
+            if other_version.is_some() {
+                // The link queued a `HelloReject` that says our version.
+                self.start_closing(token);
+                self.drive(token);
+            } else {
+                self.close(token, None);
+            }
             return;
         };
+        if let Some(got) = other_version {
+            // No retry changes the peer's version.
+            let message = format!(
+                "{} at {remote} speaks protocol version {got}, this process version {VERSION}: build both programs with the same Tether version",
+                self.universe.describe(peer)
+            );
+            self.close(token, Some(peer));
+            self.lose(peer, err(ErrorClass::Protocol, message));
+            return;
+        }
         let problem = match &error {
             ConnError::Io(e) if unreachable => format!("connect to {remote}: {e}"),
             _ => format!("connection to {remote} ended during the handshake"),

@@ -192,7 +192,7 @@ impl TcpTransport {
 
     /// A refused connection: closed once its `HelloReject` is out, and
     /// within the handshake timeout even if the peer does not read it.
-    fn start_closing(&mut self, token: Token) {
+    pub(super) fn start_closing(&mut self, token: Token) {
         let deadline = Instant::now() + self.config.handshake_timeout;
         if let Some(entry) = self.entries.get_mut(&token) {
             entry.closing = Some(deadline);
