@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::error::RendezvousError;
 use crate::protocol::{read_line, Line, Reply, Request};
 use crate::seal;
-use crate::store::Store;
+use crate::store::{Store, MAX_STORE_BYTES};
 use tether_auth::Key;
 
 /// A reply that the client does not read within this time ends its
@@ -283,10 +283,13 @@ fn answer(shared: &Shared, request: Request<'_>) -> Reply {
             Some(run_key) if seal::unseal(run_key, key, value).is_none() => Reply::Err(format!(
                 "the entry {key:?} is not sealed with this run's key; refused"
             )),
-            _ => {
-                store.put(key, value);
-                Reply::Ok
-            }
+            _ => match store.put(key, value) {
+                Ok(()) => Reply::Ok,
+                Err(_) => Reply::Err(format!(
+                    "the server holds {} MiB of entries, the most it takes; {key:?} refused",
+                    MAX_STORE_BYTES >> 20
+                )),
+            },
         },
         Request::Get { key } => store.get(key).map_or(Reply::None, Reply::Value),
         Request::Wait { key, timeout_ms } => {

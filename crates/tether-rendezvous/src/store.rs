@@ -4,11 +4,24 @@ use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// The most bytes of keys and values the server holds. A run's entries
+/// are a few hundred bytes per process (a run of 16,384 processes holds
+/// about 4 MiB), so this leaves room for many runs and stops a client
+/// that writes junk (without a key, anyone who reaches the server may)
+/// from taking the launcher's memory.
+pub(crate) const MAX_STORE_BYTES: usize = 64 << 20;
+
 #[derive(Default)]
 struct State {
     values: HashMap<String, String>,
+    /// Bytes of every key and value held.
+    bytes: usize,
     stopping: bool,
 }
+
+/// [`Store::put`] would pass [`MAX_STORE_BYTES`].
+#[derive(Debug)]
+pub(crate) struct Full;
 
 /// Keys and values in memory, with waiting for a key to appear.
 #[derive(Default)]
@@ -22,9 +35,21 @@ pub(crate) struct Store {
 pub(crate) struct Stopped;
 
 impl Store {
-    pub(crate) fn put(&self, key: &str, value: &str) {
-        self.lock().values.insert(key.to_owned(), value.to_owned());
+    /// Stores `value` under `key`, unless the store would then hold
+    /// more than [`MAX_STORE_BYTES`] (counting the value it replaces as
+    /// gone).
+    pub(crate) fn put(&self, key: &str, value: &str) -> Result<(), Full> {
+        let mut state = self.lock();
+        let old = state.values.get(key).map_or(0, |v| key.len() + v.len());
+        let bytes = state.bytes - old + key.len() + value.len();
+        if bytes > MAX_STORE_BYTES {
+            return Err(Full);
+        }
+        state.bytes = bytes;
+        state.values.insert(key.to_owned(), value.to_owned());
+        drop(state);
         self.changed.notify_all();
+        Ok(())
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<String> {
@@ -32,7 +57,10 @@ impl Store {
     }
 
     pub(crate) fn remove(&self, key: &str) {
-        self.lock().values.remove(key);
+        let mut state = self.lock();
+        if let Some(value) = state.values.remove(key) {
+            state.bytes -= key.len() + value.len();
+        }
     }
 
     /// Blocks until `key` has a value, `timeout` passes (`Ok(None)`) or the
@@ -88,12 +116,32 @@ mod tests {
         let writer = Arc::clone(&store);
         let thread = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));
-            writer.put("k", "v");
+            writer.put("k", "v").unwrap();
         });
         let got = store.wait("k", Duration::from_secs(10)).unwrap();
         assert_eq!(got.as_deref(), Some("v"));
         thread.join().unwrap();
         store.stop();
         assert!(store.wait("other", Duration::from_secs(10)).is_err());
+    }
+
+    #[test]
+    fn the_store_takes_at_most_its_bound_counting_replaced_values_as_gone() {
+        let store = Store::default();
+        let big = "x".repeat(60 << 10);
+        let mut taken = 0;
+        while store.put(&format!("junk/{taken}"), &big).is_ok() {
+            taken += 1;
+        }
+        assert!(
+            taken * (60 << 10) <= MAX_STORE_BYTES && taken > 1000,
+            "{taken}"
+        );
+        // Replacing a value with one of the same size still fits; removing
+        // one makes room.
+        store.put("junk/0", &big).unwrap();
+        assert!(store.put("other", &big).is_err());
+        store.remove("junk/1");
+        store.put("other", &big).unwrap();
     }
 }
