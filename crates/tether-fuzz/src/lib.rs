@@ -38,7 +38,11 @@ use tether::transport::file::format::{
     check_payload, decode_prefix, encode_prefix, Envelope, FILE_HEADER_LEN, FLAG_SEALED,
     PREFIX_LEN, SEAL_LEN,
 };
-use tether_proto::wire::{FrameKind, FLAG_PAYLOAD_IN_FILE, HEADER_LEN, MAX_CONTROL_PAYLOAD};
+use tether_proto::wire::{
+    FrameKind, FLAG_PAYLOAD_IN_FILE, FLAG_REMOTE_KEY, FLAG_SPLIT, FLAG_WRITTEN, HEADER_LEN,
+    MAX_CONTROL_PAYLOAD,
+};
+use tether_proto::RemoteKey;
 use tether_proto::{FrameHeader, Hello};
 use tether_rendezvous::protocol::{read_line, Line, Reply, Request, MAX_LINE};
 
@@ -86,16 +90,30 @@ pub fn frame_header(data: &[u8]) {
                 | FrameKind::Challenge
                 | FrameKind::Proof => MAX_CONTROL_PAYLOAD,
                 FrameKind::Eager => max_eager,
-                FrameKind::Data => u64::MAX,
+                FrameKind::Data if header.flags & FLAG_WRITTEN != 0 => 0,
+                FrameKind::Data | FrameKind::RmaRequest | FrameKind::RmaReply => u64::MAX,
+                FrameKind::Rts | FrameKind::Cts if header.flags & FLAG_REMOTE_KEY != 0 => {
+                    assert_eq!(header.payload_len, RemoteKey::ENCODED_LEN as u64);
+                    RemoteKey::ENCODED_LEN as u64
+                }
                 _ => 0,
             };
             assert!(header.payload_len <= bound, "{header:?}");
-            let allowed = if header.kind == FrameKind::Data {
-                FLAG_PAYLOAD_IN_FILE
-            } else {
-                0
+            let allowed = match header.kind {
+                FrameKind::Data => FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN,
+                FrameKind::Rts => FLAG_REMOTE_KEY,
+                FrameKind::Cts => FLAG_REMOTE_KEY | FLAG_SPLIT,
+                _ => 0,
             };
             assert_eq!(header.flags & !allowed, 0, "{header:?}");
+            assert_ne!(
+                header.flags & (FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN),
+                FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN,
+                "{header:?}"
+            );
+            if header.flags & FLAG_SPLIT != 0 {
+                assert_ne!(header.flags & FLAG_REMOTE_KEY, 0, "{header:?}");
+            }
             assert_eq!(&header.encode(), bytes);
         }
         Err(e) => {
