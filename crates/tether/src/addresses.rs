@@ -218,6 +218,7 @@ mod tests {
             pid,
             start: None,
             shm: None,
+            beat: None,
         }
     }
 
