@@ -114,7 +114,7 @@ fn run_tag(universe: &Universe) -> u64 {
 /// The process's heartbeat thread and what the router asks of it.
 pub struct Liveness {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    thread: Option<JoinHandle<Option<Duration>>>,
     /// The thread's socket, to wake it at the end.
     wake: Option<(UdpSocket, SocketAddr)>,
     /// 0: this process gives nobody up (it still answers).
@@ -165,6 +165,7 @@ impl Liveness {
             me: universe.my_universe_rank(),
             size: universe.size(),
             watch: (!timeout.is_zero()).then(|| Watch::new(timeout, Instant::now())),
+            timeout,
             refused: HashSet::default(),
             pingers: HashMap::default(),
             count: 0,
@@ -241,7 +242,14 @@ impl Drop for Liveness {
             let _ = socket.send_to(b"stop", at);
         }
         if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+            if let Ok(Some(longest)) = thread.join() {
+                tracing::info!(
+                    "heartbeats: the longest a watched peer went unheard before it answered was {} ms (pings every {} ms, TETHER_PEER_TIMEOUT={} s)",
+                    longest.as_millis(),
+                    period(self.timeout).as_millis(),
+                    self.timeout.as_secs()
+                );
+            }
         }
     }
 }
@@ -256,6 +264,7 @@ struct Thread {
     size: u32,
     /// `None`: answers only (a zero timeout).
     watch: Option<Watch>,
+    timeout: Duration,
     /// Peers this process gave up: their pings are answered so.
     refused: HashSet<u32>,
     /// Where each peer that pinged this process pings from (its goodbye
@@ -269,7 +278,9 @@ struct Thread {
 const MAX_SLEEP: Duration = Duration::from_secs(1);
 
 impl Thread {
-    fn run(mut self) {
+    /// Answers and pings until stopped; returns the longest a watched
+    /// peer went unheard before it answered (when it watched any).
+    fn run(mut self) -> Option<Duration> {
         let mut buf = [0u8; 64];
         while !self.shared.stop.load(Ordering::Relaxed) {
             let now = Instant::now();
@@ -300,6 +311,7 @@ impl Thread {
             }
         }
         self.say_goodbye();
+        self.watch.as_ref().map(Watch::longest)
     }
 
     /// Takes in the router's changes, pings, and gives up the silent;
@@ -310,8 +322,8 @@ impl Thread {
         };
         if watch.tick(now) {
             tracing::info!(
-                "the heartbeat thread woke {:?} late: this process was stopped or starved; every peer's clock restarts",
-                now
+                "the heartbeat thread woke more than {:?} late: this process was stopped or starved; every peer's silence is counted from now",
+                watch::period(self.timeout)
             );
         }
         {

@@ -45,6 +45,9 @@ pub struct Watch {
     next_ping: Instant,
     /// When the thread planned to wake next (to see its own stops).
     planned: Option<Instant>,
+    /// The longest a peer went unheard before it answered (reported at
+    /// the end: the margin a run had against the timeout).
+    longest: Duration,
 }
 
 /// The ping period for a timeout: a quarter of it, so that a peer is
@@ -62,6 +65,7 @@ impl Watch {
             peers: HashMap::default(),
             next_ping: now,
             planned: None,
+            longest: Duration::ZERO,
         }
     }
 
@@ -106,11 +110,17 @@ impl Watch {
     pub fn heard(&mut self, peer: u32, from: SocketAddr, now: Instant) -> bool {
         match self.peers.get_mut(&peer) {
             Some(p) if p.target == Some(from) => {
+                self.longest = self.longest.max(now.saturating_duration_since(p.heard));
                 p.heard = p.heard.max(now);
                 true
             }
             _ => false,
         }
+    }
+
+    /// The longest a watched peer went unheard before it answered.
+    pub fn longest(&self) -> Duration {
+        self.longest
     }
 
     /// The thread woke at `now`: if that is later than planned by more
@@ -268,7 +278,9 @@ mod tests {
         w.set_target(1, addr(9), t0);
         assert!(!w.heard(1, addr(10), t0 + S));
         assert!(!w.heard(2, addr(9), t0 + S), "not watched");
-        assert_eq!(w.expired(t0 + 2 * S).len(), 1);
+        assert!(w.heard(1, addr(9), t0 + S / 2));
+        assert_eq!(w.longest(), S / 2);
+        assert_eq!(w.expired(t0 + S / 2 + 2 * S).len(), 1);
     }
 
     #[test]
