@@ -137,6 +137,20 @@ def test_a_third_process_is_unaffected_by_the_loss(universe, transport):
     u.finish([0, 2])
 
 
+@pytest.mark.parametrize("transport", ["tcp", "shm"])
+def test_a_collective_with_a_stopped_member_fails_on_every_survivor(universe, transport):
+    u = universe("barrier", 3, 0, env=TRANSPORTS[transport])
+    for rank in (0, 1, 2):
+        u.expect(rank, "ready", within=30)
+    u.signal(1, signal.SIGSTOP)
+    stopped = time.monotonic()
+    for rank in (0, 2):
+        line = u.expect(rank, "lost ", within=TIMEOUT + 15)
+        assert "live:1" in line and "PEER_TIMEOUT" in line, line
+    assert time.monotonic() - stopped < TIMEOUT + 1
+    u.finish([0, 2])
+
+
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_a_peer_computing_for_three_timeouts_is_not_lost(universe, transport):
     u = universe("compute", 2, 256 << 10, 3 * TIMEOUT, env=TRANSPORTS[transport])

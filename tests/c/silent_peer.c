@@ -15,6 +15,9 @@
  *            third process's messages must still flow.
  *   send     the same with a send of BYTES to the victim, which never
  *            receives it (the test makes it rendezvous).
+ *   barrier  the survivor and the third process enter a barrier that the
+ *            victim never joins: both must fail with TETHER_ERR_PEER_LOST
+ *            once the test stopped the victim ("lost <ms> <message>").
  *   compute  the victim computes for SECONDS without calling Tether, then
  *            sends BYTES: the survivor's receive completes.
  *   resume   the survivor sends 64 messages of BYTES to the victim and
@@ -130,6 +133,23 @@ static void lost(const char *what, size_t bytes) {
     free(buf);
 }
 
+static void barrier(void) {
+    if (me == 1) {
+        say("ready %d", me);
+        int x;
+        tether_recv(&x, 1, TETHER_INT, 0, 99, TETHER_COMM_UNIVERSE, TETHER_STATUS_IGNORE);
+        exit(3);
+    }
+    say("ready %d", me);
+    double start = now_ms();
+    int rc = tether_barrier(TETHER_COMM_UNIVERSE);
+    char msg[TETHER_MAX_ERROR_STRING];
+    tether_last_error(msg, sizeof msg);
+    EXPECT(rc == TETHER_ERR_PEER_LOST, "barrier returned %d: %s", rc, msg);
+    printf("lost %.0f %s\n", now_ms() - start, msg);
+    fflush(stdout);
+}
+
 static void compute(size_t bytes, double seconds) {
     unsigned char *buf = xmalloc(bytes);
     if (me == 1) {
@@ -196,6 +216,8 @@ int main(int argc, char **argv) {
     link_up();
     if (!strcmp(what, "recv") || !strcmp(what, "send"))
         lost(what, bytes);
+    else if (!strcmp(what, "barrier"))
+        barrier();
     else if (!strcmp(what, "compute"))
         compute(bytes, argc > 3 ? atof(argv[3]) : 6.0);
     else if (!strcmp(what, "resume"))

@@ -74,6 +74,8 @@ struct Shared {
     control: Mutex<Control>,
     /// Verdicts wait in `control`: the one word progress reads.
     verdicts: AtomicBool,
+    /// The router asked for a change: the thread takes it in at once.
+    changed: AtomicBool,
     stop: AtomicBool,
 }
 
@@ -131,6 +133,7 @@ impl Liveness {
             shared: Arc::new(Shared {
                 control: Mutex::new(Control::default()),
                 verdicts: AtomicBool::new(false),
+                changed: AtomicBool::new(false),
                 stop: AtomicBool::new(false),
             }),
             thread: None,
@@ -166,6 +169,7 @@ impl Liveness {
             size: universe.size(),
             watch: (!timeout.is_zero()).then(|| Watch::new(timeout, Instant::now())),
             timeout,
+            address_retry: ADDRESS_RETRY,
             refused: HashSet::default(),
             pingers: HashMap::default(),
             count: 0,
@@ -193,10 +197,20 @@ impl Liveness {
         self.timeout
     }
 
-    /// Watches `peer` from now on (a link to it was settled).
+    /// Watches `peer` from now on (a link to it was settled). The
+    /// thread is woken, so that its silence is counted from now, not from
+    /// the thread's next round.
     pub fn watch(&mut self, peer: u32) {
         if !self.timeout.is_zero() && self.watched.insert(peer) {
             self.shared.lock().watch.push(peer);
+            self.wake_thread();
+        }
+    }
+
+    fn wake_thread(&self) {
+        self.shared.changed.store(true, Ordering::Release);
+        if let Some((socket, at)) = &self.wake {
+            let _ = socket.send_to(b"wake", at);
         }
     }
 
@@ -238,9 +252,7 @@ impl Drop for Liveness {
     /// Stops the thread, which says goodbye to the peers it knows first.
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
-        if let Some((socket, at)) = &self.wake {
-            let _ = socket.send_to(b"stop", at);
-        }
+        self.wake_thread();
         if let Some(thread) = self.thread.take() {
             if let Ok(Some(longest)) = thread.join() {
                 tracing::info!(
@@ -265,6 +277,8 @@ struct Thread {
     /// `None`: answers only (a zero timeout).
     watch: Option<Watch>,
     timeout: Duration,
+    /// How soon to ask the address book again for an address it lacked.
+    address_retry: Duration,
     /// Peers this process gave up: their pings are answered so.
     refused: HashSet<u32>,
     /// Where each peer that pinged this process pings from (its goodbye
@@ -272,6 +286,11 @@ struct Thread {
     pingers: HashMap<u32, SocketAddr>,
     count: u64,
 }
+
+/// How soon the thread first asks the address book again for a watched
+/// peer's address it did not have (the book has started looking); the
+/// interval doubles up to the ping period.
+const ADDRESS_RETRY: Duration = Duration::from_millis(5);
 
 /// The longest the thread sleeps in one `recvfrom` (it also checks the
 /// stop flag then).
@@ -290,7 +309,10 @@ impl Thread {
             };
             loop {
                 let left = wake.saturating_duration_since(Instant::now());
-                if left.is_zero() || self.shared.stop.load(Ordering::Relaxed) {
+                if left.is_zero()
+                    || self.shared.stop.load(Ordering::Relaxed)
+                    || self.shared.changed.load(Ordering::Acquire)
+                {
                     break;
                 }
                 let _ = self.socket.set_read_timeout(Some(left.min(MAX_SLEEP)));
@@ -328,8 +350,10 @@ impl Thread {
         }
         {
             let mut control = self.shared.lock();
+            self.shared.changed.store(false, Ordering::Relaxed);
             for peer in control.watch.drain(..) {
                 watch.watch(peer, now);
+                self.address_retry = ADDRESS_RETRY;
             }
             for peer in control.forget.drain(..) {
                 watch.forget(peer);
@@ -337,9 +361,13 @@ impl Thread {
             self.refused.extend(control.given_up.drain(..));
         }
         let unknown: Vec<u32> = watch.without_target().collect();
+        let mut new = Vec::new();
         for peer in unknown {
             match self.addresses.get(peer).ok().map(|a| target(&a)) {
-                Some(Some(at)) => watch.set_target(peer, at, now),
+                Some(Some(at)) => {
+                    watch.set_target(peer, at, now);
+                    new.push((peer, at));
+                }
                 // An address without a heartbeat port (an older Tether):
                 // this process cannot ask it.
                 Some(None) => {
@@ -349,19 +377,20 @@ impl Thread {
                 None => {}
             }
         }
-        for (peer, at) in watch.due_pings(now) {
-            self.count += 1;
-            let beat = Beat {
-                kind: Kind::Ping,
-                run: self.run,
-                from: self.me,
-                to: peer,
-                count: self.count,
-            };
-            let _ = self.socket.send_to(&beat.encode(), at);
-        }
+        // A new peer is asked at once: its grace started now.
+        new.extend(watch.due_pings(now));
         let gone = watch.expired(now);
-        let wake = watch.next_wake(now);
+        let mut wake = watch.next_wake(now);
+        if watch.without_target().next().is_some() {
+            // The address book is looking the address up: ask again
+            // soon, then less and less often.
+            wake = wake.min(now + self.address_retry);
+            self.address_retry = (self.address_retry * 2).min(watch::period(self.timeout));
+        }
+        for (peer, at) in new {
+            self.count += 1;
+            self.send(Kind::Ping, peer, self.count, at);
+        }
         if !gone.is_empty() {
             let mut control = self.shared.lock();
             control
