@@ -13,7 +13,7 @@ survivor's log: the margin a healthy peer kept against the timeout.
 
 Usage: python3 benches/liveness/detect.py [--runs 20] [--timeout 2]
            [--transports tcp,shm,file,hybrid] [--signals stop,kill]
-           [--margin] [--load 4]
+           [--margin] [--load 4]   (--signals '' runs only --margin)
 Needs `make build` first.
 """
 
@@ -133,7 +133,7 @@ def main():
         print(f"TETHER_PEER_TIMEOUT={args.timeout}, {args.runs} runs each, {os.cpu_count()} CPUs\n")
         print("| transport | signal | median s | max s | min s |")
         print("|---|---|---|---|---|")
-        for sig in args.signals.split(","):
+        for sig in filter(None, args.signals.split(",")):
             for transport in transports:
                 times = [detect_once(prog, transport, sig, args.timeout) for _ in range(args.runs)]
                 print(f"| {transport} | {sig} | {statistics.median(times):.2f} | {max(times):.2f} | "
