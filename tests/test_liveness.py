@@ -182,3 +182,34 @@ def test_a_stopped_peer_that_resumes_after_its_loss_learns_it_was_given_up(unive
     line = u.expect(1, "victim ", within=TIMEOUT + 15)
     assert line.startswith("victim 13 ") and "live:0 gave this process up" in line, line
     u.finish([0])
+
+
+def throttled_loopback_works():
+    probe = "ip link set lo up && ip link set lo mtu 1500 && tc qdisc add dev lo root tbf rate 20mbit burst 32kb latency 400ms"
+    try:
+        return subprocess.run(["unshare", "-rn", "sh", "-c", probe], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def test_a_transfer_slower_than_the_timeout_does_not_trip_the_detector(built, program, tmp_path):
+    """16 MiB through a loopback throttled to 20 Mbit/s (tc tbf, in a user
+    and network namespace of its own) takes about 7 s, seven times the 1 s
+    timeout; the heartbeats share the throttled queue with the data."""
+    if not throttled_loopback_works():
+        pytest.skip("no user network namespace with tc tbf here (unshare -rn)")
+    prog = program("silent_peer")
+    script = """
+        ip link set lo up && ip link set lo mtu 1500 &&
+        tc qdisc add dev lo root tbf rate 20mbit burst 32kb latency 400ms || exit 9
+        TETHER_RANK=0 "$PROG" bulk 16777216 & a=$!
+        TETHER_RANK=1 "$PROG" bulk 16777216 & b=$!
+        wait $a; ra=$?; wait $b; rb=$?; echo "exit $ra $rb"
+    """
+    env = clean_env(PROG=prog, TETHER_RENDEZVOUS=str(tmp_path / "rdv"), TETHER_PROGRAM="live", TETHER_SIZE=2,
+                    TETHER_TRANSPORTS="tcp", TETHER_PEER_TIMEOUT=1, TETHER_FINALIZE_TIMEOUT=5)
+    proc = subprocess.run(["unshare", "-rn", "bash", "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert "exit 0 0" in proc.stdout, proc.stdout + proc.stderr
+    took = int(proc.stdout.split("bulk ok ")[1].split()[0])
+    assert took > 3000, f"the link was not slow ({took} ms): the test proves nothing"

@@ -18,6 +18,9 @@
  *   barrier  the survivor and the third process enter a barrier that the
  *            victim never joins: both must fail with TETHER_ERR_PEER_LOST
  *            once the test stopped the victim ("lost <ms> <message>").
+ *   bulk     the survivor sends BYTES to the victim, which acknowledges
+ *            them: a transfer slower than the timeout (the test throttles
+ *            the link) must not lose either ("bulk ok <ms>").
  *   compute  the victim computes for SECONDS without calling Tether, then
  *            sends BYTES: the survivor's receive completes.
  *   resume   the survivor sends 64 messages of BYTES to the victim and
@@ -150,6 +153,27 @@ static void barrier(void) {
     fflush(stdout);
 }
 
+static void bulk(size_t bytes) {
+    unsigned char *buf = xmalloc(bytes);
+    int ack = 0;
+    double start = now_ms();
+    if (me == 0) {
+        fill(buf, bytes, 21);
+        CHECK(tether_send(buf, (int64_t)bytes, TETHER_BYTE, 1, 5, TETHER_COMM_UNIVERSE));
+        CHECK(tether_recv(&ack, 1, TETHER_INT, 1, 6, TETHER_COMM_UNIVERSE, TETHER_STATUS_IGNORE));
+        EXPECT(ack == 1, "acknowledged %d", ack);
+        printf("bulk ok %.0f\n", now_ms() - start);
+        fflush(stdout);
+    } else if (me == 1) {
+        CHECK(tether_recv(buf, (int64_t)bytes, TETHER_BYTE, 0, 5, TETHER_COMM_UNIVERSE, TETHER_STATUS_IGNORE));
+        long long bad = first_mismatch(buf, bytes, 21);
+        EXPECT(bad < 0, "byte %lld of the bulk transfer is wrong", bad);
+        ack = 1;
+        CHECK(tether_send(&ack, 1, TETHER_INT, 0, 6, TETHER_COMM_UNIVERSE));
+    }
+    free(buf);
+}
+
 static void compute(size_t bytes, double seconds) {
     unsigned char *buf = xmalloc(bytes);
     if (me == 1) {
@@ -216,6 +240,8 @@ int main(int argc, char **argv) {
     link_up();
     if (!strcmp(what, "recv") || !strcmp(what, "send"))
         lost(what, bytes);
+    else if (!strcmp(what, "bulk"))
+        bulk(bytes);
     else if (!strcmp(what, "barrier"))
         barrier();
     else if (!strcmp(what, "compute"))
