@@ -305,7 +305,10 @@ impl Thread {
             let now = Instant::now();
             let wake = match self.watch.is_some() {
                 true => self.round(now),
-                false => now + MAX_SLEEP,
+                false => {
+                    self.shared.changed.store(false, Ordering::Relaxed);
+                    now + MAX_SLEEP
+                }
             };
             loop {
                 let left = wake.saturating_duration_since(Instant::now());
