@@ -223,6 +223,7 @@ mod tests {
             pid,
             start: None,
             shm: None,
+            beat: None,
         }
     }
 

@@ -14,6 +14,7 @@ pub mod error;
 pub mod field;
 pub mod host;
 pub mod identity;
+pub mod liveness;
 pub mod log;
 pub mod membarrier;
 pub mod op;

@@ -8,10 +8,11 @@
 //! share and a lookup thread fills.
 //!
 //! One record instead of a table per concern, so that what later issues
-//! hang on a peer has one place: its liveness (heartbeats) and
-//! authentication state (issue 24) and its rails (issue 26) become fields
-//! here when those issues build them; until then the record has no field
-//! for them. The router owns the table (it reads the route of every
+//! hang on a peer has one place: its authentication state (issue 24) and
+//! its rails (issue 26) become fields here when those issues build them.
+//! Its liveness is not here: the heartbeat thread keeps when each peer
+//! was last heard (`liveness.rs`), off the application's thread, and a
+//! silent peer ends here as a loss like any other. The router owns the table (it reads the route of every
 //! frame) and the runtime reads it through the router.
 
 use std::collections::VecDeque;

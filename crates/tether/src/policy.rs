@@ -171,6 +171,7 @@ impl ConnectionPolicy {
             | Key::FilePollUs
             | Key::FilePollMaxUs
             | Key::FilePeerTimeout
+            | Key::PeerTimeout
             | Key::HybridThreshold
             | Key::TcpInterface
             | Key::RunKey

@@ -45,6 +45,7 @@ use tether_rendezvous::Rendezvous;
 use crate::addresses::{Addresses, NoAddress};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::host;
+use crate::liveness::{self, Liveness, Silent, Verdict};
 use crate::peers::{Peers, Pending, Route};
 use crate::policy::{ConnectionPolicy, Effect};
 use crate::settings::{Key, Settings};
@@ -82,6 +83,8 @@ pub struct Bound {
     shm: Option<shm::Prepared>,
     shm_problem: String,
     host: String,
+    /// The heartbeat socket, whose port the address publishes.
+    beat: Option<std::net::UdpSocket>,
     pub address: PeerAddress,
     /// Random at every start; a program's rank 0 publishes it with the
     /// program's size (see [`crate::universe::SizeEntry`]).
@@ -128,6 +131,8 @@ pub struct Router {
     /// Lost peers whose loss waits until the frames they sent before are
     /// delivered (see [`Router::collect`]).
     losing: Vec<(u32, Error)>,
+    /// The heartbeat thread: which peers are silent (`liveness.rs`).
+    liveness: Liveness,
     /// Lookups of a pending route after its first (counters).
     route_retries: u64,
     /// Times a settled link gave a frame back as full (counters).
@@ -182,12 +187,19 @@ impl Router {
             }
         };
         let host = host::host_id(settings.host_id());
+        let beat = liveness::bind(&tcp_config.listen_ip)
+            .map_err(|e| tracing::warn!("no heartbeat socket ({e}): silent peers are not detected, and peers that watch this process will give it up"))
+            .ok();
         let address = PeerAddress {
             tcp: tcp.1.to_string(),
             host: host.clone(),
             pid: std::process::id(),
             start: shm.as_ref().map(shm::Prepared::start_time),
             shm: shm.as_ref().map(shm::Prepared::segment_fd),
+            beat: beat
+                .as_ref()
+                .and_then(|s| s.local_addr().ok())
+                .map(|a| a.port()),
         };
         Ok(Bound {
             reactor,
@@ -198,6 +210,7 @@ impl Router {
             shm,
             shm_problem,
             host,
+            beat,
             address,
             nonce: host::random_u64(),
         })
@@ -238,6 +251,15 @@ impl Router {
         });
         let mut file_settings = FileSettings::new(settings, &rendezvous, &universe);
         file_settings.key = key;
+        let liveness = match bound.beat {
+            Some(socket) => Liveness::start(
+                socket,
+                Duration::from_secs(settings.peer_timeout()),
+                &universe,
+                addresses.clone(),
+            ),
+            None => Liveness::off(),
+        };
         let mut router = Router {
             reactor: bound.reactor,
             shm_ready: Vec::new(),
@@ -259,6 +281,7 @@ impl Router {
             events: Events::default(),
             origins: VecDeque::new(),
             losing: Vec::new(),
+            liveness,
             route_retries: 0,
             link_full: 0,
         };
@@ -296,6 +319,7 @@ impl Router {
                 poll_min: self.file_settings.poll_min,
                 poll_max: self.file_settings.poll_max,
                 peer_timeout: self.file_settings.peer_timeout,
+                silence: self.file_settings.silence,
                 connect_timeout: self.policy.connect_timeout(),
                 frames: self.order.iter().any(|t| t == "file"),
                 eager_limit: self.file_eager_limit,
@@ -571,7 +595,13 @@ impl Router {
             }
             Route::Pending(_) => unreachable!("a settled route"),
         };
-        let hybrid = matches!(route, Route::Tcp | Route::Shm) && self.peers.is_hybrid(peer);
+        let linked = matches!(route, Route::Tcp | Route::Shm);
+        let hybrid = linked && self.peers.is_hybrid(peer);
+        if linked {
+            // Peers reached through files only are judged by their
+            // heartbeat files (the file transport).
+            self.liveness.watch(peer);
+        }
         self.peers.set_route(peer, route);
         let caps = if hybrid { self.hybrid_caps(caps) } else { caps };
         self.events.reached.push((peer, caps));
@@ -617,6 +647,7 @@ impl Router {
         if let Some(file) = self.file.as_mut() {
             file.forget(peer);
         }
+        self.liveness.forget(peer);
         self.peers.drop_waiting(peer);
         self.peers.lose(peer, error.clone());
         self.events.links.push(LinkEvent::Lost { peer, error });
@@ -675,6 +706,10 @@ impl Router {
     /// here.
     pub fn poll(&mut self, timeout: Option<Duration>) -> bool {
         let mut moved = false;
+        if self.liveness.has_verdicts() {
+            self.take_verdicts();
+            moved = true;
+        }
         if let Some(shm) = self.shm.as_mut() {
             moved |= shm.poll(self.reactor.registry());
         }
@@ -705,6 +740,40 @@ impl Router {
         }
         self.collect();
         moved
+    }
+
+    /// Gives up the peers the heartbeat thread found silent (or that gave
+    /// this process up): their links are dropped without a word (nothing
+    /// more is read from them or written to them, so no buffer of a
+    /// request that fails now is touched again) and the loss is reported
+    /// like any other, once what they sent before is delivered.
+    #[cold]
+    fn take_verdicts(&mut self) {
+        for verdict in self.liveness.take_verdicts() {
+            let (Verdict::Silent(Silent { peer, .. }) | Verdict::GaveUpOnMe { peer }) = verdict;
+            if self.peers.lost(peer).is_some() {
+                continue;
+            }
+            let who = self.universe.describe(peer);
+            let timeout = self.liveness.timeout().as_secs();
+            let message = match verdict {
+                Verdict::Silent(Silent { silent, .. }) => format!(
+                    "no heartbeat from {who} for {:.1} s (TETHER_PEER_TIMEOUT={timeout}): it is stopped or hung, or its host or the network to it is down",
+                    silent.as_secs_f64()
+                ),
+                Verdict::GaveUpOnMe { .. } => format!(
+                    "{who} gave this process up: it heard no heartbeat from this process within its TETHER_PEER_TIMEOUT (was this process stopped?)"
+                ),
+            };
+            tracing::warn!("{message}");
+            self.tcp.abandon(peer);
+            if let Some(shm) = self.shm.as_mut() {
+                shm.abandon(peer);
+            }
+            self.liveness.give_up(peer);
+            self.fail(peer, err(ErrorClass::PeerLost, message));
+        }
+        self.collect();
     }
 
     /// Waits in the reactor (`wants_sleep`: up to `timeout`, else not at

@@ -291,7 +291,7 @@ settings! {
             max: 86_400,
         },
         hint: false,
-        meaning: "seconds without a change of a file-transport peer's heartbeat file (rewritten every second) before it is lost with TETHER_ERR_PEER_LOST; also how long an announced payload file or the replacement of a refused file is waited for",
+        meaning: "seconds the file transport waits for an announced payload file, or for the replacement of a refused file, before the sender is lost with TETHER_ERR_FILE (a silent sender is TETHER_PEER_TIMEOUT's)",
     };
     hybrid_threshold as HybridThreshold: Number = Setting {
         key: "HYBRID_THRESHOLD",
@@ -435,6 +435,16 @@ settings! {
         kind: Kind::Number { min: 1, max: 3600 },
         hint: true,
         meaning: "seconds an accepted connection may take to complete its handshake before it is dropped",
+    };
+    peer_timeout as PeerTimeout: Number = Setting {
+        key: "PEER_TIMEOUT",
+        default: "30",
+        kind: Kind::Number {
+            min: 0,
+            max: 86_400,
+        },
+        hint: false,
+        meaning: "seconds a peer this process depends on may stay silent before it is lost with TETHER_ERR_PEER_LOST (a stopped process, a vanished host, a network that drops everything): a thread in each process answers heartbeats every quarter of this, also while its program computes without calling Tether (file-transport peers: their heartbeat file stops changing); the default survives file-system stalls and network reconvergence of tens of seconds (docs/RELIABILITY.md); 0: this process gives nobody up (it still answers)",
     };
     finalize_timeout as FinalizeTimeout: Number = Setting {
         key: "FINALIZE_TIMEOUT",

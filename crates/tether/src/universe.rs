@@ -134,6 +134,9 @@ pub struct PeerAddress {
     pub pid: u32,
     pub start: Option<u64>,
     pub shm: Option<u32>,
+    /// The UDP port its heartbeat thread answers on (`liveness.rs`), on
+    /// the IP of `tcp`.
+    pub beat: Option<u16>,
 }
 
 impl PeerAddress {
@@ -145,6 +148,9 @@ impl PeerAddress {
         if let Some(fd) = self.shm {
             text += &format!(" shm={fd}");
         }
+        if let Some(port) = self.beat {
+            text += &format!(" beat={port}");
+        }
         text
     }
 
@@ -154,6 +160,7 @@ impl PeerAddress {
         let mut pid = None;
         let mut start = None;
         let mut shm = None;
+        let mut beat = None;
         for field in text.split_whitespace() {
             match field.split_once('=')? {
                 ("tcp", v) => tcp = Some(v.to_string()),
@@ -161,6 +168,7 @@ impl PeerAddress {
                 ("pid", v) => pid = v.parse().ok(),
                 ("start", v) => start = v.parse().ok(),
                 ("shm", v) => shm = v.parse().ok(),
+                ("beat", v) => beat = v.parse().ok(),
                 _ => {}
             }
         }
@@ -170,6 +178,7 @@ impl PeerAddress {
             pid: pid?,
             start,
             shm,
+            beat,
         })
     }
 }
@@ -593,11 +602,12 @@ mod tests {
             pid: 42,
             start: Some(123456),
             shm: Some(7),
+            beat: Some(4001),
         };
         assert_eq!(PeerAddress::decode(&a.encode()), Some(a.clone()));
         assert_eq!(PeerAddress::decode("garbage"), None);
         let old = PeerAddress::decode("tcp=127.0.0.1:1 host=x pid=1 future=yes").unwrap();
-        assert_eq!((old.start, old.shm), (None, None));
+        assert_eq!((old.start, old.shm, old.beat), (None, None, None));
     }
 
     #[test]
@@ -678,6 +688,7 @@ mod tests {
             pid,
             start: crate::host::start_time(pid),
             shm: None,
+            beat: None,
         };
         let names = ["alpha".to_string()];
         let wait = Duration::from_secs(5);

@@ -27,6 +27,7 @@ pub(super) struct FileSettings {
     pub(super) poll_min: Duration,
     pub(super) poll_max: Duration,
     pub(super) peer_timeout: Duration,
+    pub(super) silence: Duration,
 }
 
 impl FileSettings {
@@ -57,6 +58,7 @@ impl FileSettings {
             poll_min: Duration::from_micros(settings.file_poll_us()),
             poll_max: Duration::from_micros(settings.file_poll_max_us()),
             peer_timeout: Duration::from_secs(settings.file_peer_timeout()),
+            silence: Duration::from_secs(settings.peer_timeout()),
         }
     }
 }

@@ -1,11 +1,14 @@
 //! Liveness through the file system, for peers that share nothing else.
 //!
 //! Every process of a run that uses the `file` transport rewrites its
-//! heartbeat file (`alive-<rank>`, a counter) every
-//! [`HEARTBEAT_PERIOD`] from a small thread of its own, so that a program
-//! that computes for minutes between calls into Tether still looks alive.
-//! A peer whose counter has not changed for `TETHER_FILE_PEER_TIMEOUT`
-//! seconds is lost; one whose file never appears within
+//! heartbeat file (`alive-<rank>`, a counter) every [`period`] (a quarter
+//! of `TETHER_PEER_TIMEOUT`, at most a second) from a small thread of its
+//! own, so that a program that computes for minutes between calls into
+//! Tether still looks alive. A peer whose counter has not changed for
+//! `TETHER_PEER_TIMEOUT` seconds is lost (the promise the heartbeat
+//! datagrams of `liveness.rs` keep for the other transports: a peer
+//! reached only through files may share nothing else); one whose file
+//! never appears within
 //! `TETHER_CONNECT_TIMEOUT` never joined the directory. Only changes are
 //! compared, against this process's own clock, so the hosts' clocks need
 //! not agree.
@@ -15,8 +18,16 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How often the heartbeat file is rewritten, and peers' files read.
-pub const HEARTBEAT_PERIOD: Duration = Duration::from_secs(1);
+/// How often the heartbeat file is rewritten, and peers' files read,
+/// for a silence timeout of `silence` (zero: none): a quarter of it, as
+/// the heartbeat datagrams, but at least 10 ms and at most a second (a
+/// rename per second is nothing to a file system; more would be).
+pub fn period(silence: Duration) -> Duration {
+    if silence.is_zero() {
+        return Duration::from_secs(1);
+    }
+    (silence / 4).clamp(Duration::from_millis(10), Duration::from_secs(1))
+}
 
 /// The thread that keeps this process's heartbeat file fresh; stopped and
 /// the file removed on drop.
@@ -27,7 +38,7 @@ pub struct Heartbeat {
 }
 
 impl Heartbeat {
-    pub fn start(path: PathBuf) -> std::io::Result<Heartbeat> {
+    pub fn start(path: PathBuf, period: Duration) -> std::io::Result<Heartbeat> {
         let temp = path.with_file_name(format!(
             ".tmp-{}-{}",
             path.file_name().and_then(|n| n.to_str()).unwrap_or("alive"),
@@ -47,7 +58,7 @@ impl Heartbeat {
                     loop {
                         let stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
                         let (stopped, _) = signal
-                            .wait_timeout_while(stopped, HEARTBEAT_PERIOD, |s| !*s)
+                            .wait_timeout_while(stopped, period, |s| !*s)
                             .unwrap_or_else(|e| e.into_inner());
                         if *stopped {
                             break;
@@ -117,7 +128,8 @@ impl Liveness {
         }
     }
 
-    /// Reads the peer's heartbeat file at `path` and judges it.
+    /// Reads the peer's heartbeat file at `path` and judges it (`silence`
+    /// zero: it is never found silent).
     pub fn check(
         &mut self,
         path: &Path,
@@ -139,7 +151,7 @@ impl Liveness {
                 Verdict::NeverSeen(now.duration_since(self.since))
             }
             None => Verdict::Alive,
-            Some((_, changed)) if now.duration_since(*changed) >= silence => {
+            Some((_, changed)) if !silence.is_zero() && now.duration_since(*changed) >= silence => {
                 Verdict::Silent(now.duration_since(*changed))
             }
             Some(_) => Verdict::Alive,
@@ -182,6 +194,14 @@ mod tests {
             peer.check(&path, t1 + 4 * second, 5 * second, 3 * second),
             Verdict::Alive
         );
+        assert_eq!(
+            peer.check(&path, t1 + 60 * second, 5 * second, Duration::ZERO),
+            Verdict::Alive,
+            "no timeout: never silent"
+        );
+        assert_eq!(period(Duration::ZERO), second);
+        assert_eq!(period(2 * second), second / 2);
+        assert_eq!(period(30 * second), second);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -190,7 +210,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tether-beat2-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("alive-0");
-        let beat = Heartbeat::start(path.clone()).unwrap();
+        let beat = Heartbeat::start(path.clone(), period(Duration::ZERO)).unwrap();
         assert!(path.exists());
         drop(beat);
         assert!(!path.exists());

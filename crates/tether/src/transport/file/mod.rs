@@ -56,7 +56,7 @@ use crate::transport::reactor::FILE_TOKENS;
 use crate::universe::Universe;
 use deliver::Placement;
 use format::{encode_prefix, Envelope};
-use heartbeat::{Heartbeat, Liveness, Verdict, HEARTBEAT_PERIOD};
+use heartbeat::{Heartbeat, Liveness, Verdict};
 use io::{Checksum, Found};
 pub use names::is_safe_run_name;
 use names::{classify, Entry, Layout};
@@ -82,7 +82,12 @@ pub struct FileConfig {
     pub notify: NotifyMode,
     pub poll_min: Duration,
     pub poll_max: Duration,
+    /// `TETHER_FILE_PEER_TIMEOUT`: how long an announced payload file,
+    /// or the replacement of a refused one, is waited for.
     pub peer_timeout: Duration,
+    /// `TETHER_PEER_TIMEOUT`: how long a peer's heartbeat file may stay
+    /// unchanged (zero: forever).
+    pub silence: Duration,
     pub connect_timeout: Duration,
     /// `TETHER_FILE_EAGER_LIMIT`: the eager limit of peers reached by file.
     pub eager_limit: u64,
@@ -147,12 +152,13 @@ impl Receiving {
                 .map_err(|e| file_error(format!("cannot watch {}: {e}", inbox.display())))?;
         }
         let path = layout.heartbeat(layout.me);
-        let heartbeat = Heartbeat::start(path.clone()).map_err(|e| {
-            file_error(format!(
-                "cannot write the heartbeat {}: {e}",
-                path.display()
-            ))
-        })?;
+        let heartbeat =
+            Heartbeat::start(path.clone(), heartbeat::period(config.silence)).map_err(|e| {
+                file_error(format!(
+                    "cannot write the heartbeat {}: {e}",
+                    path.display()
+                ))
+            })?;
         Ok(Receiving {
             watcher,
             _heartbeat: heartbeat,
@@ -223,6 +229,7 @@ impl FileTransport {
                 None => "hybrid payloads only",
             }
         );
+        let next_liveness = Instant::now() + heartbeat::period(config.silence);
         Ok(FileTransport {
             run: config.run_id,
             layout,
@@ -234,7 +241,7 @@ impl FileTransport {
             receiving,
             payloads: Vec::new(),
             warned: HashSet::new(),
-            next_liveness: Instant::now() + HEARTBEAT_PERIOD,
+            next_liveness,
             events: Events::default(),
         })
     }
@@ -413,7 +420,7 @@ impl FileTransport {
             moved |= self.read_payloads();
         }
         if now >= self.next_liveness {
-            self.next_liveness = now + HEARTBEAT_PERIOD;
+            self.next_liveness = now + heartbeat::period(self.config.silence);
             self.check_peers(now);
         }
         moved
@@ -713,7 +720,7 @@ impl FileTransport {
         if self.receiving.is_none() {
             return;
         }
-        let (connect, silence) = (self.config.connect_timeout, self.config.peer_timeout);
+        let (connect, silence) = (self.config.connect_timeout, self.config.silence);
         let peers: Vec<u32> = self.peers.keys().copied().collect();
         for peer in peers {
             let path = self.layout.heartbeat(peer);
@@ -735,9 +742,10 @@ impl FileTransport {
                 Verdict::Silent(for_) => Some(err(
                     ErrorClass::PeerLost,
                     format!(
-                        "{who} is gone: its heartbeat {} has not changed for {} s (TETHER_FILE_PEER_TIMEOUT)",
+                        "no heartbeat from {who} for {:.1} s (TETHER_PEER_TIMEOUT={}): its heartbeat file {} stopped changing; it is stopped or hung, or gone",
+                        for_.as_secs_f64(),
+                        silence.as_secs(),
                         path.display(),
-                        for_.as_secs()
                     ),
                 )),
                 Verdict::Alive => None,

@@ -570,6 +570,17 @@ impl ShmTransport {
         self.lose(peer, error);
     }
 
+    /// Gives `peer` up without a word (the router found it silent): its
+    /// ring is not read again, nothing more is written to it, and nothing
+    /// is reported (the router reports the loss).
+    pub fn abandon(&mut self, peer: u32) {
+        if let Some(channel) = self.channels.get_mut(&peer) {
+            channel.lost = true;
+            channel.out = None;
+            channel.pidfd = None;
+        }
+    }
+
     fn lose(&mut self, peer: u32, error: crate::error::Error) {
         if let Some(channel) = self.channels.get_mut(&peer) {
             if channel.lost {

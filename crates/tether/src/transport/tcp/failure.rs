@@ -172,6 +172,25 @@ impl TcpTransport {
         self.lose(peer, err(ErrorClass::Auth, message));
     }
 
+    /// Gives `peer` up without a word (the router found it silent): its
+    /// connections close, what waits for it is dropped, nothing is read
+    /// from it again, and nothing is reported (the router reports the
+    /// loss).
+    pub fn abandon(&mut self, peer: u32) {
+        let tokens: Vec<_> = self
+            .peers
+            .get(&peer)
+            .map(|p| p.established.into_iter().chain(p.connecting).collect())
+            .unwrap_or_default();
+        for token in tokens {
+            self.close(token, Some(peer));
+        }
+        let p = self.peers.entry(peer).or_default();
+        p.finished = true;
+        p.attempt = None;
+        p.queue.clear();
+    }
+
     pub(super) fn lose(&mut self, peer: u32, error: Error) {
         let p = self.peers.entry(peer).or_default();
         p.finished = true;
