@@ -213,3 +213,29 @@ def test_a_transfer_slower_than_the_timeout_does_not_trip_the_detector(built, pr
     assert "exit 0 0" in proc.stdout, proc.stdout + proc.stderr
     took = int(proc.stdout.split("bulk ok ")[1].split()[0])
     assert took > 3000, f"the link was not slow ({took} ms): the test proves nothing"
+
+
+KEYED = {"TETHER_KEY": "5ea1ed5ea1ed5ea1ed5ea1ed5ea1ed5e"}
+
+
+@pytest.mark.parametrize("transport", ["tcp", "shm"])
+def test_sealed_heartbeats_detect_a_stopped_peer_and_spare_a_computing_one(universe, transport):
+    """With the run's key every beat carries a MAC (docs/PROTOCOL.md); the
+    detector works the same."""
+    u = universe("recv", 2, 64 << 10, env=dict(TRANSPORTS[transport], **KEYED))
+    line, detected = stop_victim_and_expect_loss(u, (0, 1))
+    assert "no heartbeat from live:1" in line and detected < TIMEOUT + 1, (line, detected)
+    u.finish([0])
+    u.kill_all()
+    u = universe("compute", 2, 256 << 10, 3 * TIMEOUT, env=dict(TRANSPORTS[transport], **KEYED))
+    u.expect(0, "compute ok", within=3 * TIMEOUT + 20)
+    u.finish([0, 1])
+
+
+def test_a_sealed_given_up_beat_reaches_the_resumed_peer(universe):
+    u = universe("recv", 2, 64, env=dict(TRANSPORTS["shm"], LINGER_S=str(TIMEOUT + 3), **KEYED))
+    stop_victim_and_expect_loss(u, (0, 1))
+    u.signal(1, signal.SIGCONT)
+    line = u.expect(1, "victim ", within=TIMEOUT + 15)
+    assert "live:0 gave this process up" in line, line
+    u.finish([0])

@@ -150,6 +150,7 @@ impl Liveness {
         timeout: Duration,
         universe: &Universe,
         addresses: Addresses,
+        key: Option<Arc<tether_auth::Key>>,
     ) -> Liveness {
         let mut liveness = Liveness::off();
         liveness.timeout = timeout;
@@ -173,6 +174,9 @@ impl Liveness {
             refused: HashSet::default(),
             pingers: HashMap::default(),
             count: 0,
+            key,
+            last_count: HashMap::default(),
+            out: Vec::new(),
         };
         match (
             wake,
@@ -285,6 +289,14 @@ struct Thread {
     /// goes there).
     pingers: HashMap<u32, SocketAddr>,
     count: u64,
+    /// The run's key: beats are sealed with it (`wire.rs`).
+    key: Option<Arc<tether_auth::Key>>,
+    /// The highest count heard from each peer in a ping (`.0`) and
+    /// echoed in a pong (`.1`): a beat with a count not above it is a
+    /// replay (or came late) and does not count as hearing the peer.
+    last_count: HashMap<u32, (u64, u64)>,
+    /// The datagram being sent (kept to reuse its memory).
+    out: Vec<u8>,
 }
 
 /// How soon the thread first asks the address book again for a watched
@@ -300,7 +312,7 @@ impl Thread {
     /// Answers and pings until stopped; returns the longest a watched
     /// peer went unheard before it answered (when it watched any).
     fn run(mut self) -> Option<Duration> {
-        let mut buf = [0u8; 64];
+        let mut buf = [0u8; 128];
         while !self.shared.stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             let wake = match self.watch.is_some() {
@@ -405,9 +417,13 @@ impl Thread {
     }
 
     fn on_datagram(&mut self, bytes: &[u8], from: SocketAddr) {
-        let Some(beat) = Beat::decode(bytes, self.run, self.me, self.size) else {
+        let key = self.key.as_deref();
+        let Some(beat) = Beat::decode_with(bytes, key, self.run, self.me, self.size) else {
             return;
         };
+        if !self.fresh(&beat) {
+            return;
+        }
         let now = Instant::now();
         match beat.kind {
             Kind::Ping => {
@@ -446,7 +462,23 @@ impl Thread {
         }
     }
 
-    fn send(&self, kind: Kind, to: u32, count: u64, at: SocketAddr) {
+    /// Whether a ping or pong carries a count above the last one heard
+    /// of its kind from its peer (then noted); other kinds always are.
+    fn fresh(&mut self, beat: &Beat) -> bool {
+        let last = self.last_count.entry(beat.from).or_default();
+        let seen = match beat.kind {
+            Kind::Ping => &mut last.0,
+            Kind::Pong => &mut last.1,
+            Kind::GivenUp | Kind::Goodbye => return true,
+        };
+        if beat.count <= *seen {
+            return false;
+        }
+        *seen = beat.count;
+        true
+    }
+
+    fn send(&mut self, kind: Kind, to: u32, count: u64, at: SocketAddr) {
         let beat = Beat {
             kind,
             run: self.run,
@@ -454,7 +486,8 @@ impl Thread {
             to,
             count,
         };
-        let _ = self.socket.send_to(&beat.encode(), at);
+        beat.encode_with(self.key.as_deref(), &mut self.out);
+        let _ = self.socket.send_to(&self.out, at);
     }
 
     /// Tells every peer that pinged this process, and every peer it

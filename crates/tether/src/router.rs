@@ -257,6 +257,7 @@ impl Router {
                 Duration::from_secs(settings.peer_timeout()),
                 &universe,
                 addresses.clone(),
+                file_settings.key.clone(),
             ),
             None => Liveness::off(),
         };

@@ -13,8 +13,20 @@
 //!
 //! A datagram of another length, magic, version or run, or one that is
 //! not addressed to this process, is dropped without an answer.
+//!
+//! With the run's key, the 32 bytes are followed by their MAC
+//! (HMAC-SHA256 under [`SEAL_LABEL`]), and a datagram without a MAC that
+//! checks is dropped: otherwise anyone could keep a dead peer looking
+//! alive, or make this process give a live one up (`GivenUp`) or stop
+//! watching it (`Goodbye`). Replayed pings and pongs are refused by their
+//! counts, which only grow (see the thread).
+
+use tether_auth::{Key, TAG_LEN};
 
 pub const LEN: usize = 32;
+/// A sealed beat: the beat, then its MAC.
+pub const SEALED_LEN: usize = LEN + TAG_LEN;
+const SEAL_LABEL: &str = "tether heartbeat v1";
 const MAGIC: &[u8; 4] = b"TTHB";
 const VERSION: u8 = 1;
 
@@ -56,6 +68,36 @@ impl Beat {
         b[20..24].copy_from_slice(&self.to.to_le_bytes());
         b[24..32].copy_from_slice(&self.count.to_le_bytes());
         b
+    }
+
+    /// The beat as sent: sealed with `key` when there is one.
+    pub fn encode_with(&self, key: Option<&Key>, out: &mut Vec<u8>) {
+        out.clear();
+        let bytes = self.encode();
+        out.extend_from_slice(&bytes);
+        if let Some(key) = key {
+            out.extend_from_slice(&key.prove(SEAL_LABEL, &[&bytes]));
+        }
+    }
+
+    /// The beat in `bytes` as sent with [`Beat::encode_with`]: sealed with
+    /// `key` when there is one, and one of run `run` for `me`.
+    pub fn decode_with(
+        bytes: &[u8],
+        key: Option<&Key>,
+        run: u64,
+        me: u32,
+        size: u32,
+    ) -> Option<Beat> {
+        let beat = match key {
+            None => bytes,
+            Some(key) if bytes.len() == SEALED_LEN => {
+                let (beat, tag) = bytes.split_at(LEN);
+                key.check(SEAL_LABEL, &[beat], tag).then_some(beat)?
+            }
+            Some(_) => return None,
+        };
+        Beat::decode(beat, run, me, size)
     }
 
     /// The beat in `bytes`, if it is one of run `run` for `me`.
@@ -122,5 +164,43 @@ mod tests {
             bad[at] ^= 0x40;
             assert_eq!(Beat::decode(&bad, 0xfeed, 0, 3), None, "byte {at}");
         }
+    }
+
+    #[test]
+    fn sealed_beats_pass_with_their_key_only() {
+        let key = Key::new(&[5; 32], "test").unwrap();
+        let other = Key::new(&[6; 32], "test").unwrap();
+        let beat = Beat {
+            kind: Kind::GivenUp,
+            run: 9,
+            from: 1,
+            to: 0,
+            count: 3,
+        };
+        let mut sealed = Vec::new();
+        beat.encode_with(Some(&key), &mut sealed);
+        assert_eq!(sealed.len(), SEALED_LEN);
+        assert_eq!(Beat::decode_with(&sealed, Some(&key), 9, 0, 2), Some(beat));
+        assert_eq!(Beat::decode_with(&sealed, Some(&other), 9, 0, 2), None);
+        assert_eq!(
+            Beat::decode_with(&sealed[..LEN], Some(&key), 9, 0, 2),
+            None,
+            "unsealed"
+        );
+        let mut forged = sealed.clone();
+        forged[24] ^= 1;
+        assert_eq!(
+            Beat::decode_with(&forged, Some(&key), 9, 0, 2),
+            None,
+            "changed"
+        );
+        let mut plain = Vec::new();
+        beat.encode_with(None, &mut plain);
+        assert_eq!(Beat::decode_with(&plain, None, 9, 0, 2), Some(beat));
+        assert_eq!(
+            Beat::decode_with(&sealed, None, 9, 0, 2),
+            None,
+            "sealed, no key here"
+        );
     }
 }
