@@ -173,6 +173,8 @@ impl ConnectionPolicy {
             | Key::FilePeerTimeout
             | Key::HybridThreshold
             | Key::TcpInterface
+            | Key::TcpPort
+            | Key::TcpPublish
             | Key::LocalProcesses
             | Key::Trace
             | Key::TraceClockShiftNs
