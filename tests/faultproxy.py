@@ -105,6 +105,7 @@ class _Direction:
         # Frame tracking (for on_frame): bytes of the header being read,
         # payload bytes still to pass, the frame held for an action.
         self.head = b""
+        self.head_sent = False
         self.payload_left = 0
         self.held = None  # (rule, bytearray of the frame so far, total length)
         self.frames = 0
@@ -127,8 +128,11 @@ class Connection:
 
 
 class FaultProxy:
-    def __init__(self, target, name="proxy", listen_port=0):
+    def __init__(self, target, name="proxy", listen_port=0, frames=True):
         self.target = target
+        # Track Tether frame boundaries from each connection's start (so
+        # that on_frame, armed at any time, finds them).
+        self.track_frames = frames
         self.name = name
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -422,7 +426,7 @@ class FaultProxy:
             if self.dropping[d.name] > 0:
                 self.dropping[d.name] -= n
             data = data[n:]
-        if self.frame_rules or d.held or d.head or d.payload_left:
+        if self.track_frames:
             self._frames(conn, d, data)
         else:
             self._queue(d, bytes(data))
@@ -448,13 +452,23 @@ class FaultProxy:
                 i += take
                 continue
             take = min(n - i, HEADER_LEN - len(d.head))
-            d.head += bytes(data[i:i + take])
+            chunk = bytes(data[i:i + take])
+            if not d.head:
+                # A header starts: held until whole only while a rule may
+                # want it, else passed on at once.
+                d.head_sent = not self.frame_rules
+            d.head += chunk
+            if d.head_sent:
+                self._queue(d, chunk)
             i += take
             if len(d.head) < HEADER_LEN:
                 continue
             head, d.head = d.head, b""
             header = Header.decode(head)
             d.frames += 1
+            if d.head_sent:
+                d.payload_left = header.payload_len
+                continue
             rule = next((r for r in self.frame_rules if r.hits == 0 and r.match(header)), None)
             if rule is None:
                 self._queue(d, head)
