@@ -290,6 +290,11 @@ impl TcpTransport {
             self.accept_all();
             return;
         }
+        if ready.closed {
+            if let Some(entry) = self.entries.get_mut(&ready.token) {
+                entry.conn.hung_up();
+            }
+        }
         if ready.writable {
             self.flush(ready.token);
         }
