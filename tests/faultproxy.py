@@ -415,7 +415,7 @@ class FaultProxy:
                 data[offset - start] ^= 1 << bit
                 self.flips[d.name].remove((offset, bit))
         for at, how in sorted(self.cuts[d.name]):
-            if at < d.read:
+            if at <= d.read:
                 self.cuts[d.name].remove((at, how))
                 keep = max(0, at - start)
                 data = data[:keep]
