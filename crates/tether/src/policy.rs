@@ -176,6 +176,8 @@ impl ConnectionPolicy {
             | Key::TcpInterface
             | Key::RunKey
             | Key::RunKeyFile
+            | Key::TcpPort
+            | Key::TcpPublish
             | Key::LocalProcesses
             | Key::Trace
             | Key::TraceClockShiftNs

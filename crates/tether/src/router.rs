@@ -163,6 +163,24 @@ macro_rules! on_origin {
     };
 }
 
+/// The TCP address peers are told to connect to: `TETHER_TCP_PUBLISH`
+/// when set (a port forward, NAT, or a proxy in front of this process:
+/// what dials us reaches the listener through it), else the listener's.
+fn published_tcp(settings: &Settings, listening: std::net::SocketAddr) -> Result<String> {
+    match settings.tcp_publish() {
+        None | Some("") => Ok(listening.to_string()),
+        Some(text) => text
+            .parse::<std::net::SocketAddr>()
+            .map(|a| a.to_string())
+            .map_err(|_| {
+                err(
+                    ErrorClass::Init,
+                    format!("TETHER_TCP_PUBLISH={text:?} is not an ip:port address"),
+                )
+            }),
+    }
+}
+
 impl Router {
     /// Listens on TCP and creates the shared-memory segment (a failure of
     /// the latter only disables `shm`, with the reason kept for errors).
@@ -171,6 +189,7 @@ impl Router {
         let tcp_config = TcpConfig {
             key,
             listen_ip: settings.tcp_interface().unwrap_or("127.0.0.1").to_string(),
+            listen_port: settings.tcp_port() as u16,
             connect_timeout: policy.connect_timeout(),
             handshake_timeout: policy.handshake_timeout(),
             goodbye_timeout: policy.goodbye_timeout(),
@@ -191,7 +210,7 @@ impl Router {
             .map_err(|e| tracing::warn!("no heartbeat socket ({e}): silent peers are not detected, and peers that watch this process will give it up"))
             .ok();
         let address = PeerAddress {
-            tcp: tcp.1.to_string(),
+            tcp: published_tcp(settings, tcp.1)?,
             host: host.clone(),
             pid: std::process::id(),
             start: shm.as_ref().map(shm::Prepared::start_time),

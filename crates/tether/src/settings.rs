@@ -310,6 +310,20 @@ settings! {
         hint: false,
         meaning: "IP address this process listens on and publishes (across hosts: an address the peers can reach)",
     };
+    tcp_port as TcpPort: Number = Setting {
+        key: "TCP_PORT",
+        default: "0",
+        kind: Kind::Number { min: 0, max: 65535 },
+        hint: false,
+        meaning: "TCP port this process listens on; 0: any free port (one process per port: set it per process, e.g. for a firewall or a port forward)",
+    };
+    tcp_publish as TcpPublish: Text = Setting {
+        key: "TCP_PUBLISH",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "ip:port published for peers to connect to, when it differs from the one listened on (a port forward, NAT, or the fault harness's proxy, docs/RELIABILITY.md); unset: the listening address",
+    };
     eager_limit as EagerLimit: Number = Setting {
         key: "EAGER_LIMIT",
         default: "131072",

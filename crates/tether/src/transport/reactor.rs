@@ -69,6 +69,10 @@ pub struct Ready {
     /// Readable, or closed or in error (a read then says which).
     pub readable: bool,
     pub writable: bool,
+    /// The peer closed its side (or the descriptor is in error): a read
+    /// ends in end of stream once the bytes before it are read, and no
+    /// later event will say so again.
+    pub closed: bool,
 }
 
 pub struct Reactor {
@@ -105,6 +109,7 @@ impl Reactor {
             token: e.token(),
             readable: e.is_readable() || e.is_read_closed() || e.is_error(),
             writable: e.is_writable(),
+            closed: e.is_read_closed() || e.is_error(),
         }));
         &self.ready
     }

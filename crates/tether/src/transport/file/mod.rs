@@ -59,7 +59,7 @@ use format::{encode_prefix, Envelope};
 use heartbeat::{Heartbeat, Liveness, Verdict};
 use io::{Checksum, Found};
 pub use names::is_safe_run_name;
-use names::{classify, Entry, Layout};
+use names::{classify, Entry, Layout, REJECTED, TEMP_PREFIX};
 use parts::Incoming;
 pub use watch::NotifyMode;
 use watch::Watcher;
@@ -178,6 +178,9 @@ pub struct FileTransport {
     payloads: Vec<Waiting>,
     warned: HashSet<PathBuf>,
     next_liveness: Instant,
+    /// Peers lost without a goodbye by file, whichever transport reported
+    /// it: the files this process wrote for them are removed as it leaves.
+    lost: HashSet<u32>,
     /// What happened since the router last drained it.
     pub events: Events,
 }
@@ -242,6 +245,7 @@ impl FileTransport {
             payloads: Vec::new(),
             warned: HashSet::new(),
             next_liveness,
+            lost: HashSet::new(),
             events: Events::default(),
         })
     }
@@ -778,6 +782,11 @@ impl FileTransport {
     /// without being written. Every loss of a peer, whatever transport
     /// reported it, comes here before this transport reads again.
     pub fn forget(&mut self, peer: u32) {
+        // A peer that said goodbye by file still reads ours (finalize
+        // waits for it): what this process writes to it is not left over.
+        if !self.peers.get(&peer).is_some_and(|p| p.bye_received) {
+            self.lost.insert(peer);
+        }
         let (forgotten, kept): (Vec<Waiting>, Vec<Waiting>) = std::mem::take(&mut self.payloads)
             .into_iter()
             .partition(|w| w.payload.peer == peer);
@@ -944,6 +953,30 @@ impl Transport for FileTransport {
     }
 }
 
+impl FileTransport {
+    /// Removes the files this process wrote into the inbox of `peer`, which
+    /// was lost: it will never take them, and nobody else may.
+    /// Done as this process leaves, not at the loss, so that a peer lost
+    /// by a silence it survives still reads what this process sent while
+    /// it runs, and then loses this process by its heartbeat. The peer's
+    /// own files (its heartbeat, its inbox) are its to remove.
+    fn remove_written_for(&self, peer: u32) {
+        let mine = format!("{}-", self.me());
+        let temporary = format!("{TEMP_PREFIX}{}-{}-", self.me(), std::process::id());
+        let Ok(entries) = std::fs::read_dir(self.layout.inbox(peer)) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if (name.starts_with(&mine) && !name.contains(REJECTED)) || name.starts_with(&temporary)
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
 impl Drop for FileTransport {
     /// Removes what this process owns: unsent temporaries, its inbox when
     /// empty (refused files are kept there for inspection) and the run's
@@ -959,6 +992,9 @@ impl Drop for FileTransport {
             }
         }
         self.receiving = None;
+        for peer in &self.lost {
+            self.remove_written_for(*peer);
+        }
         let inbox = self.layout.inbox(self.me());
         if std::fs::remove_dir(&inbox).is_err() {
             let left: Vec<String> = std::fs::read_dir(&inbox)

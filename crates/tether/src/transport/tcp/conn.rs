@@ -135,6 +135,10 @@ pub(crate) struct Conn {
     /// one system call less per message, also when reading resumes after
     /// a frame's payload was placed.
     drained: bool,
+    /// epoll said the peer closed its side: the end of stream waits behind
+    /// the bytes still queued, and a short read no longer means that
+    /// nothing follows (the event that announced both came once).
+    hung_up: bool,
     /// Bytes read and written so far (a busy poll's sign of movement).
     pub moved: u64,
 }
@@ -150,6 +154,7 @@ impl Conn {
             rend: 0,
             read: ReadState::Header,
             drained: false,
+            hung_up: false,
             moved: 0,
         }
     }
@@ -319,7 +324,7 @@ impl Conn {
             if self.parse_buffered(link, incoming)? {
                 return Ok(true);
             }
-            if self.drained {
+            if self.drained && !self.hung_up {
                 return Ok(false);
             }
             let result = match &mut self.read {
@@ -492,6 +497,12 @@ impl Conn {
         self.drained = false;
     }
 
+    /// epoll said the peer closed its side: every later read goes on to
+    /// the end of stream instead of stopping at a short read.
+    pub fn hung_up(&mut self) {
+        self.hung_up = true;
+    }
+
     /// Says where the payload of the data-path frame this stream
     /// reported goes; reading resumes with the next [`Conn::read_ready`].
     pub fn place(&mut self, sink: PayloadSink) {
@@ -534,5 +545,69 @@ fn send(stream: &TcpStream, slices: &[IoSlice<'_>]) -> io::Result<usize> {
         Err(io::Error::last_os_error())
     } else {
         Ok(n as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+
+    use tether_proto::link::LinkConfig;
+    use tether_proto::wire::Hello;
+
+    use super::*;
+
+    fn link() -> Link {
+        let config = LinkConfig {
+            hello: Hello {
+                universe_id: 1,
+                universe_rank: 0,
+                capabilities: 0,
+                program: "a".into(),
+                program_rank: 0,
+            },
+            handshake_timeout: Duration::from_secs(10),
+            goodbye_timeout: Duration::from_secs(10),
+            max_eager: 1 << 20,
+            auth: None,
+        };
+        Link::acceptor(config, Instant::now())
+    }
+
+    /// A connection whose peer wrote 20 bytes and closed, both queued.
+    fn cut_after_20_bytes() -> Conn {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (ours, remote) = listener.accept().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        peer.write_all(&[b'T'; 20]).unwrap();
+        peer.shutdown(std::net::Shutdown::Write).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        Conn::new(TcpStream::from_std(ours), remote)
+    }
+
+    /// Part of a header and the end of stream arrive before the read
+    /// (a peer killed mid-write; the fault harness's cut-and-close): one
+    /// edge-triggered event announced both, so a short read must not be
+    /// taken for an empty socket once epoll said the peer hung up, or the
+    /// end of stream is never read and the link waits for ever.
+    #[test]
+    fn a_short_read_before_the_end_of_stream_does_not_hide_it() {
+        let mut link = link();
+        let mut incoming = Vec::new();
+        // Without the hang-up, the short read ends the round (what a busy
+        // poll, which reads again, relies on).
+        let mut blind = cut_after_20_bytes();
+        assert!(matches!(
+            blind.read_ready(&mut link, &mut incoming),
+            Ok(false)
+        ));
+        let mut conn = cut_after_20_bytes();
+        conn.hung_up();
+        match conn.read_ready(&mut link, &mut incoming) {
+            Err(ConnError::Eof { mid_frame: true }) => {}
+            other => panic!("expected the end of stream mid-frame, got {other:?}"),
+        }
     }
 }

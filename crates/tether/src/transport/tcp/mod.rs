@@ -156,6 +156,8 @@ pub struct TcpConfig {
     /// `tether_proto::link`), and refuses peers that do not.
     pub key: Option<Arc<Key>>,
     pub listen_ip: String,
+    /// `TETHER_TCP_PORT`: 0 for any free port.
+    pub listen_port: u16,
     pub connect_timeout: Duration,
     pub handshake_timeout: Duration,
     /// From our `Bye` to the peer's (`TETHER_FINALIZE_TIMEOUT`).
@@ -191,8 +193,8 @@ pub struct TcpTransport {
 }
 
 impl TcpTransport {
-    /// Listens on `config.listen_ip` (any port), the listener registered
-    /// in `registry`.
+    /// Listens on `config.listen_ip` and `config.listen_port` (0: any
+    /// free port), the listener registered in `registry`.
     pub fn bind(config: TcpConfig, registry: &Registry) -> Result<Bound> {
         let ip: std::net::IpAddr = config.listen_ip.parse().map_err(|_| {
             err(
@@ -203,8 +205,9 @@ impl TcpTransport {
                 ),
             )
         })?;
-        let mut listener = TcpListener::bind(SocketAddr::new(ip, 0))
-            .map_err(|e| err(ErrorClass::Transport, format!("cannot listen on {ip}: {e}")))?;
+        let at = SocketAddr::new(ip, config.listen_port);
+        let mut listener = TcpListener::bind(at)
+            .map_err(|e| err(ErrorClass::Transport, format!("cannot listen on {at}: {e}")))?;
         let local = listener
             .local_addr()
             .map_err(|e| err(ErrorClass::Transport, e.to_string()))?;
@@ -302,6 +305,11 @@ impl TcpTransport {
         if ready.token == LISTENER {
             self.accept_all();
             return;
+        }
+        if ready.closed {
+            if let Some(entry) = self.entries.get_mut(&ready.token) {
+                entry.conn.hung_up();
+            }
         }
         if ready.writable {
             self.flush(ready.token);
