@@ -239,3 +239,37 @@ def test_a_sealed_given_up_beat_reaches_the_resumed_peer(universe):
     line = u.expect(1, "victim ", within=TIMEOUT + 15)
     assert "live:0 gave this process up" in line, line
     u.finish([0])
+
+
+def test_a_blackholed_network_loses_the_peer_on_both_sides_within_the_timeout(built, program, tmp_path):
+    """A firewall that drops everything (or a cable pulled): in a network
+    namespace of their own, two linked processes see their loopback turn
+    into a black hole (tc tbf with a 1-byte bucket drops every packet,
+    heartbeats and TCP alike). Each gives the other up within the timeout
+    + 1 s with TETHER_ERR_PEER_LOST naming it; neither hangs."""
+    if not throttled_loopback_works():
+        pytest.skip("no user network namespace with tc tbf here (unshare -rn)")
+    prog = program("silent_peer")
+    script = """
+        ip link set lo up || exit 9
+        TETHER_RANK=0 "$PROG" recv 65536 > "$OUT/0" 2>&1 & a=$!
+        TETHER_RANK=1 "$PROG" recv 65536 > "$OUT/1" 2>&1 & b=$!
+        n=0
+        until grep -q '^ready' "$OUT/0" && grep -q '^ready' "$OUT/1"; do
+            sleep 0.05; n=$((n + 1))
+            if [ $n -gt 600 ]; then kill -9 $a $b; echo "never ready"; exit 8; fi
+        done
+        tc qdisc add dev lo root tbf rate 1kbit burst 1 latency 1ms || exit 9
+        wait $a; ra=$?; wait $b; rb=$?; echo "exit $ra $rb"
+    """
+    out = tmp_path / "out"
+    out.mkdir()
+    env = clean_env(PROG=prog, OUT=str(out), TETHER_RENDEZVOUS=str(tmp_path / "rdv"), TETHER_PROGRAM="live",
+                    TETHER_SIZE=2, TETHER_TRANSPORTS="tcp", TETHER_PEER_TIMEOUT=TIMEOUT, TETHER_FINALIZE_TIMEOUT=2)
+    proc = subprocess.run(["unshare", "-rn", "bash", "-c", script], env=env, capture_output=True, text=True,
+                          timeout=60)
+    survivor, victim = (out / "0").read_text(), (out / "1").read_text()
+    assert "exit 0 3" in proc.stdout, proc.stdout + proc.stderr + survivor + victim
+    lost = next(line for line in survivor.splitlines() if line.startswith("lost "))
+    assert "no heartbeat from live:1" in lost and int(lost.split()[1]) < (TIMEOUT + 1) * 1000, lost
+    assert "victim 13 " in victim and "no heartbeat from live:0" in victim, victim
