@@ -59,7 +59,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use tether_proto::link::{ControlFrame, Inbound, PeerName, RejectCode};
-use tether_proto::wire::{FLAG_PAYLOAD_IN_FILE, HEADER_LEN, MAX_CONTROL_PAYLOAD};
+use tether_proto::wire::{CAP_AUTH, FLAG_PAYLOAD_IN_FILE, HEADER_LEN, MAX_CONTROL_PAYLOAD};
 use tether_proto::{
     FrameHeader, FrameKind, Hello, Link, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer,
     WireError,
@@ -643,8 +643,12 @@ impl Harness {
                     // A malformed Hello is refused too, so that a connector
                     // of another version learns why.
                     if let Ok(hello) = Hello::decode(payload) {
+                        // These links have no key: a Hello that says it
+                        // authenticates is refused as well.
                         assert!(
-                            hello.universe_id != UNIVERSE || hello.universe_rank == RANKS[side],
+                            hello.universe_id != UNIVERSE
+                                || hello.universe_rank == RANKS[side]
+                                || hello.capabilities & CAP_AUTH != 0,
                             "{hello:?}: {e}"
                         );
                         assert_eq!(s.link.peer(), Some(hello.universe_rank));

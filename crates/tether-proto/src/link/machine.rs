@@ -341,6 +341,8 @@ impl Link {
             Ok(split) => split,
             Err(error) => return Err(self.refuse(RejectCode::Refused, error.to_string())),
         };
+        // Named from here on, refused or not.
+        self.peer = Some(hello.universe_rank);
         let authenticates = hello.capabilities & CAP_AUTH != 0;
         let nonce_len = if authenticates {
             tether_auth::NONCE_LEN
@@ -378,7 +380,6 @@ impl Link {
         } else {
             None
         };
-        self.peer = Some(hello.universe_rank);
         if let Some((code, reason)) = refusal {
             return Err(self.refuse(code, reason));
         }
