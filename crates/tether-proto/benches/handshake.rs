@@ -79,5 +79,9 @@ fn main() {
     keyed.sort_by(f64::total_cmp);
     println!("handshake in memory, median of 5 rounds of {n}:");
     println!("  without a key: {:.2} us", plain[2]);
-    println!("  with a key:    {:.2} us (+{:.2} us)", keyed[2], keyed[2] - plain[2]);
+    println!(
+        "  with a key:    {:.2} us (+{:.2} us)",
+        keyed[2],
+        keyed[2] - plain[2]
+    );
 }
