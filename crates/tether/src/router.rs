@@ -879,6 +879,18 @@ impl Router {
         self.link_full
     }
 
+    /// Every dedicated link (TCP connections, shared-memory ring pairs)
+    /// and what it holds, by peer.
+    pub fn links(&self) -> Vec<crate::transport::resources::LinkUse> {
+        let mut out = Vec::new();
+        self.tcp.links(&mut out);
+        if let Some(shm) = &self.shm {
+            shm.links(&mut out);
+        }
+        out.sort_by_key(|link| (link.peer, link.transport));
+        out
+    }
+
     /// Connection set-up tries that were retries: TCP connects and
     /// lookups of a peer's shared memory or address after the first.
     pub fn connect_retries(&self) -> u64 {

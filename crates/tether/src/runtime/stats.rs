@@ -11,6 +11,15 @@
 //!   (`tcp`, `shm`, `file`, `hybrid`, `self`);
 //! - `peer.<universe rank>.<transport>.<counter>`: one peer, with the
 //!   transport that carries it;
+//! - `links`, `<transport>.links`: dedicated links now (TCP connections,
+//!   shared-memory ring pairs);
+//! - `link_user_bytes`, `link_kernel_bytes`, `link_ring_bytes`,
+//!   `link_ring_resident_bytes`: what those links hold now, in total,
+//!   as `<transport>.<name>` per transport and as
+//!   `peer.<universe rank>.<transport>.<name>` per peer: user-space
+//!   buffers, the kernel's socket queues (`ss -m`'s r + w + f), ring
+//!   bytes mapped, and of those the resident ones
+//!   (`transport/resources.rs`);
 //! - `blocked_ns`: time spent in waits that did not complete at once;
 //! - `connect_retries`: connection set-up tries after a first that found
 //!   the peer not there yet (its address, listener or shared memory);
@@ -24,6 +33,8 @@
 //! A received message is counted when it arrives, matched or not.
 
 use tether_proto::PeerCounters;
+
+use crate::transport::resources::LinkMemory;
 
 use super::Runtime;
 
@@ -85,6 +96,7 @@ impl Runtime {
                 out.push((format!("peer.{peer}.{transport}.{name}"), values[i]));
             }
         }
+        self.link_stats(&mut out);
         out.push(("blocked_ns".to_string(), self.blocked.as_nanos() as u64));
         out.push((
             "connect_retries".to_string(),
@@ -100,6 +112,51 @@ impl Runtime {
             self.engine.unexpected_deepest() as u64,
         ));
         out
+    }
+
+    /// The links and their memory (see the names above).
+    fn link_stats(&self, out: &mut Vec<(String, u64)>) {
+        let links = self.transport.router().links();
+        let mut total = LinkMemory::default();
+        // Per transport: its name, its links, their memory.
+        let mut by_transport: Vec<(&'static str, u64, LinkMemory)> = Vec::new();
+        for link in &links {
+            let slot = match by_transport.iter().position(|(t, ..)| *t == link.transport) {
+                Some(at) => at,
+                None => {
+                    by_transport.push((link.transport, 0, LinkMemory::default()));
+                    by_transport.len() - 1
+                }
+            };
+            by_transport[slot].1 += 1;
+            by_transport[slot].2.add(&link.memory);
+            total.add(&link.memory);
+        }
+        by_transport.sort_by_key(|(t, ..)| *t);
+        out.push(("links".to_string(), links.len() as u64));
+        out.extend(
+            total
+                .named()
+                .iter()
+                .map(|(name, value)| (name.to_string(), *value)),
+        );
+        for (transport, count, memory) in &by_transport {
+            out.push((format!("{transport}.links"), *count));
+            out.extend(
+                memory
+                    .named()
+                    .iter()
+                    .map(|(name, value)| (format!("{transport}.{name}"), *value)),
+            );
+        }
+        for link in &links {
+            out.extend(link.memory.named().iter().map(|(name, value)| {
+                (
+                    format!("peer.{}.{}.{name}", link.peer, link.transport),
+                    *value,
+                )
+            }));
+        }
     }
 
     /// Takes a snapshot of [`Runtime::stats`] for reading by index (the C

@@ -12,6 +12,7 @@ pub mod file;
 pub(crate) mod hybrid;
 pub(crate) mod peer_table;
 pub(crate) mod reactor;
+pub mod resources;
 pub(crate) mod retry;
 pub mod shm;
 pub mod tcp;

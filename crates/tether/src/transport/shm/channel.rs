@@ -123,6 +123,25 @@ pub struct Outgoing {
 }
 
 impl Outgoing {
+    /// What this direction holds: the ring (bytes, resident bytes) and
+    /// its user-space buffers (the small-frame buffer, frames queued
+    /// with their own copy of a payload).
+    pub fn footprint(&self) -> (u64, u64, u64) {
+        let (ring, resident) = self.producer.storage().footprint();
+        let queued: usize = self
+            .out
+            .iter()
+            .map(|frame| {
+                PREFIX
+                    + match &frame.payload {
+                        TransmitPayload::Owned(v) => v.capacity(),
+                        _ => 0,
+                    }
+            })
+            .sum();
+        (ring, resident, (self.small.len() + queued) as u64)
+    }
+
     pub fn new(
         producer: Producer<Shared<RingControl>, RingBytes>,
         bell: Shared<Doorbell>,
@@ -570,6 +589,11 @@ pub struct Incoming {
 }
 
 impl Incoming {
+    /// The ring this direction reads: its bytes, and its resident bytes.
+    pub fn footprint(&self) -> (u64, u64) {
+        self.consumer.storage().footprint()
+    }
+
     pub fn new(consumer: Consumer<Shared<RingControl>, RingBytes>) -> Incoming {
         Incoming {
             consumer,

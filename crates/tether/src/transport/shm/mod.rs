@@ -55,6 +55,7 @@ use crate::transport::api::{Caps, NoResource, Transport, LINK_QUEUE_FRAMES};
 use crate::transport::events::{Events, LinkEvent};
 use crate::transport::peer_table::PeerTable;
 use crate::transport::reactor::SHM_TOKENS;
+use crate::transport::resources::{LinkMemory, LinkUse};
 use crate::universe::Universe;
 use bell::{Bell, Ringer};
 use channel::{Delivered, Incoming, Outgoing};
@@ -228,6 +229,33 @@ impl ShmTransport {
             delivered: Vec::new(),
             barrier_failed: false,
         })
+    }
+
+    /// The channels with a ring either way and what each holds
+    /// (`resources.rs`).
+    pub fn links(&self, out: &mut Vec<LinkUse>) {
+        for (peer, channel) in self.channels.iter() {
+            if channel.lost || (channel.out.is_none() && channel.inc.is_none()) {
+                continue;
+            }
+            let mut memory = LinkMemory::default();
+            if let Some(outgoing) = &channel.out {
+                let (ring, resident, user) = outgoing.footprint();
+                memory.ring_bytes += ring;
+                memory.ring_resident_bytes += resident;
+                memory.user_bytes += user;
+            }
+            if let Some(incoming) = &channel.inc {
+                let (ring, resident) = incoming.footprint();
+                memory.ring_bytes += ring;
+                memory.ring_resident_bytes += resident;
+            }
+            out.push(LinkUse {
+                peer: *peer,
+                transport: "shm",
+                memory,
+            });
+        }
     }
 
     /// Whether frames for `peer` can be sent now.

@@ -177,6 +177,14 @@ unsafe impl Bytes for RingBytes {
 }
 
 impl RingBytes {
+    /// The ring's bytes, and those of its pages present in memory now.
+    pub fn footprint(&self) -> (u64, u64) {
+        // SAFETY: the ring is a page-aligned range of the mapping this
+        // value keeps alive.
+        let resident = unsafe { crate::transport::resources::resident_bytes(self.ptr, self.len) };
+        (self.len as u64, resident)
+    }
+
     /// The word at byte `at` of the ring (a line's first word, which a
     /// reader polls for a marker).
     ///

@@ -144,6 +144,29 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
+    /// User-space bytes this connection holds: its read buffer, the
+    /// buffer of a frame being read into memory of its own, and the
+    /// headers and owned payloads of frames waiting to be written
+    /// (borrowed payloads are the program's buffers, not counted).
+    pub fn user_bytes(&self) -> u64 {
+        let reading = match &self.read {
+            ReadState::Control { buf, .. } | ReadState::Owned { buf, .. } => buf.capacity(),
+            ReadState::Header | ReadState::AwaitPlace | ReadState::Region { .. } => 0,
+        };
+        let queued: usize = self
+            .out
+            .iter()
+            .map(|frame| {
+                HEADER_LEN
+                    + match &frame.payload {
+                        TransmitPayload::Owned(v) => v.capacity(),
+                        _ => 0,
+                    }
+            })
+            .sum();
+        (self.rbuf.len() + reading + queued) as u64
+    }
+
     pub fn new(stream: TcpStream, remote: SocketAddr) -> Conn {
         Conn {
             stream,

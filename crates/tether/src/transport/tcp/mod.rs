@@ -51,6 +51,7 @@ use crate::settings::MAX_EAGER_LIMIT;
 use crate::transport::api::{Caps, NoResource, Transport, LINK_QUEUE_FRAMES};
 use crate::transport::events::{Events, LinkEvent};
 use crate::transport::reactor::{Ready, TCP_TOKENS};
+use crate::transport::resources::{socket_kernel_bytes, LinkMemory, LinkUse};
 use crate::transport::retry::Retry;
 use crate::universe::Universe;
 use conn::{Conn, ConnError, Incoming};
@@ -258,6 +259,25 @@ impl TcpTransport {
             events: Events::default(),
             incoming: Vec::new(),
             connect_retries: 0,
+        }
+    }
+
+    /// The established links and what each holds (`resources.rs`).
+    pub fn links(&self, out: &mut Vec<LinkUse>) {
+        use std::os::fd::AsRawFd;
+        for (&peer, p) in &self.peers {
+            let Some(entry) = p.established.and_then(|t| self.entries.get(&t)) else {
+                continue;
+            };
+            out.push(LinkUse {
+                peer,
+                transport: "tcp",
+                memory: LinkMemory {
+                    user_bytes: entry.conn.user_bytes(),
+                    kernel_bytes: socket_kernel_bytes(entry.conn.stream.as_raw_fd()),
+                    ..LinkMemory::default()
+                },
+            });
         }
     }
 
