@@ -509,7 +509,7 @@ impl ShmTransport {
             return;
         };
         let mut found = Vec::new();
-        for slot in 0..mapping.slots() {
+        for slot in mapping.attached_slots() {
             if self.channels.get(&slot).is_some_and(|c| c.inc.is_some()) {
                 continue;
             }

@@ -9,6 +9,7 @@
 //! | 128 | the owner's nonce (32 bytes, fresh per segment) |
 //! | 256 | attach generation: +1 each time a writer attaches |
 //! | 320 | the owner's [`Doorbell`] (its sleep flag) |
+//! | 512 | attached writers: bit i is set once slot i's writer attached (slots below [`ATTACHED_BITS`]) |
 //! | 4096 + i*(4096+R) | slot i: [`RingControl`], [`WriterInfo`] |
 //! | 8192 + i*(4096+R) | slot i: the ring's R bytes |
 //!
@@ -50,6 +51,12 @@ const PAGE: usize = 4096;
 const GENERATION_AT: usize = 256;
 const DOORBELL_AT: usize = 320;
 const OWNER_NONCE_AT: usize = 128;
+const ATTACHED_AT: usize = 512;
+/// Slots whose attach is marked in the header's bitmap: the owner then
+/// looks at those slots only, so that a peer that never writes to this
+/// process costs it no page (reading a slot's state brings its page in).
+/// A universe with more ranks has its other slots scanned.
+pub const ATTACHED_BITS: u32 = ((PAGE - ATTACHED_AT) * 8) as u32;
 /// The label of a writer's proof of the key.
 const ATTACH_LABEL: &str = "tether shm attach v1";
 
@@ -258,10 +265,6 @@ impl Mapping {
         self.header().sleeps_with_barrier == 1
     }
 
-    pub fn slots(&self) -> u32 {
-        self.slots
-    }
-
     fn slot_offset(&self, slot: u32) -> usize {
         assert!(slot < self.slots, "slot {slot} of {}", self.slots);
         PAGE + slot as usize * (PAGE + self.ring_bytes)
@@ -300,6 +303,28 @@ impl Mapping {
             bytes.copy_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
         }
         proof
+    }
+
+    /// The slots whose writers may have attached: those marked in the
+    /// header's bitmap, and every slot from [`ATTACHED_BITS`] on.
+    pub fn attached_slots(&self) -> Vec<u32> {
+        let marked = self.slots.min(ATTACHED_BITS);
+        let words = marked.div_ceil(64) as usize;
+        let bitmap: Shared<[AtomicU64; (PAGE - ATTACHED_AT) / 8]> = self.at(ATTACHED_AT);
+        let mut slots = Vec::new();
+        for (w, word) in bitmap.iter().take(words).enumerate() {
+            let mut bits = word.load(Ordering::Acquire);
+            while bits != 0 {
+                let bit = bits.trailing_zeros();
+                bits &= bits - 1;
+                let slot = w as u32 * 64 + bit;
+                if slot < marked {
+                    slots.push(slot);
+                }
+            }
+        }
+        slots.extend(marked..self.slots);
+        slots
     }
 
     /// The owner's nonce, which writers' proofs cover.
@@ -495,6 +520,10 @@ pub fn attach(
         }
     }
     info.state.store(1, Ordering::Release);
+    if me < ATTACHED_BITS {
+        let bitmap: Shared<[AtomicU64; (PAGE - ATTACHED_AT) / 8]> = mapping.at(ATTACHED_AT);
+        bitmap[(me / 64) as usize].fetch_or(1 << (me % 64), Ordering::Release);
+    }
     mapping.generation().fetch_add(1, Ordering::Release);
     Ok(mapping)
 }
@@ -565,6 +594,22 @@ mod tests {
             !attachment(2).checks(&key, &owner.writer_proof(2)),
             "a writer without the key"
         );
+    }
+
+    #[test]
+    fn the_owner_finds_the_attached_slots_by_their_marks() {
+        let mut segment = Segment::create().unwrap();
+        segment.init(3, 0, 70, 4096, false).unwrap();
+        let me = Writer {
+            pid: std::process::id(),
+            start: 1,
+            segment_fd: 0,
+        };
+        assert!(segment.mapping().unwrap().attached_slots().is_empty());
+        for slot in [1, 65, 69] {
+            attach(std::process::id(), segment.fd(), 3, slot, me, None).unwrap();
+        }
+        assert_eq!(segment.mapping().unwrap().attached_slots(), [1, 65, 69]);
     }
 
     #[test]

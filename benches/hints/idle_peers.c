@@ -1,0 +1,58 @@
+/* What an idle peer costs: every process of a universe of N exchanges
+ * messages with its two neighbours in a ring (the kernel of a shift)
+ * and with nobody else, then prints its resident memory (VmRSS), its
+ * links and their memory (the stats), so that benches/hints/idle_peers.py
+ * can compare universes of different sizes: the peers a process never
+ * contacts should cost it (almost) nothing.
+ *
+ *   tether run --name p -n N ./idle_peers
+ *
+ * Output (every rank): "rss_kib <k> links <l> link_bytes <b>". */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tether.h"
+
+static long rss_kib(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) kib = atol(line + 6);
+    if (f) fclose(f);
+    return kib;
+}
+
+static int64_t stat_of(const char *name) {
+    int64_t value = 0;
+    return tether_stats_read(name, &value) == TETHER_SUCCESS ? value : 0;
+}
+
+int main(int argc, char **argv) {
+    if (tether_init(&argc, &argv) != TETHER_SUCCESS) return 1;
+    int me, n;
+    tether_universe_rank(&me);
+    tether_comm_size(TETHER_COMM_UNIVERSE, &n);
+    int right = (me + 1) % n, left = (me + n - 1) % n;
+    char out[4096], in[4096];
+    memset(out, me, sizeof out);
+    for (int i = 0; i < 100; i++) {
+        tether_request reqs[2];
+        tether_irecv(in, sizeof in, TETHER_BYTE, left, 0, TETHER_COMM_UNIVERSE, &reqs[0]);
+        tether_isend(out, sizeof out, TETHER_BYTE, right, 0, TETHER_COMM_UNIVERSE, &reqs[1]);
+        if (tether_waitall(2, reqs, TETHER_STATUSES_IGNORE) != TETHER_SUCCESS) return 2;
+    }
+    long bytes = (long)(stat_of("link_user_bytes") + stat_of("link_kernel_bytes") +
+                        stat_of("link_ring_resident_bytes"));
+    printf("rss_kib %ld links %lld link_bytes %ld\n", rss_kib(), (long long)stat_of("links"), bytes);
+    fflush(stdout);
+    /* IDLE_PAUSE=s: stay that long before finalizing, for a look at
+     * /proc/<pid>/smaps. */
+    const char *pause = getenv("IDLE_PAUSE");
+    if (pause) nanosleep(&(struct timespec){.tv_sec = atoi(pause)}, NULL);
+    tether_finalize();
+    return 0;
+}
