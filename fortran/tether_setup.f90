@@ -15,6 +15,7 @@ module tether_setup
   public :: tether_comm_create, tether_comm_create_ranks, tether_comm_rank, tether_comm_size
   public :: tether_comm_universe_rank, tether_comm_free
   public :: tether_error_string, tether_last_error, tether_hint, tether_hint_get
+  public :: tether_kernel_begin, tether_kernel_end
 
 contains
 
@@ -216,4 +217,18 @@ contains
     ierr = c_hint_get(c_string(key), chars, size(chars))
     if (ierr == TETHER_SUCCESS) call fortran_string(chars, value)
   end subroutine tether_hint_get
+
+  ! A communication kernel starts: tether_hint('IN_KERNEL', '1') (the
+  ! peers used until tether_kernel_end get fast, persistent links; waits
+  ! spin instead of sleeping). Python's `with tether.kernel():` is the pair.
+  subroutine tether_kernel_begin(ierr)
+    integer, intent(out) :: ierr
+    call tether_hint('IN_KERNEL', '1', ierr)
+  end subroutine tether_kernel_begin
+
+  ! The kernel ends: tether_hint('IN_KERNEL', '0').
+  subroutine tether_kernel_end(ierr)
+    integer, intent(out) :: ierr
+    call tether_hint('IN_KERNEL', '0', ierr)
+  end subroutine tether_kernel_end
 end module tether_setup
