@@ -14,22 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tether.h"
-
-static long rss_kib(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6)) kib = atol(line + 6);
-    if (f) fclose(f);
-    return kib;
-}
-
-static int64_t stat_of(const char *name) {
-    int64_t value = 0;
-    return tether_stats_read(name, &value) == TETHER_SUCCESS ? value : 0;
-}
+#include "hints_bench.h"
 
 int main(int argc, char **argv) {
     if (tether_init(&argc, &argv) != TETHER_SUCCESS) return 1;
@@ -47,7 +32,7 @@ int main(int argc, char **argv) {
     }
     long bytes = (long)(stat_of("link_user_bytes") + stat_of("link_kernel_bytes") +
                         stat_of("link_ring_resident_bytes"));
-    printf("rss_kib %ld links %lld link_bytes %ld\n", rss_kib(), (long long)stat_of("links"), bytes);
+    printf("rss_kib %ld links %lld link_bytes %ld\n", status_kib("VmRSS:"), (long long)stat_of("links"), bytes);
     fflush(stdout);
     /* IDLE_PAUSE=s: stay that long before finalizing, for a look at
      * /proc/<pid>/smaps. */

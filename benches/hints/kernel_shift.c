@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tether.h"
+#include "hints_bench.h"
 
 #define U TETHER_COMM_UNIVERSE
 
@@ -23,21 +23,6 @@ static double now_us(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static long peak_rss_kib(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6)) kib = atol(line + 6);
-    if (f) fclose(f);
-    return kib;
-}
-
-static int64_t stat_of(const char *name) {
-    int64_t value = 0;
-    return tether_stats_read(name, &value) == TETHER_SUCCESS ? value : 0;
 }
 
 static void check(int rc, const char *what) {
@@ -78,7 +63,7 @@ int main(int argc, char **argv) {
         }
         if (hint) check(tether_hint("IN_KERNEL", "0"), "hint");
     }
-    long kib = peak_rss_kib() + (long)((stat_of("link_kernel_bytes") + stat_of("link_ring_resident_bytes")) / 1024);
+    long kib = status_kib("VmHWM:") + (long)((stat_of("link_kernel_bytes") + stat_of("link_ring_resident_bytes")) / 1024);
     printf("memory_kib %ld links %lld\n", kib, (long long)stat_of("links"));
     fflush(stdout);
     check(tether_finalize(), "finalize");
