@@ -64,9 +64,12 @@ use crate::wire::{FrameHeader, FrameKind, WireError, FLAG_REMOTE_KEY};
 
 mod onesided;
 mod remote;
+mod striped;
 
 pub use onesided::{Apply, ApplyStatus, FlushMark, Reduction, RmaError, RmaTarget};
 use remote::{key_sink, keyed, PutState, RemoteRecv};
+use striped::ChunksReceived;
+pub use striped::Stripe;
 
 /// Settings of one engine.
 #[derive(Debug, Clone, Copy)]
@@ -148,6 +151,11 @@ pub struct SinkToken(Token);
 #[derive(Debug)]
 enum Token {
     Recv(ReqId),
+    /// A chunk of `len` bytes of a striped receive's data.
+    Chunk {
+        req: ReqId,
+        len: u64,
+    },
     Unexpected(Envelope),
     /// The remote key of a keyed `Rts` or `Cts` from `peer`.
     Key {
@@ -321,6 +329,12 @@ pub struct Engine {
     rma: VecDeque<RmaOp>,
     /// Windows and one-sided operations (`engine/onesided.rs`).
     onesided: onesided::OneSided,
+    /// Peers whose rendezvous data goes in chunks (`engine/striped.rs`).
+    stripes: HashMap<u32, Stripe>,
+    /// Striped sends: chunks the transport has yet to take.
+    chunks_to_hand_over: HashMap<ReqId, u64>,
+    /// Striped receives: what their chunks have brought so far.
+    chunks_received: HashMap<ReqId, ChunksReceived>,
 }
 
 /// Spare unexpected-message buffers kept at most, and the largest kept
@@ -349,6 +363,9 @@ impl Engine {
             reads_refused: HashSet::default(),
             rma: VecDeque::new(),
             onesided: onesided::OneSided::default(),
+            stripes: HashMap::default(),
+            chunks_to_hand_over: HashMap::default(),
+            chunks_received: HashMap::default(),
         }
     }
 
@@ -819,10 +836,14 @@ impl Engine {
                 done: None,
                 ..
             }) => {
+                let (tag, bytes) = (*tag, region.len as u64);
+                if !self.handed_over_all(req) {
+                    return;
+                }
                 let sent = Completion {
                     source: self.config.me,
-                    tag: *tag,
-                    bytes: region.len as u64,
+                    tag,
+                    bytes,
                     error: None,
                 };
                 self.complete(req, sent);
@@ -1003,6 +1024,9 @@ impl Engine {
         region: Region,
         runs: Option<Gather>,
     ) {
+        if let Some(chunk) = self.chunk_size(peer, cts.msg_size) {
+            return self.send_chunks(peer, req, cts, (region, runs), chunk);
+        }
         self.set_send_state(req, SendState::Data);
         self.outbox.push_back(Transmit {
             peer,
@@ -1045,6 +1069,9 @@ impl Engine {
         };
         if header.flags & crate::wire::FLAG_WRITTEN != 0 {
             return self.on_written(req, header, remote, (source, tag, size, region));
+        }
+        if header.flags & crate::wire::FLAG_CHUNK != 0 {
+            return self.on_chunk(req, header, region, granted, remote);
         }
         if matches!(remote, RemoteRecv::Reading { .. }) {
             return Err(WireError::UnexpectedFrame {
@@ -1136,6 +1163,23 @@ impl Engine {
     /// `owned` is the buffer of a [`PayloadSink::Owned`], `None` otherwise.
     pub fn payload_done(&mut self, token: SinkToken, owned: Option<Vec<u8>>) {
         match token.0 {
+            Token::Chunk { req, len } => {
+                let granted = match self.requests.get(req) {
+                    Some(Request {
+                        kind:
+                            Kind::Recv {
+                                state: RecvState::Matched { granted, .. },
+                                ..
+                            },
+                        done: None,
+                        ..
+                    }) => *granted,
+                    _ => return,
+                };
+                if self.chunk_read(req, len, granted) {
+                    self.payload_done(SinkToken(Token::Recv(req)), None);
+                }
+            }
             Token::Recv(req) => {
                 if let Some(Request {
                     kind:
@@ -1365,6 +1409,7 @@ impl Engine {
     }
 
     fn complete(&mut self, req: ReqId, completion: Completion) {
+        self.forget_chunks(req);
         if let Some(request) = self.requests.get_mut(req) {
             if request.done.is_none() {
                 request.done = Some(completion);

@@ -36,7 +36,7 @@ pub use counters::{Counters, PeerCounters, SendPath};
 pub use dispatch::{classify, deliver, Class, Delivery, FileData, LinkKind};
 pub use engine::{
     Apply, ApplyStatus, Engine, EngineConfig, FlushMark, PayloadSink, Reduction, RmaError,
-    RmaTarget, SinkToken, Transmit, TransmitPayload,
+    RmaTarget, SinkToken, Stripe, Transmit, TransmitPayload,
 };
 pub use link::{Link, LinkAuth, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};
 pub use request::{Completion, CompletionError, Gather, Region, ReqId};

@@ -35,6 +35,16 @@ impl Region {
         }
     }
 
+    /// The `len` bytes from `offset` on (cut at the region's end).
+    pub fn slice(self, offset: usize, len: usize) -> Region {
+        let offset = offset.min(self.len);
+        Region {
+            // SAFETY: `offset` is within the region (or at its end).
+            ptr: unsafe { self.ptr.add(offset) },
+            len: len.min(self.len - offset),
+        }
+    }
+
     /// Copies as much of `src` as fits; returns the number of bytes copied.
     ///
     /// # Safety
@@ -63,10 +73,12 @@ impl Region {
 /// A send's data as runs in the sender's memory, in message order: the
 /// transport gathers them (one `writev`, one cross-memory copy) instead of
 /// the sender packing them into one buffer first. Cheap to clone (the
-/// runs are shared); `len` may stop short of the runs' total (a prefix).
+/// runs are shared); a gather may be a part of its runs (a prefix, or a
+/// slice: `start` bytes in, `len` bytes long).
 #[derive(Debug, Clone)]
 pub struct Gather {
     shared: std::sync::Arc<Runs>,
+    start: usize,
     len: usize,
 }
 
@@ -90,6 +102,7 @@ impl Gather {
         }
         Gather {
             shared: std::sync::Arc::new(Runs { runs, starts }),
+            start: 0,
             len,
         }
     }
@@ -110,9 +123,16 @@ impl Gather {
 
     /// The first `len` bytes of the message.
     pub fn prefix(&self, len: usize) -> Gather {
+        self.slice(0, len)
+    }
+
+    /// The `len` bytes from `offset` on (cut at the message's end).
+    pub fn slice(&self, offset: usize, len: usize) -> Gather {
+        let offset = offset.min(self.len);
         Gather {
             shared: self.shared.clone(),
-            len: len.min(self.len),
+            start: self.start + offset,
+            len: len.min(self.len - offset),
         }
     }
 
@@ -122,14 +142,16 @@ impl Gather {
         if from >= self.len {
             return;
         }
+        // Positions in the runs: this gather is `[self.start, end)` of them.
+        let (from, end_of_gather) = (self.start + from, self.start + self.len);
         // The run that holds byte `from`: the last one starting at or before it.
         let Runs { runs, starts } = &*self.shared;
         let first = starts.partition_point(|&s| s <= from) - 1;
         for (run, &start) in runs[first..].iter().zip(&starts[first..]) {
-            if start >= self.len {
+            if start >= end_of_gather {
                 return;
             }
-            let end = (start + run.len).min(self.len);
+            let end = (start + run.len).min(end_of_gather);
             let skip = from.saturating_sub(start);
             if end <= start + skip {
                 continue;
@@ -339,5 +361,41 @@ mod gather_tests {
                 "prefix {cut}"
             );
         }
+        // Slices of slices, resumed anywhere: what striped chunks send.
+        for offset in 0..=35 {
+            for len in 0..=(36 - offset) {
+                let slice = g.slice(offset, len);
+                let end = (offset + len).min(35);
+                assert_eq!(slice.len(), end - offset);
+                for from in 0..=slice.len() {
+                    let mut got = Vec::new();
+                    slice.pieces_from(from, |ptr, n| {
+                        // SAFETY: as above.
+                        got.extend_from_slice(unsafe { std::slice::from_raw_parts(ptr, n) });
+                        true
+                    });
+                    assert_eq!(got, want[offset + from..end], "{offset}+{len} from {from}");
+                }
+                let inner = slice.slice(1, 3);
+                // SAFETY: as above.
+                let inner_bytes = unsafe { inner.to_vec() };
+                let inner_want = &want[(offset + 1).min(end)..(offset + 4).min(end)];
+                assert_eq!(inner_bytes, inner_want, "slice of {offset}+{len}");
+            }
+        }
+    }
+
+    #[test]
+    fn region_slices_stay_inside() {
+        let mut data = [0u8; 10];
+        let region = Region {
+            ptr: data.as_mut_ptr(),
+            len: 10,
+        };
+        assert_eq!(region.slice(4, 3).len, 3);
+        assert_eq!(region.slice(8, 5).len, 2);
+        assert_eq!(region.slice(12, 5).len, 0);
+        // SAFETY: the slice lies inside `data`.
+        assert_eq!(region.slice(4, 3).ptr, unsafe { data.as_mut_ptr().add(4) });
     }
 }

@@ -58,6 +58,13 @@ pub const FLAG_SPLIT: u8 = 4;
 /// Flag of a `Data` frame whose bytes the sender already wrote into the
 /// granted buffer through the receiver's key: no payload follows.
 pub const FLAG_WRITTEN: u8 = 8;
+/// Flag of a `Data` frame that carries one chunk of the granted data, not
+/// all of it: the striped rendezvous of rails (`engine/striped.rs`).
+/// `sender_req` then holds the chunk's offset in the granted data instead
+/// of the sender's handle, `msg_size` the granted size, `payload_len` the
+/// chunk's length; chunks may arrive in any order, on any link to the
+/// sender.
+pub const FLAG_CHUNK: u8 = 16;
 
 /// What a frame carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -203,14 +210,16 @@ impl FrameHeader {
         let kind = FrameKind::from_u8(bytes[6]).ok_or(WireError::UnknownKind { got: bytes[6] })?;
         let flags = bytes[7];
         let allowed = match kind {
-            FrameKind::Data => FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN,
+            FrameKind::Data => FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN | FLAG_CHUNK,
             FrameKind::Rts => FLAG_REMOTE_KEY,
             FrameKind::Cts => FLAG_REMOTE_KEY | FLAG_SPLIT,
             _ => 0,
         };
-        let exclusive = FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN;
+        // A `Data` frame's payload is in one place: a file, the granted
+        // buffer already, or (all or a chunk of it) on the link.
+        let exclusive = FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN | FLAG_CHUNK;
         if flags & !allowed != 0
-            || flags & exclusive == exclusive
+            || (flags & exclusive).count_ones() > 1
             || (flags & FLAG_SPLIT != 0 && flags & FLAG_REMOTE_KEY == 0)
         {
             return Err(WireError::BadFlags { kind, got: flags });
@@ -452,6 +461,13 @@ mod tests {
         data.payload_len = 0;
         data.flags = FLAG_WRITTEN | FLAG_PAYLOAD_IN_FILE;
         assert!(matches!(decode(data), Err(WireError::BadFlags { .. })));
+        for other in [FLAG_WRITTEN, FLAG_PAYLOAD_IN_FILE] {
+            data.flags = FLAG_CHUNK | other;
+            assert!(matches!(decode(data), Err(WireError::BadFlags { .. })));
+        }
+        data.flags = FLAG_CHUNK;
+        data.payload_len = 5;
+        assert!(decode(data).is_ok());
         let mut eager = sample();
         eager.kind = FrameKind::Eager;
         eager.flags = FLAG_REMOTE_KEY;

@@ -6,6 +6,7 @@ use crate::harness::{RemoteModel, World, EAGER};
 use crate::rma::RmaStatus;
 
 mod remote;
+mod striped;
 
 const ALL_DONE: RemoteModel = RemoteModel {
     puts: RmaStatus::Done,

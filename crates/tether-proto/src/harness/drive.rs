@@ -5,7 +5,7 @@ use super::wire_model::InFlight;
 use super::{Arrival, Failure, RailChoice, World};
 use crate::engine::{Engine, PayloadSink, Transmit, TransmitPayload};
 use crate::link::{Inbound, LinkError, LinkEvent, LinkState, PeerName};
-use crate::wire::{WireError, HEADER_LEN};
+use crate::wire::{WireError, FLAG_CHUNK, HEADER_LEN};
 
 impl World {
     /// Does everything that can be done at `now`; false when nothing was.
@@ -87,12 +87,14 @@ impl World {
                 .stamp(&mut header)
                 .expect("the rail was chosen among open links");
             header.payload_len = t.payload.len() as u64;
-            let peer_seq = end.order.stamp();
+            // Chunks of striped data keep no order among the peer's
+            // frames (`engine/striped.rs`): they go around the resequencer.
+            let peer_seq = (header.flags & FLAG_CHUNK == 0).then(|| end.order.stamp());
             let bytes = encode(&t, header);
             if let Some(req) = t.completes {
                 self.engines[rank].transmit_done(req);
             }
-            self.wires[rank][peer][rail].write(self.now, &mut self.rng, Some(peer_seq), bytes);
+            self.wires[rank][peer][rail].write(self.now, &mut self.rng, peer_seq, bytes);
         }
     }
 
@@ -130,7 +132,20 @@ impl World {
                     header,
                     payload: payload.to_vec(),
                 };
-                let seq = frame.peer_seq.expect("engine frames carry a peer sequence");
+                let Some(seq) = frame.peer_seq else {
+                    assert!(header.flags & FLAG_CHUNK != 0, "only chunks go unordered");
+                    self.chunk_log
+                        .push((to as u32, header.receiver_req, header.sender_req));
+                    self.answer_events(to, from, rail);
+                    if let Err(error) = feed(&mut self.engines[to], from as u32, arrival) {
+                        let error = LinkError::Wire {
+                            peer: PeerName(Some(from as u32)),
+                            error,
+                        };
+                        self.fail(to, from, error);
+                    }
+                    return;
+                };
                 if end.highest_arrived.is_some_and(|highest| seq < highest) {
                     self.overtaken += 1;
                 }

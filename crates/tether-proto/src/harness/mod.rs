@@ -120,6 +120,9 @@ pub struct World {
     /// another link): proof that a test's faults reordered anything,
     /// counted by the harness, not by the code under test.
     pub overtaken: usize,
+    /// Chunks of striped data as they arrived, around the peer's order:
+    /// (receiving rank, receive handle, offset).
+    pub chunk_log: Vec<(u32, u64, u64)>,
     start: Instant,
     now: Instant,
     rng: XorShift,
@@ -212,6 +215,7 @@ impl World {
             events: Vec::new(),
             rail_choice: RailChoice::Random,
             overtaken: 0,
+            chunk_log: Vec::new(),
             start,
             now: start,
             rng: XorShift::new(config.seed),

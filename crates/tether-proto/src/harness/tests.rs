@@ -1,10 +1,12 @@
 //! The engine and its links on the virtual clock: deadlines that fire at
 //! exactly their time, and MPI order when two links reorder frames.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::rng::XorShift;
 use super::*;
+use crate::engine::Stripe;
 use crate::link::PeerName;
 use crate::request::{CompletionError, Region, ReqId};
 
@@ -237,7 +239,7 @@ fn message(rng: &mut XorShift, source: u32, index: usize) -> Message {
 /// latency; sends and receives (specific, ANY_SOURCE, ANY_TAG, both)
 /// interleave with time passing, so messages meet both posted receives
 /// and the unexpected queue.
-fn run_order_scenario(seed: u64) -> (World, Vec<Message>, Vec<Receive>) {
+fn run_order_scenario(seed: u64, stripe: Option<Stripe>) -> (World, Vec<Message>, Vec<Receive>) {
     let mut config = WorldConfig::new(3);
     config.rails = 2;
     config.seed = seed;
@@ -247,6 +249,9 @@ fn run_order_scenario(seed: u64) -> (World, Vec<Message>, Vec<Receive>) {
         loss: 0.0,
     };
     let mut w = World::start(config);
+    for sender in 0..SENDERS as usize {
+        w.engines[sender].set_stripe(RECEIVER, stripe);
+    }
     w.pump();
     let mut rng = XorShift::new(seed ^ 0x5eed);
     let mut messages: Vec<Message> = (0..SENDERS)
@@ -358,7 +363,7 @@ fn check_order(seed: u64, receiver: &Engine, messages: &[Message], receives: &[R
 #[test]
 fn mpi_order_holds_when_two_links_reorder_a_peers_frames() {
     for seed in 1..=100 {
-        let (w, messages, receives) = run_order_scenario(seed);
+        let (w, messages, receives) = run_order_scenario(seed, None);
         assert!(
             w.overtaken > 10,
             "seed {seed}: only {} frames were overtaken; the links hardly reordered",
@@ -366,4 +371,35 @@ fn mpi_order_holds_when_two_links_reorder_a_peers_frames() {
         );
         check_order(seed, &w.engines[RECEIVER as usize], &messages, &receives);
     }
+}
+
+/// The order test with rendezvous data striped: chunks take any link and
+/// no place in the peer's order, so they arrive out of order, while MPI's
+/// order (of the `Eager`s and `Rts`s) holds and every byte lands in place.
+#[test]
+fn striped_data_lands_in_place_and_mpi_order_holds_when_chunks_arrive_out_of_order() {
+    let stripe = Stripe {
+        threshold: 300,
+        chunk: 128,
+    };
+    let mut reordered = 0;
+    for seed in 1..=50 {
+        let (w, messages, receives) = run_order_scenario(seed, Some(stripe));
+        check_order(seed, &w.engines[RECEIVER as usize], &messages, &receives);
+        let mut last_offset: HashMap<u64, u64> = HashMap::new();
+        for &(_, receive, offset) in &w.chunk_log {
+            let last = last_offset.insert(receive, offset);
+            reordered += usize::from(last.is_some_and(|last| last > offset));
+        }
+        let largest = messages.iter().filter(|m| m.bytes.len() >= 300).count();
+        assert!(
+            w.chunk_log.len() >= largest * 3,
+            "seed {seed}: {} chunks for {largest} striped messages",
+            w.chunk_log.len()
+        );
+    }
+    assert!(
+        reordered > 100,
+        "only {reordered} chunks arrived before an earlier one"
+    );
 }
