@@ -630,7 +630,10 @@ def measure(bed, nbytes=None, chunk=1 << 20, policies=("round_robin", "least_use
         out[f"rail{rail}"] = raw_stream(bed, n, chunk, rails=[rail])
     if bed.rails > 1:
         total = sum(r or 1000 for r in bed.rates)
-        n = nbytes or max(chunk, int(total * 1e6 / 8 * 1.5) // chunk * chunk)
+        # A whole number of chunks per rail, so round_robin's equal shares
+        # are exactly equal (an odd chunk out would be timed on one rail).
+        unit = chunk * bed.rails
+        n = nbytes or max(unit, int(total * 1e6 / 8 * 1.5) // unit * unit)
         for policy in policies:
             out[policy] = raw_stream(bed, n, chunk, policy=policy)
     return out
