@@ -300,6 +300,8 @@ def identity(comm):
         (lambda: tether.program_universe_rank("beta", -1), tether.RankError, "rank -1"),
         (lambda: tether.program_universe_rank(len(progs), 0), tether.ArgError, "program id 2"),
         (lambda: tether.program_universe_rank("nobody", 0), tether.ArgError, "nobody"),
+        (lambda: tether.hint("RAILS", "2"), tether.UnknownHintError, "RAILS is a start-up setting"),
+        (lambda: tether.hint("RAIL_POLICY", "fastest"), tether.HintValueError, "fastest"),
     ):
         try:
             call()
@@ -309,6 +311,9 @@ def identity(comm):
     with tether.kernel():
         check(tether.hint_get("IN_KERNEL") == "1", "in kernel")
     check(tether.hint_get("IN_KERNEL") == "0", "kernel left")
+    tether.hint("RAIL_POLICY", "least_used")
+    check(tether.hint_get("RAIL_POLICY") == "least_used", "rail policy hint")
+    tether.hint("RAIL_POLICY", "round_robin")
 
 
 def fail(comm):

@@ -42,7 +42,7 @@ pub use link::{Link, LinkAuth, LinkConfig, LinkError, LinkEvent, LinkState, Rese
 pub use request::{Completion, CompletionError, Gather, Region, ReqId};
 pub use rma::{PutSource, RemoteKey, RmaKind, RmaOp, RmaOwner, RmaStatus};
 pub use wire::onesided::{ReplyStatus, RmaCode};
-pub use wire::{FrameHeader, FrameKind, Hello, WireError};
+pub use wire::{FrameHeader, FrameKind, Hello, WireError, FLAG_CHUNK};
 
 #[cfg(test)]
 mod harness;

@@ -224,6 +224,7 @@ mod tests {
             start: None,
             shm: None,
             beat: None,
+            rails: Vec::new(),
         }
     }
 

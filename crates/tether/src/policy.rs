@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::peers::Peers;
 use crate::settings::{Key, Settings};
+use crate::transport::rails::RailPolicy;
 use crate::transport::retry::Retry;
 
 /// When this process connects to a peer (`TETHER_CONNECT`).
@@ -46,6 +47,12 @@ pub enum Effect {
     SpinMax(Duration),
     /// The transport order for peers not reached yet.
     TransportOrder(Vec<String>),
+    /// How chunks are spread over the rails (from the next chunk), and
+    /// cut (for peers reached from now on).
+    Rails {
+        policy: RailPolicy,
+        stripe: tether_proto::Stripe,
+    },
     /// TCP's connect, handshake and goodbye timeouts (it keeps a copy:
     /// its connect attempts and links read them).
     Timeouts {
@@ -129,6 +136,10 @@ impl ConnectionPolicy {
                 settings.poll_spin_us(),
             ))),
             Key::Transports => Some(Effect::TransportOrder(settings.transports())),
+            Key::RailPolicy | Key::RailThreshold | Key::RailChunk => Some(Effect::Rails {
+                policy: RailPolicy::of(settings.rail_policy()),
+                stripe: crate::router::rail_stripe(settings),
+            }),
             Key::Connect => {
                 self.connect = Connect::of(settings);
                 self.at_start()
@@ -159,6 +170,7 @@ impl ConnectionPolicy {
             | Key::Size
             | Key::RunId
             | Key::HostId
+            | Key::Rails
             | Key::ShmRingBytes
             | Key::ShmCma
             | Key::ShmMembarrier

@@ -53,7 +53,8 @@ use crate::transport::api::{Caps, NoResource, PayloadFiles, Transport};
 use crate::transport::events::{Events, LinkEvent};
 use crate::transport::file::{self, FileConfig, FileTransport};
 use crate::transport::hybrid::Hybrid;
-use crate::transport::reactor::{self, Owner, Reactor};
+use crate::transport::rails::{MultiRail, RailPolicy};
+use crate::transport::reactor::{self, Owner, Reactor, TCP_TOKENS};
 use crate::transport::shm::{self, AttachError, ShmConfig, ShmTransport};
 pub use crate::transport::shm::{Direct, Wanted};
 use crate::transport::tcp::{self, TcpConfig, TcpTransport};
@@ -75,9 +76,9 @@ pub const TCP_POLL_EVERY: u32 = 64;
 /// shared-memory segment, and the address that publishes them.
 pub struct Bound {
     reactor: Reactor,
-    tcp: tcp::Bound,
-    /// The TCP transport's clone of the reactor's registry.
-    tcp_registry: mio::Registry,
+    /// The listener of each TCP rail, rail 0 first, with the clone of the
+    /// reactor's registry its transport registers connections through.
+    tcp: Vec<(tcp::Bound, mio::Registry)>,
     tcp_config: TcpConfig,
     policy: ConnectionPolicy,
     shm: Option<shm::Prepared>,
@@ -105,7 +106,8 @@ pub struct Router {
     reactor: Reactor,
     /// Ready shared-memory tokens of the last wait (kept to reuse its memory).
     shm_ready: Vec<mio::Token>,
-    tcp: TcpTransport,
+    /// TCP on each rail (one unless `TETHER_RAILS`).
+    tcp: MultiRail<TcpTransport>,
     shm: Option<ShmTransport>,
     shm_problem: String,
     peers: Peers,
@@ -163,6 +165,31 @@ macro_rules! on_origin {
     };
 }
 
+/// The addresses of `TETHER_TCP_INTERFACE`: one, or one per NIC for the
+/// rails (127.0.0.1 when unset).
+fn tcp_interfaces(settings: &Settings) -> Vec<String> {
+    let listed: Vec<String> = settings
+        .tcp_interface()
+        .unwrap_or("127.0.0.1")
+        .split(',')
+        .map(|ip| ip.trim().to_string())
+        .filter(|ip| !ip.is_empty())
+        .collect();
+    if listed.is_empty() {
+        vec!["127.0.0.1".to_string()]
+    } else {
+        listed
+    }
+}
+
+/// How rendezvous data is cut for the rails (`TETHER_RAIL_*`).
+pub fn rail_stripe(settings: &Settings) -> tether_proto::Stripe {
+    tether_proto::Stripe {
+        threshold: settings.rail_threshold(),
+        chunk: settings.rail_chunk(),
+    }
+}
+
 /// The TCP address peers are told to connect to: `TETHER_TCP_PUBLISH`
 /// when set (a port forward, NAT, or a proxy in front of this process:
 /// what dials us reaches the listener through it), else the listener's.
@@ -186,9 +213,10 @@ impl Router {
     /// the latter only disables `shm`, with the reason kept for errors).
     pub fn bind(settings: &Settings, key: Option<Arc<tether_auth::Key>>) -> Result<Bound> {
         let policy = ConnectionPolicy::new(settings);
+        let interfaces = tcp_interfaces(settings);
         let tcp_config = TcpConfig {
             key,
-            listen_ip: settings.tcp_interface().unwrap_or("127.0.0.1").to_string(),
+            listen_ip: interfaces[0].clone(),
             listen_port: settings.tcp_port() as u16,
             connect_timeout: policy.connect_timeout(),
             handshake_timeout: policy.handshake_timeout(),
@@ -196,8 +224,19 @@ impl Router {
         };
         let epoll_error = |e: std::io::Error| err(ErrorClass::Transport, format!("epoll: {e}"));
         let reactor = Reactor::new().map_err(epoll_error)?;
-        let tcp_registry = reactor.registry().try_clone().map_err(epoll_error)?;
-        let tcp = TcpTransport::bind(tcp_config.clone(), reactor.registry())?;
+        let mut tcp = Vec::new();
+        for rail in 0..settings.rails() as usize {
+            // Further rails take any free port: TETHER_TCP_PORT and
+            // TETHER_TCP_PUBLISH name rail 0's.
+            let config = TcpConfig {
+                listen_ip: interfaces[rail % interfaces.len()].clone(),
+                listen_port: if rail == 0 { tcp_config.listen_port } else { 0 },
+                ..tcp_config.clone()
+            };
+            let registry = reactor.registry().try_clone().map_err(epoll_error)?;
+            let listener = TcpTransport::bind(&config, reactor.registry(), TCP_TOKENS.part(rail))?;
+            tcp.push((listener, registry));
+        }
         let (shm, shm_problem) = match shm::Prepared::create() {
             Ok(p) => (Some(p), String::new()),
             Err(e) => {
@@ -210,7 +249,7 @@ impl Router {
             .map_err(|e| tracing::warn!("no heartbeat socket ({e}): silent peers are not detected, and peers that watch this process will give it up"))
             .ok();
         let address = PeerAddress {
-            tcp: published_tcp(settings, tcp.1)?,
+            tcp: published_tcp(settings, tcp[0].0 .1)?,
             host: host.clone(),
             pid: std::process::id(),
             start: shm.as_ref().map(shm::Prepared::start_time),
@@ -219,11 +258,11 @@ impl Router {
                 .as_ref()
                 .and_then(|s| s.local_addr().ok())
                 .map(|a| a.port()),
+            rails: tcp[1..].iter().map(|((_, at), _)| at.to_string()).collect(),
         };
         Ok(Bound {
             reactor,
             tcp,
-            tcp_registry,
             tcp_config,
             policy,
             shm,
@@ -243,13 +282,25 @@ impl Router {
     ) -> Router {
         let addresses = Addresses::new(universe.clone(), rendezvous.clone());
         let key = bound.tcp_config.key.clone();
-        let tcp = TcpTransport::new(
-            bound.tcp,
-            bound.tcp_registry,
-            bound.tcp_config,
-            universe.clone(),
-            rendezvous.clone(),
-            addresses.clone(),
+        let rails = bound
+            .tcp
+            .into_iter()
+            .enumerate()
+            .map(|(rail, (listener, registry))| {
+                TcpTransport::new(
+                    (listener, rail, TCP_TOKENS.part(rail)),
+                    registry,
+                    bound.tcp_config.clone(),
+                    universe.clone(),
+                    rendezvous.clone(),
+                    addresses.clone(),
+                )
+            })
+            .collect();
+        let tcp = MultiRail::new(
+            rails,
+            RailPolicy::of(settings.rail_policy()),
+            rail_stripe(settings),
         );
         let config = ShmConfig {
             ring_bytes: (settings.shm_ring_bytes() as usize)
@@ -360,6 +411,13 @@ impl Router {
 
     /// Hands TCP the timeouts of a hint ([`Effect::Timeouts`]); the
     /// router's own deadlines read them from the policy.
+    /// How chunks are spread from now on, and cut for peers reached from
+    /// now on (hints).
+    pub fn set_rails(&mut self, policy: RailPolicy, stripe: tether_proto::Stripe) {
+        self.tcp.set_policy(policy);
+        self.tcp.set_stripe(stripe);
+    }
+
     pub fn set_timeouts(&mut self, connect: Duration, handshake: Duration, goodbye: Duration) {
         self.tcp.set_timeouts(connect, handshake, goodbye);
     }
@@ -634,6 +692,7 @@ impl Router {
         match self.file() {
             Ok(_) => Caps {
                 remote_memory: caps.remote_memory.min(self.hybrid_threshold),
+                stripe: None,
                 ..caps
             },
             Err(e) => {
@@ -894,7 +953,7 @@ impl Router {
     /// Connection set-up tries that were retries: TCP connects and
     /// lookups of a peer's shared memory or address after the first.
     pub fn connect_retries(&self) -> u64 {
-        self.tcp.connect_retries + self.route_retries
+        self.tcp.connect_retries() + self.route_retries
     }
 
     /// The transport that carries messages to `peer` (`"self"` for this

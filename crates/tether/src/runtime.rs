@@ -709,6 +709,9 @@ impl Runtime {
             Effect::ChoosePolling => self.choose_polling(),
             Effect::SpinMax(max) => self.spin.set_max(max),
             Effect::TransportOrder(order) => self.transport.router_mut().set_order(order),
+            Effect::Rails { policy, stripe } => {
+                self.transport.router_mut().set_rails(policy, stripe)
+            }
             Effect::Timeouts {
                 connect,
                 handshake,

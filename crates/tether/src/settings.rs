@@ -308,7 +308,7 @@ settings! {
         default: "127.0.0.1",
         kind: Kind::Text,
         hint: false,
-        meaning: "IP address this process listens on and publishes (across hosts: an address the peers can reach)",
+        meaning: "IP address this process listens on and publishes (across hosts: an address the peers can reach); with TETHER_RAILS, a comma-separated list: rail k listens on the (k mod count)-th address, one per NIC",
     };
     tcp_port as TcpPort: Number = Setting {
         key: "TCP_PORT",
@@ -323,6 +323,40 @@ settings! {
         kind: Kind::Text,
         hint: false,
         meaning: "ip:port published for peers to connect to, when it differs from the one listened on (a port forward, NAT, or the fault harness's proxy, docs/RELIABILITY.md); unset: the listening address",
+    };
+    rails as Rails: Number = Setting {
+        key: "RAILS",
+        default: "1",
+        kind: Kind::Number { min: 1, max: 16 },
+        hint: false,
+        meaning: "TCP connections (rails) per peer: control frames and small messages stay on one of them, rendezvous data from TETHER_RAIL_THRESHOLD bytes on is striped over all in chunks of TETHER_RAIL_CHUNK (docs/transports.md); a start-up setting, since each rail's listener is published at start; a peer with fewer rails is reached on as many as both have",
+    };
+    rail_policy as RailPolicy: Choice = Setting {
+        key: "RAIL_POLICY",
+        default: "round_robin",
+        kind: Kind::Choice(&["round_robin", "least_used"]),
+        hint: true,
+        meaning: "which rail takes each chunk: round_robin, each rail in turn (cheapest; best on equal rails); least_used, the rail with the fewest bytes waiting to be written (balances unequal rails); a peer's small messages stay on its home rail either way (homes assigned round-robin over peers)",
+    };
+    rail_threshold as RailThreshold: Number = Setting {
+        key: "RAIL_THRESHOLD",
+        default: "1048576",
+        kind: Kind::Number {
+            min: 1,
+            max: u64::MAX,
+        },
+        hint: true,
+        meaning: "with TETHER_RAILS above 1, rendezvous data of at least this many bytes is striped over the rails; smaller data goes whole on the peer's home rail (applies to peers reached from then on)",
+    };
+    rail_chunk as RailChunk: Number = Setting {
+        key: "RAIL_CHUNK",
+        default: "524288",
+        kind: Kind::Number {
+            min: 4096,
+            max: 1 << 30,
+        },
+        hint: true,
+        meaning: "bytes per chunk of striped data: smaller chunks balance unequal rails more finely, larger ones cost fewer frames (applies to peers reached from then on)",
     };
     eager_limit as EagerLimit: Number = Setting {
         key: "EAGER_LIMIT",

@@ -137,6 +137,9 @@ pub struct PeerAddress {
     /// The UDP port its heartbeat thread answers on (`liveness.rs`), on
     /// the IP of `tcp`.
     pub beat: Option<u16>,
+    /// The listeners of its further TCP rails (`TETHER_RAILS`), in rail
+    /// order from rail 1 (rail 0 is `tcp`).
+    pub rails: Vec<String>,
 }
 
 impl PeerAddress {
@@ -151,6 +154,9 @@ impl PeerAddress {
         if let Some(port) = self.beat {
             text += &format!(" beat={port}");
         }
+        if !self.rails.is_empty() {
+            text += &format!(" rails={}", self.rails.join(","));
+        }
         text
     }
 
@@ -161,6 +167,7 @@ impl PeerAddress {
         let mut start = None;
         let mut shm = None;
         let mut beat = None;
+        let mut rails = Vec::new();
         for field in text.split_whitespace() {
             match field.split_once('=')? {
                 ("tcp", v) => tcp = Some(v.to_string()),
@@ -169,6 +176,7 @@ impl PeerAddress {
                 ("start", v) => start = v.parse().ok(),
                 ("shm", v) => shm = v.parse().ok(),
                 ("beat", v) => beat = v.parse().ok(),
+                ("rails", v) => rails = v.split(',').map(str::to_string).collect(),
                 _ => {}
             }
         }
@@ -179,6 +187,7 @@ impl PeerAddress {
             start,
             shm,
             beat,
+            rails,
         })
     }
 }
@@ -603,8 +612,15 @@ mod tests {
             start: Some(123456),
             shm: Some(7),
             beat: Some(4001),
+            rails: vec!["10.1.0.1:4002".into(), "10.2.0.1:4003".into()],
         };
         assert_eq!(PeerAddress::decode(&a.encode()), Some(a.clone()));
+        let one_rail = PeerAddress {
+            rails: Vec::new(),
+            ..a.clone()
+        };
+        assert!(!one_rail.encode().contains("rails="));
+        assert_eq!(PeerAddress::decode(&one_rail.encode()), Some(one_rail));
         assert_eq!(PeerAddress::decode("garbage"), None);
         let old = PeerAddress::decode("tcp=127.0.0.1:1 host=x pid=1 future=yes").unwrap();
         assert_eq!((old.start, old.shm, old.beat), (None, None, None));
@@ -689,6 +705,7 @@ mod tests {
             start: crate::host::start_time(pid),
             shm: None,
             beat: None,
+            rails: Vec::new(),
         };
         let names = ["alpha".to_string()];
         let wait = Duration::from_secs(5);

@@ -149,6 +149,7 @@ impl Transports {
         }
         for (peer, caps) in std::mem::take(&mut self.router.events().reached) {
             engine.set_remote_memory(peer, caps.remote_memory);
+            engine.set_stripe(peer, caps.stripe);
             if let Some(limit) = caps.eager_limit {
                 engine.set_peer_eager_limit(peer, limit);
             }

@@ -149,13 +149,21 @@ impl Runtime {
                     .map(|(name, value)| (format!("{transport}.{name}"), *value)),
             );
         }
-        for link in &links {
-            out.extend(link.memory.named().iter().map(|(name, value)| {
-                (
-                    format!("peer.{}.{}.{name}", link.peer, link.transport),
-                    *value,
-                )
-            }));
+        // Per peer and transport (several links with rails), in the
+        // order `links` gives: by peer, then transport.
+        for group in links.chunk_by(|a, b| (a.peer, a.transport) == (b.peer, b.transport)) {
+            let (peer, transport) = (group[0].peer, group[0].transport);
+            let mut memory = LinkMemory::default();
+            group.iter().for_each(|link| memory.add(&link.memory));
+            if group.len() > 1 {
+                out.push((format!("peer.{peer}.{transport}.links"), group.len() as u64));
+            }
+            out.extend(
+                memory
+                    .named()
+                    .iter()
+                    .map(|(name, value)| (format!("peer.{peer}.{transport}.{name}"), *value)),
+            );
         }
     }
 

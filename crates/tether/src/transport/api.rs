@@ -22,7 +22,7 @@
 //! transport reports it filled, or the peer lost.
 
 use tether_proto::{
-    Delivery, FileData, FrameKind, PayloadSink, RmaOp, RmaStatus, Transmit, WireError,
+    Delivery, FileData, FrameKind, PayloadSink, RmaOp, RmaStatus, Stripe, Transmit, WireError,
 };
 
 use super::events::Events;
@@ -49,6 +49,10 @@ pub struct Caps {
     /// data does not pass through the link: 0 for none, `u64::MAX` for
     /// every size (a hybrid keeps larger payloads for its files).
     pub remote_memory: u64,
+    /// Several links reach the peer (rails): rendezvous data from the
+    /// stripe's threshold on goes in chunks that the transport spreads
+    /// over them (`rails.rs`).
+    pub stripe: Option<Stripe>,
 }
 
 impl Caps {
@@ -56,6 +60,7 @@ impl Caps {
     pub const NONE: Caps = Caps {
         eager_limit: None,
         remote_memory: 0,
+        stripe: None,
     };
 }
 

@@ -50,6 +50,8 @@ impl<A: Transport, B: PayloadFiles> Transport for Hybrid<'_, A, B> {
         let link = self.link.caps();
         Caps {
             remote_memory: link.remote_memory.min(self.threshold),
+            // Large payloads go by file, not in chunks on the link.
+            stripe: None,
             ..link
         }
     }
@@ -126,6 +128,7 @@ mod tests {
             Caps {
                 eager_limit: Some(7),
                 remote_memory: self.remote_memory,
+                stripe: None,
             }
         }
         fn send(&mut self, t: Transmit) -> Result<(), NoResource> {

@@ -5,12 +5,15 @@
 //! they report what happened in their `Events` (`events.rs`), and the
 //! router (`crate::router`) decides which one reaches which peer, owns the
 //! reactor they register in (`reactor.rs`) and hands their reports on.
+//! Composites wrap them: `hybrid.rs` (a link and files), `rails.rs`
+//! (several links to each peer).
 
 pub(crate) mod api;
 pub(crate) mod events;
 pub mod file;
 pub(crate) mod hybrid;
 pub(crate) mod peer_table;
+pub(crate) mod rails;
 pub(crate) mod reactor;
 pub mod resources;
 pub(crate) mod retry;

@@ -30,25 +30,60 @@ pub enum Owner {
     File = 3,
 }
 
-/// The tokens of one owner: `owner` in the high bits, an index the owner
-/// chooses in the low [`INDEX_BITS`].
-#[derive(Debug, Clone, Copy)]
-pub struct TokenSpace(Owner);
+/// Bits of an index that number a descriptor within a part of its
+/// owner's space ([`TokenSpace::part`]: one TCP rail).
+const PART_BITS: u32 = 32;
 
-pub const TCP_TOKENS: TokenSpace = TokenSpace(Owner::Tcp);
-pub const SHM_TOKENS: TokenSpace = TokenSpace(Owner::Shm);
-pub const FILE_TOKENS: TokenSpace = TokenSpace(Owner::File);
+/// The tokens of one owner: `owner` in the high bits, an index the owner
+/// chooses in the low [`INDEX_BITS`]. A space has parts, for several
+/// transports of one kind (the rails of TCP), each with its own indices
+/// below `2^32`; the spaces below are part 0 of theirs.
+#[derive(Debug, Clone, Copy)]
+pub struct TokenSpace {
+    owner: Owner,
+    base: usize,
+}
+
+pub const TCP_TOKENS: TokenSpace = TokenSpace {
+    owner: Owner::Tcp,
+    base: 0,
+};
+pub const SHM_TOKENS: TokenSpace = TokenSpace {
+    owner: Owner::Shm,
+    base: 0,
+};
+pub const FILE_TOKENS: TokenSpace = TokenSpace {
+    owner: Owner::File,
+    base: 0,
+};
 
 impl TokenSpace {
     /// The token numbered `index` in this space.
     pub const fn token(self, index: usize) -> Token {
+        assert!(index < 1 << PART_BITS, "token index out of its part");
+        let index = self.base + index;
         assert!(index <= INDEX_MASK, "token index out of its space");
-        Token(((self.0 as usize) << INDEX_BITS) | index)
+        Token(((self.owner as usize) << INDEX_BITS) | index)
     }
 
-    /// The index of `token` if it is in this space.
+    /// The index of `token` if it is in this part of this space.
     pub fn index(self, token: Token) -> Option<usize> {
-        (owner(token) == Some(self.0)).then_some(token.0 & INDEX_MASK)
+        let index = token.0 & INDEX_MASK;
+        (owner(token) == Some(self.owner) && index >> PART_BITS == self.base >> PART_BITS)
+            .then_some(index - self.base)
+    }
+
+    /// Part `number` of this space: its own indices, below `2^32` each.
+    pub const fn part(self, number: usize) -> TokenSpace {
+        TokenSpace {
+            owner: self.owner,
+            base: number << PART_BITS,
+        }
+    }
+
+    /// Which part of this space `token` belongs to.
+    pub fn part_of(self, token: Token) -> Option<usize> {
+        (owner(token) == Some(self.owner)).then_some((token.0 & INDEX_MASK) >> PART_BITS)
     }
 }
 
@@ -127,5 +162,13 @@ mod tests {
         assert_eq!(TCP_TOKENS.index(token), None);
         assert_eq!(FILE_TOKENS.index(FILE_TOKENS.token(0)), Some(0));
         assert_eq!(owner(Token(5)), None);
+        let rail = TCP_TOKENS.part(3).token(9);
+        assert_eq!(owner(rail), Some(Owner::Tcp));
+        assert_eq!(TCP_TOKENS.part_of(rail), Some(3));
+        assert_eq!(TCP_TOKENS.part(3).index(rail), Some(9));
+        assert_eq!(TCP_TOKENS.index(rail), None);
+        assert_eq!(TCP_TOKENS.part(2).index(rail), None);
+        assert_eq!(TCP_TOKENS.part_of(TCP_TOKENS.token(4)), Some(0));
+        assert_eq!(SHM_TOKENS.part_of(rail), None);
     }
 }

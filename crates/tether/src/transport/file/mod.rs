@@ -848,6 +848,7 @@ impl Transport for FileTransport {
         Caps {
             eager_limit: Some(self.config.eager_limit),
             remote_memory: 0,
+            stripe: None,
         }
     }
 

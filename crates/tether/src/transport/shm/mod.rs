@@ -673,6 +673,7 @@ impl Transport for ShmTransport {
         Caps {
             eager_limit: None,
             remote_memory: if self.config.cma { u64::MAX } else { 0 },
+            stripe: None,
         }
     }
 

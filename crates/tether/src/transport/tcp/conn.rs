@@ -167,6 +167,20 @@ impl Conn {
         (self.rbuf.len() + reading + queued) as u64
     }
 
+    /// Bytes handed to this connection and not yet taken by the peer:
+    /// the frames still waiting here, and what the kernel holds unsent
+    /// or unacknowledged in the socket's send queue (`SIOCOUTQ`). What a
+    /// least-used choice of rails compares.
+    pub fn unwritten_bytes(&self) -> u64 {
+        use std::os::fd::AsRawFd;
+        let here: usize = self.out.iter().map(|f| f.total() - f.written).sum();
+        let mut in_kernel: libc::c_int = 0;
+        // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int through the pointer,
+        // which points at a live local.
+        let ok = unsafe { libc::ioctl(self.stream.as_raw_fd(), libc::TIOCOUTQ, &mut in_kernel) };
+        here as u64 + if ok == 0 { in_kernel.max(0) as u64 } else { 0 }
+    }
+
     pub fn new(stream: TcpStream, remote: SocketAddr) -> Conn {
         Conn {
             stream,

@@ -20,7 +20,6 @@ use super::conn::{Conn, ConnError};
 use super::{Attempt, Entry, TcpTransport};
 use crate::addresses::NoAddress;
 use crate::error::{err, ErrorClass};
-use crate::transport::reactor::TCP_TOKENS;
 use crate::transport::retry::Retry;
 
 impl TcpTransport {
@@ -51,16 +50,26 @@ impl TcpTransport {
         let retried = attempt.retry.tries() > 0;
         attempt.retry.tried(now);
         self.connect_retries += u64::from(retried);
+        let rail = self.rail;
         let address = match looked_up {
-            Ok(found) => match found.tcp.parse::<SocketAddr>() {
-                Ok(a) => a,
-                Err(_) => {
-                    attempt.problem = format!(
-                        "its rendezvous entry gives the TCP address {:?}, which is malformed",
-                        found.tcp
-                    );
+            Ok(found) => match rail
+                .checked_sub(1)
+                .map_or(Some(&found.tcp), |r| found.rails.get(r))
+            {
+                None => {
+                    attempt.problem = format!("its rendezvous entry publishes no TCP rail {rail}");
+                    attempt.unreachable = true;
                     return;
                 }
+                Some(text) => match text.parse::<SocketAddr>() {
+                    Ok(a) => a,
+                    Err(_) => {
+                        attempt.problem = format!(
+                            "its rendezvous entry gives the TCP address {text:?}, which is malformed"
+                        );
+                        return;
+                    }
+                },
             },
             Err(NoAddress::NotYet(why) | NoAddress::Malformed(why)) => {
                 attempt.problem = why;
@@ -75,7 +84,7 @@ impl TcpTransport {
                 return;
             }
         };
-        let token = TCP_TOKENS.token(self.next_token);
+        let token = self.tokens.token(self.next_token);
         self.next_token += 1;
         let mut conn = Conn::new(stream, address);
         if let Err(e) = self.registry.register(

@@ -50,13 +50,14 @@ use crate::error::{err, ErrorClass, Result};
 use crate::settings::MAX_EAGER_LIMIT;
 use crate::transport::api::{Caps, NoResource, Transport, LINK_QUEUE_FRAMES};
 use crate::transport::events::{Events, LinkEvent};
-use crate::transport::reactor::{Ready, TCP_TOKENS};
+use crate::transport::reactor::{Ready, TokenSpace};
 use crate::transport::resources::{socket_kernel_bytes, LinkMemory, LinkUse};
 use crate::transport::retry::Retry;
 use crate::universe::Universe;
 use conn::{Conn, ConnError, Incoming};
 
-const LISTENER: Token = TCP_TOKENS.token(0);
+/// The listener's index in the transport's tokens.
+const LISTENER: usize = 0;
 /// Most connections a busy poll reads directly instead of calling epoll
 /// ([`TcpTransport::poll_direct`]): beyond two, a round of reads costs
 /// more than one epoll_wait saves.
@@ -166,6 +167,12 @@ pub struct TcpConfig {
 }
 
 pub struct TcpTransport {
+    /// Which of the process's TCP rails this is (0: the one every peer
+    /// has; `transport/rails.rs`): the peer's address of the same rail is
+    /// dialled.
+    rail: usize,
+    /// This rail's part of the TCP tokens.
+    tokens: TokenSpace,
     /// This transport's registration in the reactor (its own clone).
     registry: Registry,
     /// The connections of the last direct poll (kept to reuse its memory).
@@ -195,8 +202,9 @@ pub struct TcpTransport {
 
 impl TcpTransport {
     /// Listens on `config.listen_ip` and `config.listen_port` (0: any
-    /// free port), the listener registered in `registry`.
-    pub fn bind(config: TcpConfig, registry: &Registry) -> Result<Bound> {
+    /// free port), the listener registered in `registry` with the first
+    /// of `tokens`.
+    pub fn bind(config: &TcpConfig, registry: &Registry, tokens: TokenSpace) -> Result<Bound> {
         let ip: std::net::IpAddr = config.listen_ip.parse().map_err(|_| {
             err(
                 ErrorClass::Init,
@@ -213,15 +221,17 @@ impl TcpTransport {
             .local_addr()
             .map_err(|e| err(ErrorClass::Transport, e.to_string()))?;
         registry
-            .register(&mut listener, LISTENER, Interest::READABLE)
+            .register(&mut listener, tokens.token(LISTENER), Interest::READABLE)
             .map_err(|e| err(ErrorClass::Transport, e.to_string()))?;
         Ok((listener, local))
     }
 
-    /// The transport on the listener of [`TcpTransport::bind`], registering
-    /// its connections through `registry`, a clone of the reactor's.
+    /// The transport on the listener of [`TcpTransport::bind`] (rail
+    /// `rail`, with `tokens`), registering its connections through
+    /// `registry`, a clone of the reactor's.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        bound: Bound,
+        (bound, rail, tokens): (Bound, usize, TokenSpace),
         registry: Registry,
         config: TcpConfig,
         universe: Arc<Universe>,
@@ -244,6 +254,8 @@ impl TcpTransport {
         };
         let (listener, _) = bound;
         TcpTransport {
+            rail,
+            tokens,
             registry,
             direct: Vec::new(),
             listener,
@@ -281,6 +293,21 @@ impl TcpTransport {
         }
     }
 
+    /// Bytes handed to the link to `peer` that the peer has not taken
+    /// yet (waiting here or in the kernel): 0 without a link.
+    pub fn unwritten_to(&self, peer: u32) -> u64 {
+        self.peers
+            .get(&peer)
+            .and_then(|p| p.established)
+            .and_then(|token| self.entries.get(&token))
+            .map_or(0, |entry| entry.conn.unwritten_bytes())
+    }
+
+    /// How many TCP rails `peer` publishes, once its address is known.
+    pub fn rails_of(&self, peer: u32) -> Option<usize> {
+        self.addresses.get(peer).ok().map(|a| 1 + a.rails.len())
+    }
+
     /// Whether connections exist or are being made (then epoll must be
     /// polled on every round of progress).
     pub fn is_busy(&self) -> bool {
@@ -313,7 +340,7 @@ impl TcpTransport {
     }
 
     fn new_token(&mut self) -> Token {
-        let token = TCP_TOKENS.token(self.next_token);
+        let token = self.tokens.token(self.next_token);
         self.next_token += 1;
         token
     }
@@ -322,7 +349,7 @@ impl TcpTransport {
     /// listener accepts, a connection writes what waits and reads what
     /// arrived (feeding the engine, advancing handshakes).
     pub fn on_ready(&mut self, ready: &Ready) {
-        if ready.token == LISTENER {
+        if ready.token == self.tokens.token(LISTENER) {
             self.accept_all();
             return;
         }
@@ -524,6 +551,7 @@ impl Transport for TcpTransport {
         Caps {
             eager_limit: None,
             remote_memory: 0,
+            stripe: None,
         }
     }
 

@@ -1,0 +1,184 @@
+//! The composite over recording rails: which rail takes which frame,
+//! and where deliveries go back.
+
+use tether_proto::{FrameHeader, TransmitPayload};
+
+use super::*;
+
+/// A rail that records what it takes; `unwritten` stands for its queue.
+#[derive(Default)]
+struct Recorder {
+    sent: Vec<Transmit>,
+    placed: Vec<u32>,
+    unwritten: u64,
+    peer_rails: Option<usize>,
+    events: Events,
+}
+
+impl Transport for Recorder {
+    fn caps(&self) -> Caps {
+        Caps::NONE
+    }
+    fn send(&mut self, t: Transmit) -> Result<(), NoResource> {
+        self.unwritten += t.payload.len() as u64;
+        self.sent.push(t);
+        Ok(())
+    }
+    fn place(&mut self, peer: u32, _: PayloadSink) {
+        self.placed.push(peer);
+    }
+    fn broke_protocol(&mut self, _: u32, _: WireError) {}
+    fn events(&mut self) -> &mut Events {
+        &mut self.events
+    }
+    fn has_output(&self) -> bool {
+        false
+    }
+    fn say_goodbye(&mut self) {}
+    fn all_goodbyes_heard(&self) -> bool {
+        true
+    }
+    fn broadcast_abort(&mut self, _: i32) {}
+}
+
+impl Rail for Recorder {
+    fn unwritten_to(&self, _: u32) -> u64 {
+        self.unwritten
+    }
+    fn rails_of(&self, _: u32) -> Option<usize> {
+        self.peer_rails
+    }
+}
+
+const STRIPE: Stripe = Stripe {
+    threshold: 100,
+    chunk: 10,
+};
+
+fn composite(rails: usize, peer_rails: Option<usize>, policy: RailPolicy) -> MultiRail<Recorder> {
+    let rails = (0..rails)
+        .map(|_| Recorder {
+            peer_rails,
+            ..Recorder::default()
+        })
+        .collect();
+    MultiRail::new(rails, policy, STRIPE)
+}
+
+fn frame(peer: u32, kind: FrameKind, flags: u8, len: usize) -> Transmit {
+    let mut header = FrameHeader::new(kind);
+    header.flags = flags;
+    header.payload_len = len as u64;
+    Transmit {
+        peer,
+        header,
+        payload: TransmitPayload::Owned(vec![0; len]),
+        completes: None,
+        copy_if_blocked: false,
+    }
+}
+
+fn chunk(peer: u32, len: usize) -> Transmit {
+    frame(peer, FrameKind::Data, FLAG_CHUNK, len)
+}
+
+/// How many frames each rail took.
+fn taken(m: &MultiRail<Recorder>) -> Vec<usize> {
+    m.rails().iter().map(|r| r.sent.len()).collect()
+}
+
+#[test]
+fn ordered_frames_stay_on_the_peers_home_rail_and_homes_go_round() {
+    let mut m = composite(3, Some(3), RailPolicy::RoundRobin);
+    for peer in [7, 8, 9, 10] {
+        for kind in [
+            FrameKind::Eager,
+            FrameKind::Rts,
+            FrameKind::Cts,
+            FrameKind::Data,
+        ] {
+            m.send(frame(peer, kind, 0, 500)).unwrap();
+        }
+    }
+    // Peers 7, 8, 9, 10 live on rails 0, 1, 2, 0: four frames each.
+    assert_eq!(taken(&m), [8, 4, 4]);
+    for (rail, peers) in [(0, vec![7, 10]), (1, vec![8]), (2, vec![9])] {
+        let mut seen: Vec<u32> = m.rails()[rail].sent.iter().map(|t| t.peer).collect();
+        seen.dedup();
+        assert_eq!(seen, peers, "rail {rail}");
+    }
+    assert_eq!(m.caps().stripe, Some(STRIPE));
+}
+
+#[test]
+fn round_robin_deals_chunks_to_every_rail_in_turn() {
+    let mut m = composite(4, Some(4), RailPolicy::RoundRobin);
+    for _ in 0..10 {
+        m.send(chunk(3, 10)).unwrap();
+    }
+    assert_eq!(taken(&m), [3, 3, 2, 2]);
+}
+
+#[test]
+fn least_used_sends_each_chunk_where_least_waits() {
+    let mut m = composite(2, Some(2), RailPolicy::LeastUsed);
+    // Rail 1 drains twice as fast as rail 0 (6 bytes a round against 3),
+    // and together they drain less than a chunk a round: queues build.
+    for _ in 0..30 {
+        m.send(chunk(5, 10)).unwrap();
+        for (rail, drained) in m.rails_mut().iter_mut().zip([3, 6]) {
+            rail.unwritten = rail.unwritten.saturating_sub(drained);
+        }
+    }
+    let [slow, fast] = taken(&m)[..] else {
+        unreachable!()
+    };
+    assert!(
+        fast >= slow * 3 / 2 && slow > 0,
+        "fast rail {fast} chunks, slow {slow}"
+    );
+}
+
+#[test]
+fn a_peer_with_fewer_rails_is_reached_on_those_it_has() {
+    let mut m = composite(4, Some(2), RailPolicy::RoundRobin);
+    for _ in 0..6 {
+        m.send(chunk(1, 10)).unwrap();
+    }
+    assert_eq!(taken(&m), [3, 3, 0, 0]);
+    // Unknown address: everything stays on rail 0, every peer has it.
+    let mut unknown = composite(4, None, RailPolicy::RoundRobin);
+    for _ in 0..3 {
+        unknown.send(chunk(1, 10)).unwrap();
+        unknown.send(frame(2, FrameKind::Eager, 0, 4)).unwrap();
+    }
+    assert_eq!(taken(&unknown), [6, 0, 0, 0]);
+}
+
+#[test]
+fn one_rail_is_rail_zero_and_no_stripe() {
+    let mut m = composite(1, Some(1), RailPolicy::LeastUsed);
+    m.send(chunk(1, 10)).unwrap();
+    m.send(frame(2, FrameKind::Eager, 0, 4)).unwrap();
+    assert_eq!(taken(&m), [2]);
+    assert_eq!(m.caps().stripe, None);
+}
+
+#[test]
+fn a_frames_delivery_goes_back_to_the_rail_it_came_from() {
+    let mut m = composite(3, Some(3), RailPolicy::RoundRobin);
+    for (rail, peer) in [(2, 20), (0, 21), (1, 22), (2, 23)] {
+        m.rails_mut()[rail]
+            .events
+            .frames
+            .push_back((peer, FrameHeader::new(FrameKind::Eager)));
+        m.collect();
+    }
+    let order: Vec<u32> = m.events.frames.drain(..).map(|(peer, _)| peer).collect();
+    assert_eq!(order, [20, 21, 22, 23]);
+    for peer in order {
+        m.place(peer, PayloadSink::None);
+    }
+    let placed: Vec<Vec<u32>> = m.rails().iter().map(|r| r.placed.clone()).collect();
+    assert_eq!(placed, [vec![21], vec![22], vec![20, 23]]);
+}

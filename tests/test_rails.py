@@ -1,0 +1,121 @@
+"""Rails (TETHER_RAILS): several TCP connections per peer, large rendezvous
+data striped over them in chunks that land in place, MPI order kept on each
+peer's home rail. The point-to-point and collective suites run over 2 and 4
+rails under both policies, with a small threshold and chunk so that most
+rendezvous messages are striped into many chunks; a 3 GiB message crosses
+4 rails; on the rail test bed (two network namespaces joined by two
+rate-limited veth pairs, tests/railbed.py) the bytes of a striped transfer
+cross both NICs."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import clean_env, tether_run, universe
+
+sys.path.insert(0, os.path.dirname(__file__))
+import railbed  # noqa: E402
+
+# (rails, policy): two equal rails the cheap way, four the balancing way.
+SETUPS = [("2", "round_robin"), ("4", "least_used")]
+IDS = ["2-round_robin", "4-least_used"]
+
+
+def rails_env(env, rails, policy):
+    env.update(TETHER_TRANSPORTS="tcp", TETHER_RAILS=rails, TETHER_RAIL_POLICY=policy,
+               TETHER_RAIL_THRESHOLD="65536", TETHER_RAIL_CHUNK="16384")
+    return env
+
+
+@pytest.mark.parametrize("rails,policy", SETUPS, ids=IDS)
+@pytest.mark.parametrize("scenario", ["pairs", "wildcards", "truncation", "probe", "cancel", "odd", "blocking_order"])
+def test_p2p_scenarios_over_rails(built, program, scenario, rails, policy):
+    args, env = universe(program("p2p_suite"), scenario)
+    proc = tether_run(args, env=rails_env(env, rails, policy))
+    assert proc.stdout.count(f"ok {scenario}") == 5
+
+
+@pytest.mark.parametrize("rails,policy", SETUPS, ids=IDS)
+def test_ten_thousand_mixed_messages_keep_order_and_content_over_rails(built, program, rails, policy):
+    # 5 processes in a ring, 2000 messages each of 0 B to 8 MiB, 4 tags:
+    # every rendezvous message from 64 KiB on goes in 16 KiB chunks.
+    args, env = universe(program("p2p_suite"), "stream", "2000")
+    proc = tether_run(args, env=rails_env(env, rails, policy), timeout=300)
+    assert proc.stdout.count("ok stream") == 5
+
+
+@pytest.mark.parametrize("rails,policy", SETUPS, ids=IDS)
+@pytest.mark.parametrize("scenario", ["reductions", "movement"])
+def test_collectives_over_rails(built, program, scenario, rails, policy):
+    suite = program("coll_suite", ["-lm"])
+    args = ["--name", "a", "-n", "1", suite, scenario, ":", "--name", "b", "-n", "2", suite, scenario,
+            ":", "--name", "c", "-n", "4", suite, scenario]
+    proc = tether_run(args, env=rails_env(clean_env(), rails, policy), timeout=400)
+    assert proc.stdout.count(f"ok {scenario}") == 7
+
+
+def test_three_gib_message_over_four_rails(built, program):
+    prog = program("big_message")
+    env = clean_env(TETHER_TRANSPORTS="tcp", TETHER_RAILS="4", TETHER_RAIL_POLICY="least_used")
+    proc = tether_run(["--name", "a", "-n", "1", prog, ":", "--name", "b", "-n", "1", prog],
+                      env=env, timeout=300)
+    assert "received 3221225472 bytes intact" in proc.stdout
+
+
+def test_each_rail_is_a_connection_in_the_link_stats(built, program):
+    # TETHER_STATS=1 prints each process's links at finalize: over 3 rails
+    # a striped transfer leaves 3 TCP links per peer.
+    args, env = universe(program("p2p_suite"), "stream", "50")
+    env = rails_env(env, "3", "round_robin")
+    env["TETHER_STATS"] = "1"
+    proc = tether_run(args, env=env, timeout=120)
+    assert proc.stdout.count("ok stream") == 5
+    out = proc.stdout + proc.stderr
+    counts = [int(line.split()[-1]) for line in out.splitlines()
+              if line.split()[-2:-1] and line.split()[-2].startswith("peer.") and line.split()[-2].endswith(".tcp.links")]
+    assert counts and max(counts) == 3, out[-3000:]
+
+
+def test_a_bad_rail_count_fails_init_naming_the_setting(built, program):
+    # (A RAILS hint is refused as a start-up setting, and RAIL_POLICY taken
+    # as a hint: tests/python/p2p_suite.py's names scenario.)
+    prog = program("init_check")
+    proc = tether_run(["--name", "a", "-n", "1", prog], env=clean_env(TETHER_RAILS="17"), check=False)
+    assert proc.returncode != 0
+    assert "TETHER_RAILS" in proc.stderr and "17" in proc.stderr, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def bed_ok():
+    ok, why = railbed.available()
+    if not ok:
+        pytest.skip(why)
+
+
+def test_striped_bytes_cross_both_rails_of_the_test_bed(built, program, bed_ok, tmp_path):
+    """Two processes in two network namespaces joined by two 200 Mbit/s
+    rails: 16 MiB messages each way over TETHER_RAILS=2 put a large share
+    of their bytes on each rail (the interfaces' counters say so) and
+    arrive intact (file_peer checks every byte)."""
+    prog = program("file_peer")
+    with railbed.RailBed(rates=(200, 200)) as bed:
+        before = bed.counters()
+        procs = []
+        for side, name in (("a", "left"), ("b", "right")):
+            env = clean_env(TETHER_TRANSPORTS="tcp", TETHER_RAILS="2",
+                            TETHER_TCP_INTERFACE=",".join(bed.addrs(side)),
+                            TETHER_RENDEZVOUS=str(tmp_path / "rdv"),
+                            TETHER_PROGRAMS="left,right", TETHER_PROGRAM=name)
+            procs.append(bed.popen(side, [prog, "sizes", str(16 << 20)], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        for p in procs:
+            out, err = p.communicate(timeout=90)
+            assert p.returncode == 0 and "sizes 1 ok" in out, (out, err)
+        after = bed.counters()
+    moved = [after[r]["b"]["rx_bytes"] - before[r]["b"]["rx_bytes"] for r in range(2)]
+    total = sum(moved)
+    assert total > 16 << 20, moved
+    for r, m in enumerate(moved):
+        assert m > total * 0.3, f"rail {r + 1} carried {m} of {total} bytes"
