@@ -99,8 +99,8 @@ fn peer_options(tls: &str) -> ContextOptions {
     let mut o = options(tls);
     if tls == "sm" {
         // What UCX_POSIX_ERROR_HANDLING=y UCX_SYSV_ERROR_HANDLING=y do in
-        // the environment: ucp_config_modify applies a transport key
-        // without its component prefix to every transport that has it.
+        // the environment; through ucp_config_modify the key is the shared
+        // mm table's (MM_), "POSIX_ERROR_HANDLING" is refused as invalid.
         for (k, v) in [("MM_ERROR_HANDLING", "y"), ("KEEPALIVE_INTERVAL", "1s")] {
             o.config.push((k.to_owned(), v.to_owned()));
         }
