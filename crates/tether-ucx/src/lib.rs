@@ -20,9 +20,13 @@
 //!   Every later failure is an [`Error`]: the UCP function and
 //!   `ucs_status_string` of its status. Nothing panics on a UCX failure.
 //! * **Blocking.** Nothing blocks except [`Worker::wait`] (bounded by its
-//!   timeout) and closing: [`Endpoint::close`] and the drops of
-//!   [`Endpoint`] and of the worker progress UCX for a bounded time (2 s)
-//!   while UCX finishes or cancels.
+//!   timeout) and closing: [`Endpoint::close`] and dropping an [`Endpoint`]
+//!   progress the worker until UCX has closed it (at most the timeout, 2 s
+//!   for a drop); dropping the last handle of a worker cancels what is in
+//!   flight and progresses for at most 100 ms. Operations UCX cannot cancel
+//!   (sends, rendezvous receives) are then abandoned: their buffers are
+//!   leaked rather than freed under UCX, which warns about objects "not
+//!   returned to mpool". Wait for completions before dropping to avoid it.
 //! * **Callbacks record, callers poll.** UCX runs callbacks inside
 //!   [`Worker::progress`] (and inside `close`/drops). The binding's
 //!   callbacks never call user code: they append to a queue owned by the

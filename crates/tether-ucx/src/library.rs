@@ -40,7 +40,7 @@ macro_rules! ucp_functions {
         /// The UCP (and one UCS) functions, resolved from a loaded libucp.
         ///
         /// Calling any of them is `unsafe`: they are C functions with C's
-        /// contracts (see `ucp.h`). The safe wrapper in [`crate::worker`]
+        /// contracts (see `ucp.h`). The safe wrapper ([`crate::Worker`] and co.)
         /// keeps those contracts.
         #[allow(missing_docs)]
         pub struct Ucp {

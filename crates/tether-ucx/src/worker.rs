@@ -23,8 +23,12 @@ use crate::error::{Error, Result};
 use crate::ffi::*;
 use crate::library::Ucp;
 
-/// How long drops wait for UCX to finish closing or cancelling.
+/// How long dropping an endpoint waits for UCX to finish closing it.
 const DROP_GRACE: Duration = Duration::from_secs(2);
+/// How long dropping the worker waits for cancelled operations: by then
+/// every endpoint is closed, so what is still in flight (UCX cannot cancel
+/// sends, nor rendezvous receives in 1.13) will not complete anyway.
+const CANCEL_GRACE: Duration = Duration::from_millis(100);
 
 /// Identifies an [`Endpoint`] within its worker (in [`Event::EndpointFailed`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -339,7 +343,7 @@ impl Drop for Core {
             // has not run yet (it removes the entry when it does).
             unsafe { (this.ucp.request_cancel)(this.handle, req) };
         }
-        let deadline = Instant::now() + DROP_GRACE;
+        let deadline = Instant::now() + CANCEL_GRACE;
         while Instant::now() < deadline {
             {
                 let s = this.state.borrow();

@@ -239,3 +239,42 @@ fn address_and_limits() {
         addr.len()
     );
 }
+
+#[test]
+fn drop_with_operations_in_flight_is_bounded() {
+    let _g = serial();
+    let Some(ucp) = ucp() else { return };
+    let p = pair(ucp, "tcp", ErrorMode::None);
+    let t = std::time::Instant::now();
+    let sent = p
+        .a_to_b
+        .am_send(AM_ID, Vec::new(), vec![3; 4 << 20], SendMode::Rendezvous)
+        .expect("send");
+    assert!(matches!(sent, Completion::Pending(_)));
+    let msg = pump(&p, 1, |ev| match ev {
+        Event::Am(m) => Some(m),
+        _ => None,
+    });
+    let AmData::Held(desc) = msg.data else {
+        panic!("no rendezvous")
+    };
+    let r = p.b.recv_data(desc, vec![0; 4 << 20]).expect("recv_data");
+    assert!(matches!(r, Completion::Pending(_)));
+    // Queue an unread message too, then drop everything mid-transfer.
+    p.a_to_b
+        .am_send(AM_ID, b"unread".to_vec(), vec![1; 100], SendMode::Auto)
+        .unwrap();
+    let Pair {
+        a,
+        b,
+        a_to_b,
+        b_to_a,
+    } = p;
+    let t = std::time::Instant::now();
+    drop((a, b)); // the endpoints keep both cores alive
+    drop(a_to_b); // force close: a's rendezvous send is cancelled
+    let after_a = t.elapsed();
+    drop(b_to_a); // b's receive in flight: cancelled, or waited for (2 s)
+    eprintln!("drops: a {after_a:?}, b {:?}", t.elapsed() - after_a);
+    assert!(t.elapsed() < std::time::Duration::from_secs(10));
+}
