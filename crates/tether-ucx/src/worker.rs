@@ -1087,3 +1087,36 @@ impl Drop for Endpoint {
         self.close_inner(true, DROP_GRACE);
     }
 }
+
+/// Registers the worker's event fd ([`Worker::event_fd`]) in a mio `Poll`,
+/// where Tether's reactor sleeps. Before sleeping: progress until it
+/// returns 0, take the events, then [`Worker::arm`]; sleep only on
+/// [`Arm::Armed`]. Works edge-triggered (mio's mode): the fd is itself an
+/// epoll fd in UCX 1.13 and nests.
+#[cfg(feature = "mio")]
+impl mio::event::Source for Worker {
+    fn register(
+        &mut self,
+        registry: &mio::Registry,
+        token: mio::Token,
+        interests: mio::Interest,
+    ) -> std::io::Result<()> {
+        let fd = self.event_fd().map_err(std::io::Error::other)?;
+        mio::unix::SourceFd(&fd).register(registry, token, interests)
+    }
+
+    fn reregister(
+        &mut self,
+        registry: &mio::Registry,
+        token: mio::Token,
+        interests: mio::Interest,
+    ) -> std::io::Result<()> {
+        let fd = self.event_fd().map_err(std::io::Error::other)?;
+        mio::unix::SourceFd(&fd).reregister(registry, token, interests)
+    }
+
+    fn deregister(&mut self, registry: &mio::Registry) -> std::io::Result<()> {
+        let fd = self.event_fd().map_err(std::io::Error::other)?;
+        mio::unix::SourceFd(&fd).deregister(registry)
+    }
+}

@@ -245,7 +245,6 @@ fn drop_with_operations_in_flight_is_bounded() {
     let _g = serial();
     let Some(ucp) = ucp() else { return };
     let p = pair(ucp, "tcp", ErrorMode::None);
-    let t = std::time::Instant::now();
     let sent = p
         .a_to_b
         .am_send(AM_ID, Vec::new(), vec![3; 4 << 20], SendMode::Rendezvous)
