@@ -57,6 +57,39 @@
 //! * **Configuration.** UCX reads `UCX_*` from the environment when a
 //!   [`Context`] is created; [`ContextOptions::config`] overrides entries
 //!   (`("TLS", "tcp")`) without touching the environment.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use tether_ucx::{AmData, Completion, Context, ContextOptions, ErrorMode, Event, SendMode, Ucp, Worker};
+//!
+//! # fn peer_address() -> Vec<u8> { Vec::new() }
+//! # fn main() -> Result<(), tether_ucx::Error> {
+//! let ucp = Ucp::load()?; // Err(Unavailable { reason }) without UCX
+//! let ctx = Context::new(ucp, &ContextOptions::default())?; // UCX_TLS etc. from the environment
+//! let worker = Worker::new(&ctx, &[7])?; // AM handler for id 7 exists from here on
+//! let _publish = worker.address()?; // give this to the peer
+//! let ep = worker.connect(&peer_address(), ErrorMode::Peer)?;
+//! ep.am_send(7, b"header".to_vec(), vec![0; 1 << 20], SendMode::Rendezvous)?;
+//! loop {
+//!     worker.progress();
+//!     while let Some(ev) = worker.next_event() {
+//!         match ev {
+//!             Event::Am(m) => {
+//!                 if let AmData::Held(desc) = m.data {
+//!                     let buf = vec![0; desc.len()];
+//!                     if let Completion::Done((buf, n)) = worker.recv_data(desc, buf)? {
+//!                         // n bytes landed in buf
+//!                     } // else Event::RecvDone brings buf back later
+//!                 }
+//!             }
+//!             Event::SendDone { .. } | Event::RecvDone { .. } => {}
+//!             Event::EndpointFailed { error, .. } => return Err(error),
+//!         }
+//!     }
+//! }
+//! # }
+//! ```
 
 pub mod ffi;
 

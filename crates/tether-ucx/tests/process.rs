@@ -232,3 +232,60 @@ fn peer_failure_tcp() {
 fn peer_failure_sm_with_keepalive() {
     peer_failure_is_reported("sm", Duration::from_secs(15), false);
 }
+
+/// Builds a fake libucp with only `ucp_get_version` returning `version`;
+/// `None` (with a message) without a C compiler.
+fn fake_ucp(name: &str, version: (u32, u32, u32)) -> Option<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tether-ucx-fake");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join(format!("{name}.c"));
+    let lib = dir.join(format!("{name}.so"));
+    std::fs::write(
+        &src,
+        format!(
+            "void ucp_get_version(unsigned *a, unsigned *b, unsigned *c)\n\
+             {{ *a = {}; *b = {}; *c = {}; }}\n",
+            version.0, version.1, version.2
+        ),
+    )
+    .unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    match Command::new(&cc)
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .status()
+    {
+        Ok(s) if s.success() => Some(lib),
+        _ => {
+            eprintln!("skipping: cannot build a fake libucp with {cc}");
+            None
+        }
+    }
+}
+
+#[test]
+fn too_old_ucx_is_unavailable() {
+    let Some(lib) = fake_ucp("ucp_1_9", (1, 9, 0)) else {
+        return;
+    };
+    let path = lib.to_str().unwrap();
+    let e = Ucp::load_from(path).unwrap_err();
+    assert_eq!(
+        e.reason,
+        format!("UCX 1.9.0 ({path}) is older than 1.10 (needs ucp_am_send_nbx)")
+    );
+}
+
+#[test]
+fn incomplete_ucx_is_unavailable() {
+    let Some(lib) = fake_ucp("ucp_1_13_empty", (1, 13, 1)) else {
+        return;
+    };
+    let path = lib.to_str().unwrap();
+    let e = Ucp::load_from(path).unwrap_err();
+    assert_eq!(
+        e.reason,
+        format!("{path} has no symbol ucp_get_version_string")
+    );
+}
