@@ -119,3 +119,60 @@ def test_striped_bytes_cross_both_rails_of_the_test_bed(built, program, bed_ok, 
     assert total > 16 << 20, moved
     for r, m in enumerate(moved):
         assert m > total * 0.3, f"rail {r + 1} carried {m} of {total} bytes"
+
+
+def bed_pair(bed, prog, args, tmp_path, **settings):
+    """`prog args` as program left (side a) and right (side b) of the bed,
+    two rails, rendezvous in a directory both sides see."""
+    procs = []
+    for side, name in (("a", "left"), ("b", "right")):
+        env = clean_env(TETHER_TRANSPORTS="tcp", TETHER_RAILS=str(bed.rails),
+                        TETHER_TCP_INTERFACE=",".join(bed.addrs(side)),
+                        TETHER_RENDEZVOUS=str(tmp_path / "rdv"),
+                        TETHER_PROGRAMS="left,right", TETHER_PROGRAM=name, **settings)
+        procs.append(bed.popen(side, [prog, *args], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    return procs
+
+
+def cut_rail_midway(bed, procs, rail, after=1.5):
+    """Waits `after` seconds, then resets every connection of bed rail
+    `rail` (1-based) from side a (`ss -K`: both ends see it end), and
+    collects the two programs' (returncode, stdout, stderr)."""
+    import time
+    time.sleep(after)
+    assert all(p.poll() is None for p in procs), "the transfer ended before the cut"
+    bed.run("a", ["ss", "-K", "dst", bed.addr("b", rail)], timeout=10, check=False)
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        outs.append((p.returncode, out, err))
+    return outs
+
+
+def test_a_rail_cut_mid_transfer_is_taken_out_and_its_chunks_go_again(built, program, bed_ok, tmp_path):
+    """128 MiB each way over two 100 Mbit/s rails (about 5 s); after 1.5 s
+    every connection of the pair's second rail (not its home: universe
+    ranks 0 and 1 have their home on rail (0 + 1) mod 2, the bed's rail
+    2) is reset. Both sides take the rail out, the chunks it may have lost
+    go again on the other, and every byte arrives (file_peer checks)."""
+    prog = program("file_peer")
+    with railbed.RailBed(rates=(100, 100)) as bed:
+        procs = bed_pair(bed, prog, ["sizes", str(128 << 20)], tmp_path)
+        outs = cut_rail_midway(bed, procs, rail=1)
+    for rc, out, err in outs:
+        assert rc == 0 and "sizes 1 ok" in out, (out, err[-3000:])
+    logs = "".join(err for _, _, err in outs)
+    assert "rail 0 to universe rank" in logs and "go again on the other rails" in logs, logs[-3000:]
+
+
+def test_a_cut_home_rail_loses_the_peer_with_an_error_not_a_hang(built, program, bed_ok, tmp_path):
+    """The home rail carries the pair's order: resetting it mid-transfer
+    ends both programs with TETHER_ERR_PEER_LOST (file_peer prints the
+    error class and exits 3)."""
+    prog = program("file_peer")
+    with railbed.RailBed(rates=(100, 100)) as bed:
+        procs = bed_pair(bed, prog, ["sizes", str(128 << 20)], tmp_path)
+        outs = cut_rail_midway(bed, procs, rail=2)
+    for rc, out, err in outs:
+        assert rc == 3 and "error TETHER_ERR_PEER_LOST" in out, (rc, out, err[-3000:])

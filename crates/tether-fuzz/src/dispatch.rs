@@ -96,6 +96,7 @@ fn check_class(header: &FrameHeader, kind: LinkKind, open: bool, class: &Result<
         | FrameKind::Cts
         | FrameKind::Data
         | FrameKind::ReadDone
+        | FrameKind::Landed
         | FrameKind::RmaRequest
         | FrameKind::RmaReply => {
             // A payload in a file is announced beside a socket or ring,

@@ -32,7 +32,9 @@
 //! - once every peer is lost, every request that needs a peer has
 //!   completed and nothing is left to send or to copy.
 
-use tether_proto::wire::{FLAG_PAYLOAD_IN_FILE, FLAG_REMOTE_KEY, FLAG_SPLIT, HEADER_LEN};
+use tether_proto::wire::{
+    FLAG_CHUNK, FLAG_PAYLOAD_IN_FILE, FLAG_REMOTE_KEY, FLAG_SPLIT, HEADER_LEN,
+};
 use tether_proto::{
     Completion, CompletionError, Engine, EngineConfig, FrameHeader, FrameKind, PayloadSink,
     PutSource, Region, RemoteKey, ReqId, RmaKind, RmaStatus, SinkToken, TransmitPayload,
@@ -260,7 +262,7 @@ impl Harness {
             Rts,
             Cts,
             Data,
-            Cts,
+            Landed,
             Data,
             Hello,
             HelloAck,
@@ -334,8 +336,16 @@ impl Harness {
                 }
                 if b & 0x20 != 0 {
                     header.flags = FLAG_PAYLOAD_IN_FILE;
+                } else if b & 0x40 != 0 {
+                    // A chunk of striped data: some part of the grant.
+                    header.flags = FLAG_CHUNK;
+                    let offset = u64::from(input.u16()?);
+                    header.sender_req = offset;
+                    header.payload_len =
+                        header.payload_len.saturating_sub(offset) % (u64::from(input.u16()?) + 1);
                 }
             }
+            Landed => header.receiver_req = u64::from(input.u8()?),
             Hello | HelloAck | HelloReject | Challenge | Proof => {
                 header.payload_len = u64::from(input.u8()?)
             }
@@ -380,6 +390,7 @@ impl Harness {
                     | FrameKind::Cts
                     | FrameKind::Data
                     | FrameKind::ReadDone
+                    | FrameKind::Landed
             ),
             "the engine took a frame off the data path: {header:?}"
         );

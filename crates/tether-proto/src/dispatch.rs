@@ -88,6 +88,7 @@ pub fn classify(header: &FrameHeader, kind: LinkKind, open: bool) -> Result<Clas
         | FrameKind::Cts
         | FrameKind::Data
         | FrameKind::ReadDone
+        | FrameKind::Landed
         | FrameKind::RmaRequest
         | FrameKind::RmaReply
             if !open =>
@@ -104,6 +105,7 @@ pub fn classify(header: &FrameHeader, kind: LinkKind, open: bool) -> Result<Clas
         | FrameKind::Cts
         | FrameKind::Data
         | FrameKind::ReadDone
+        | FrameKind::Landed
         | FrameKind::RmaRequest
         | FrameKind::RmaReply => {
             if header.flags & FLAG_PAYLOAD_IN_FILE != 0 {
@@ -232,6 +234,7 @@ mod tests {
             FrameKind::Cts,
             FrameKind::Data,
             FrameKind::ReadDone,
+            FrameKind::Landed,
             FrameKind::RmaRequest,
             FrameKind::RmaReply,
         ] {

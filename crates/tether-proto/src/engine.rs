@@ -68,8 +68,8 @@ mod striped;
 
 pub use onesided::{Apply, ApplyStatus, FlushMark, Reduction, RmaError, RmaTarget};
 use remote::{key_sink, keyed, PutState, RemoteRecv};
-use striped::ChunksReceived;
 pub use striped::Stripe;
+use striped::{ChunksReceived, StripedSend};
 
 /// Settings of one engine.
 #[derive(Debug, Clone, Copy)]
@@ -151,11 +151,14 @@ pub struct SinkToken(Token);
 #[derive(Debug)]
 enum Token {
     Recv(ReqId),
-    /// A chunk of `len` bytes of a striped receive's data.
+    /// The chunk at `offset`, `len` bytes, of a striped receive's data.
     Chunk {
         req: ReqId,
+        offset: u64,
         len: u64,
     },
+    /// A chunk sent again for a receive already complete: dropped.
+    Stray,
     Unexpected(Envelope),
     /// The remote key of a keyed `Rts` or `Cts` from `peer`.
     Key {
@@ -331,10 +334,12 @@ pub struct Engine {
     onesided: onesided::OneSided,
     /// Peers whose rendezvous data goes in chunks (`engine/striped.rs`).
     stripes: HashMap<u32, Stripe>,
-    /// Striped sends: chunks the transport has yet to take.
-    chunks_to_hand_over: HashMap<ReqId, u64>,
+    /// Sends whose data went in chunks, until they complete.
+    striped_sends: HashMap<ReqId, StripedSend>,
     /// Striped receives: what their chunks have brought so far.
     chunks_received: HashMap<ReqId, ChunksReceived>,
+    /// Peers a rail to which failed (`engine/striped.rs`).
+    rails_failed: HashSet<u32>,
 }
 
 /// Spare unexpected-message buffers kept at most, and the largest kept
@@ -364,8 +369,9 @@ impl Engine {
             rma: VecDeque::new(),
             onesided: onesided::OneSided::default(),
             stripes: HashMap::default(),
-            chunks_to_hand_over: HashMap::default(),
+            striped_sends: HashMap::default(),
             chunks_received: HashMap::default(),
+            rails_failed: HashSet::default(),
         }
     }
 
@@ -830,34 +836,48 @@ impl Engine {
 
     /// A frame whose `completes` named `req` was handed to the transport.
     pub fn transmit_done(&mut self, req: ReqId) {
-        match self.requests.get(req) {
+        let live_send = matches!(
+            self.requests.get(req),
             Some(Request {
-                kind: Kind::Send { tag, region, .. },
+                kind: Kind::Send { .. },
                 done: None,
                 ..
-            }) => {
-                let (tag, bytes) = (*tag, region.len as u64);
-                if !self.handed_over_all(req) {
-                    return;
-                }
-                let sent = Completion {
-                    source: self.config.me,
-                    tag,
-                    bytes,
-                    error: None,
-                };
-                self.complete(req, sent);
+            })
+        );
+        if live_send {
+            if self.striped_handed_over(req) {
+                self.send_complete(req);
             }
-            Some(Request {
-                kind: Kind::OneSided { target, bytes },
-                done: None,
-                ..
-            }) => {
-                let (target, bytes) = (*target, *bytes);
-                self.rput_handed_over(req, target, bytes);
-            }
-            _ => {}
+            return;
         }
+        if let Some(Request {
+            kind: Kind::OneSided { target, bytes },
+            done: None,
+            ..
+        }) = self.requests.get(req)
+        {
+            let (target, bytes) = (*target, *bytes);
+            self.rput_handed_over(req, target, bytes);
+        }
+    }
+
+    /// Completes send `req`: all its data is handed over (or landed).
+    fn send_complete(&mut self, req: ReqId) {
+        let Some(Request {
+            kind: Kind::Send { tag, region, .. },
+            done: None,
+            ..
+        }) = self.requests.get(req)
+        else {
+            return;
+        };
+        let sent = Completion {
+            source: self.config.me,
+            tag: *tag,
+            bytes: region.len as u64,
+            error: None,
+        };
+        self.complete(req, sent);
     }
 
     /// Handles a data-path header from `peer`; returns where its payload goes.
@@ -893,6 +913,7 @@ impl Engine {
             }
             FrameKind::Data => self.on_data(peer, header),
             FrameKind::ReadDone => self.on_read_done(peer, header),
+            FrameKind::Landed => self.on_landed(peer, header),
             FrameKind::RmaRequest => self.on_rma_request(peer, header),
             FrameKind::RmaReply => self.on_rma_reply(peer, header),
             other => Err(WireError::UnexpectedFrame {
@@ -1061,10 +1082,13 @@ impl Engine {
                 ..
             }) if *source == peer => (*region, *source, *tag, *size, *granted, *remote),
             _ => {
+                if let Some(drop) = self.stray_chunk(peer, header) {
+                    return Ok(drop);
+                }
                 return Err(WireError::UnknownHandle {
                     kind: FrameKind::Data,
                     handle: header.receiver_req,
-                })
+                });
             }
         };
         if header.flags & crate::wire::FLAG_WRITTEN != 0 {
@@ -1163,23 +1187,28 @@ impl Engine {
     /// `owned` is the buffer of a [`PayloadSink::Owned`], `None` otherwise.
     pub fn payload_done(&mut self, token: SinkToken, owned: Option<Vec<u8>>) {
         match token.0 {
-            Token::Chunk { req, len } => {
-                let granted = match self.requests.get(req) {
+            Token::Chunk { req, offset, len } => {
+                let (source, granted) = match self.requests.get(req) {
                     Some(Request {
                         kind:
                             Kind::Recv {
-                                state: RecvState::Matched { granted, .. },
+                                state:
+                                    RecvState::Matched {
+                                        source, granted, ..
+                                    },
                                 ..
                             },
                         done: None,
                         ..
-                    }) => *granted,
+                    }) => (*source, *granted),
                     _ => return,
                 };
-                if self.chunk_read(req, len, granted) {
+                if self.chunk_read(req, offset, len, granted) {
+                    self.say_landed(source, req);
                     self.payload_done(SinkToken(Token::Recv(req)), None);
                 }
             }
+            Token::Stray => {}
             Token::Recv(req) => {
                 if let Some(Request {
                     kind:

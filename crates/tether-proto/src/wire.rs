@@ -33,7 +33,7 @@ pub mod onesided;
 /// The four bytes every frame starts with.
 pub const MAGIC: [u8; 4] = *b"TTHR";
 /// The protocol version this build speaks; a peer with another version is refused.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Size of an encoded [`FrameHeader`].
 pub const HEADER_LEN: usize = 56;
 /// The largest payload of a control frame (handshake, reject reason).
@@ -108,6 +108,11 @@ pub enum FrameKind {
     /// Connector of an authenticated handshake, answering a `Challenge`:
     /// payload is its proof of the key.
     Proof = 14,
+    /// The receiver of striped data (`Data` frames flagged
+    /// [`FLAG_CHUNK`]) has all of it in its buffer: `receiver_req` names
+    /// the receive. The sender may reuse its buffer (it keeps it until
+    /// then, to send chunks again after a rail failed).
+    Landed = 15,
 }
 
 impl FrameKind {
@@ -127,6 +132,7 @@ impl FrameKind {
             12 => FrameKind::RmaReply,
             13 => FrameKind::Challenge,
             14 => FrameKind::Proof,
+            15 => FrameKind::Landed,
             _ => return None,
         })
     }
@@ -252,7 +258,8 @@ impl FrameHeader {
             | FrameKind::Cts
             | FrameKind::Bye
             | FrameKind::Abort
-            | FrameKind::ReadDone => 0,
+            | FrameKind::ReadDone
+            | FrameKind::Landed => 0,
         };
         if payload_len > max {
             return Err(WireError::BadLength {

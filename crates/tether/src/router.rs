@@ -299,6 +299,7 @@ impl Router {
             .collect();
         let tcp = MultiRail::new(
             rails,
+            universe.my_universe_rank(),
             RailPolicy::of(settings.rail_policy()),
             rail_stripe(settings),
         );
@@ -1112,7 +1113,9 @@ fn drain(
     for event in from.links.drain(..) {
         match event {
             LinkEvent::Lost { peer, error } => losing.push((peer, error)),
-            abort @ LinkEvent::Abort { .. } => events.links.push(abort),
+            other @ (LinkEvent::Abort { .. } | LinkEvent::RailLost { .. }) => {
+                events.links.push(other)
+            }
         }
     }
 }

@@ -188,6 +188,12 @@ impl Transports {
             match event {
                 LinkEvent::Lost { peer, .. } => engine.peer_lost(peer),
                 LinkEvent::Abort { peer, code } => self.aborts.push((peer, code)),
+                LinkEvent::RailLost { peer, rail, error } => {
+                    tracing::warn!(
+                        "rail {rail} to universe rank {peer} failed ({error}); its chunks go again on the other rails"
+                    );
+                    engine.rail_lost(peer);
+                }
             }
         }
         moved

@@ -29,6 +29,13 @@ pub enum LinkEvent {
     Lost { peer: u32, error: Error },
     /// The peer aborted the universe.
     Abort { peer: u32, code: i32 },
+    /// One of several rails to the peer failed (`rails.rs`); the peer is
+    /// still reached on the others. Chunks it may have lost go again.
+    RailLost {
+        peer: u32,
+        rail: usize,
+        error: Error,
+    },
 }
 
 /// A transport's reports since the router last drained them.

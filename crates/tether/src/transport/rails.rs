@@ -5,47 +5,59 @@
 //! [`MultiRail`] holds one transport per rail (TCP: one listener each,
 //! published in the rendezvous, on the interfaces of
 //! `TETHER_TCP_INTERFACE`). Every frame that carries MPI's order (eager
-//! messages, `Rts`, `Cts`, the one-sided and control frames, a whole
-//! `Data` frame) goes on the peer's *home* rail, fixed for the run and
-//! assigned round-robin over peers as they are first used (the Tofu-D
-//! paper's TNI-RR), so that order holds without reordering buffers. The
-//! engine cuts large rendezvous data into chunks (`FLAG_CHUNK`, see
-//! `tether_proto`'s `engine/striped.rs`) because the caps say so
-//! ([`Caps::stripe`]); each chunk goes on the rail the [`RailPolicy`]
-//! picks among the rails both sides have, and lands in place in the
-//! receive buffer whichever rail brings it.
+//! messages, `Rts`, `Cts`, `Landed`, the one-sided and control frames, a
+//! whole `Data` frame) goes on the pair's *home* rail, so that order
+//! holds without reordering buffers. The home of a pair is rail
+//! `(a + b) mod width` of universe ranks `a` and `b` over the `width`
+//! rails both publish: the same rail seen from both sides, and a
+//! process's peers dealt round-robin over its rails (the Tofu-D paper's
+//! TNI-RR). Until a peer's address says how many rails it has, its frames
+//! wait (given back as [`NoResource`]) and only rail 0, which every peer
+//! has, connects to it. The engine cuts large rendezvous data into chunks
+//! (`FLAG_CHUNK`, see `tether_proto`'s `engine/striped.rs`) because the
+//! caps say so ([`Caps::stripe`]); each chunk goes on the rail the
+//! [`RailPolicy`] picks among the pair's live rails, and lands in place
+//! in the receive buffer whichever rail brings it.
 //!
 //! Events: each rail reports in its own [`Events`]; after every call the
 //! composite drains them into its own (as the router drains its
 //! transports), remembering which rail each data-path frame came from, so
 //! that the frame's delivery ([`Transport::place`]) goes back to that
-//! rail. A rail that loses a peer loses the peer for the composite: the
-//! chunks it had taken are not sent again on the others (not done yet;
-//! docs/transports.md says so).
+//! rail.
 //!
-//! Costs: on one rail the composite adds a branch per call (`rails == 1`
-//! goes straight to rail 0). On several, a frame to a peer costs one hash
-//! lookup for its home rail; `least_used` costs one `ioctl` per rail per
-//! chunk to read each socket's send queue, `round_robin` nothing.
+//! Failure: a rail that loses a peer is taken out for that peer (both
+//! sides see the link fail). The chunks it had taken and not yet written
+//! are reported sent (nothing reads them again, so their buffers are
+//! free), and the loss is reported as [`LinkEvent::RailLost`], on which
+//! the engine sends again every chunk of its sends to the peer that have
+//! not landed. The home rail carries the pair's order: its loss is the
+//! peer's ([`LinkEvent::Lost`]), as a single connection's is.
+//!
+//! Costs: on one rail the composite adds a branch per call. On several, a
+//! frame costs one hash lookup for its pair's rails; `least_used` costs
+//! one `ioctl` per live rail per chunk to read each socket's send queue,
+//! `round_robin` nothing.
 
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap as HashMap;
 use tether_proto::{
-    FileData, FrameKind, PayloadSink, RmaOp, RmaStatus, Stripe, Transmit, WireError, FLAG_CHUNK,
+    FileData, FrameKind, PayloadSink, ReqId, RmaOp, RmaStatus, Stripe, Transmit, WireError,
+    FLAG_CHUNK,
 };
 
 use super::api::{Caps, NoResource, Transport};
-use super::events::Events;
+use super::events::{Events, LinkEvent};
+use crate::error::Error;
 
 /// Which rail takes each chunk of striped data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RailPolicy {
-    /// Each rail in turn: free to decide, and as good as any choice when
-    /// the rails are equal.
+    /// Each live rail in turn: free to decide, and as good as any choice
+    /// when the rails are equal.
     RoundRobin,
-    /// The rail with the fewest bytes to the peer not yet taken by it:
-    /// follows unequal rails, for a system call per rail per chunk.
+    /// The live rail with the fewest bytes to the peer not yet taken by
+    /// it: follows unequal rails, for a system call per rail per chunk.
     LeastUsed,
 }
 
@@ -67,14 +79,21 @@ pub trait Rail: Transport {
     fn rails_of(&self, peer: u32) -> Option<usize>;
 }
 
+/// The most rails a composite takes (a bit each in [`PeerRails::dead`]).
+pub const MAX_RAILS: usize = 32;
+
 pub struct MultiRail<T> {
     rails: Vec<T>,
+    /// This process's universe rank (for the pairs' home rails).
+    me: u32,
     policy: RailPolicy,
     stripe: Stripe,
-    /// Each peer's home rail, and how many rails both sides have.
+    /// Each peer's rails, once its address is known.
     peers: HashMap<u32, PeerRails>,
-    next_home: usize,
     next_chunk: usize,
+    /// Chunk frames each rail has taken and not yet reported sent, by
+    /// (rail, send): (peer, count). What a failed rail drops.
+    unsent_chunks: HashMap<(usize, ReqId), (u32, u32)>,
     /// What the rails reported, drained after every call.
     pub events: Events,
     /// The rail each frame of `events.frames` came from, in order.
@@ -84,22 +103,35 @@ pub struct MultiRail<T> {
 #[derive(Debug, Clone, Copy)]
 struct PeerRails {
     home: usize,
-    /// Rails `0..width` reach the peer; `None` until its address is
-    /// known (then chunks stay home).
-    width: Option<usize>,
+    /// Rails `0..width` reach the peer.
+    width: usize,
+    /// Rails taken out for this peer (a bit per rail).
+    dead: u32,
+}
+
+impl PeerRails {
+    /// The pair's rails that have not failed.
+    fn live(self) -> impl Iterator<Item = usize> {
+        (0..self.width).filter(move |rail| self.dead & (1 << rail) == 0)
+    }
 }
 
 impl<T: Rail> MultiRail<T> {
-    /// `rails`: rail 0 first; at least one.
-    pub fn new(rails: Vec<T>, policy: RailPolicy, stripe: Stripe) -> MultiRail<T> {
-        assert!(!rails.is_empty(), "a composite of no rails");
+    /// `rails`: rail 0 first, 1 to [`MAX_RAILS`] of them. `me`: this
+    /// process's universe rank.
+    pub fn new(rails: Vec<T>, me: u32, policy: RailPolicy, stripe: Stripe) -> MultiRail<T> {
+        assert!(
+            (1..=MAX_RAILS).contains(&rails.len()),
+            "a composite of 1 to {MAX_RAILS} rails"
+        );
         MultiRail {
             rails,
+            me,
             policy,
             stripe,
             peers: HashMap::default(),
-            next_home: 0,
             next_chunk: 0,
+            unsent_chunks: HashMap::default(),
             events: Events::default(),
             origins: VecDeque::new(),
         }
@@ -122,64 +154,93 @@ impl<T: Rail> MultiRail<T> {
         self.stripe = stripe;
     }
 
-    /// The home rail of `peer`, chosen at its first use.
-    pub fn home_of(&mut self, peer: u32) -> usize {
-        self.peer(peer).home
+    /// The home rail of the pair with `peer`, once the peer's address
+    /// says how many rails it has.
+    pub fn home_of(&mut self, peer: u32) -> Option<usize> {
+        self.peer(peer).map(|p| p.home)
     }
 
-    fn peer(&mut self, peer: u32) -> PeerRails {
-        if let Some(p) = self.peers.get_mut(&peer) {
-            if p.width.is_none() {
-                p.width = self.rails[0]
-                    .rails_of(peer)
-                    .map(|w| w.min(self.rails.len()));
-            }
-            return *p;
-        }
-        let width = self.rails[0]
-            .rails_of(peer)
-            .map(|w| w.min(self.rails.len()));
-        // A home beyond what the peer has would never connect; before
-        // its address is known, rail 0 (every peer has it).
-        let home = match width {
-            Some(w) if w > 1 => {
-                self.next_home += 1;
-                (self.next_home - 1) % w
-            }
-            _ => 0,
-        };
-        let p = PeerRails { home, width };
-        self.peers.insert(peer, p);
-        p
-    }
-
-    /// The rail for `t`: its peer's home, or for a chunk the policy's.
-    fn rail_for(&mut self, t: &Transmit) -> usize {
+    fn peer(&mut self, peer: u32) -> Option<PeerRails> {
         if self.rails.len() == 1 {
-            return 0;
+            return Some(PeerRails {
+                home: 0,
+                width: 1,
+                dead: 0,
+            });
         }
-        let p = self.peer(t.peer);
-        let width = p.width.unwrap_or(1);
-        if t.header.kind != FrameKind::Data || t.header.flags & FLAG_CHUNK == 0 || width < 2 {
-            return p.home;
+        if let Some(p) = self.peers.get(&peer) {
+            return Some(*p);
         }
-        match self.policy {
+        let width = self.rails[0].rails_of(peer)?.clamp(1, self.rails.len());
+        let p = PeerRails {
+            home: (self.me as usize + peer as usize) % width,
+            width,
+            dead: 0,
+        };
+        self.peers.insert(peer, p);
+        Some(p)
+    }
+
+    /// The rail for `t`: its pair's home, or for a chunk the policy's
+    /// among the live rails; `None` while the peer's rails are unknown.
+    fn rail_for(&mut self, t: &Transmit) -> Option<usize> {
+        let p = self.peer(t.peer)?;
+        let chunk = t.header.kind == FrameKind::Data && t.header.flags & FLAG_CHUNK != 0;
+        if !chunk || p.width < 2 {
+            return Some(p.home);
+        }
+        Some(match self.policy {
             RailPolicy::RoundRobin => {
-                self.next_chunk += 1;
-                (self.next_chunk - 1) % width
+                let turn = self.next_chunk % p.live().count();
+                self.next_chunk = self.next_chunk.wrapping_add(1);
+                p.live().nth(turn).unwrap_or(p.home)
             }
-            RailPolicy::LeastUsed => (0..width)
+            RailPolicy::LeastUsed => p
+                .live()
                 .min_by_key(|&rail| (self.rails[rail].unwritten_to(t.peer), rail != p.home))
                 .unwrap_or(p.home),
+        })
+    }
+
+    /// Rail `rail` lost `peer`: the peer's loss if it is the pair's home
+    /// (or the pair's rails are unknown), else the rail is taken out for
+    /// the peer and the chunks it dropped are reported sent.
+    fn rail_lost(&mut self, rail: usize, peer: u32, error: Error) -> LinkEvent {
+        let Some(p) = self.peers.get_mut(&peer).filter(|p| p.home != rail) else {
+            return LinkEvent::Lost { peer, error };
+        };
+        p.dead |= 1 << rail;
+        let dropped: Vec<(ReqId, u32)> = self
+            .unsent_chunks
+            .iter()
+            .filter(|(&(r, _), &(to, _))| r == rail && to == peer)
+            .map(|(&(_, req), &(_, count))| (req, count))
+            .collect();
+        for (req, count) in dropped {
+            self.unsent_chunks.remove(&(rail, req));
+            self.events
+                .sent
+                .extend(std::iter::repeat_n(req, count as usize));
         }
+        LinkEvent::RailLost { peer, rail, error }
     }
 
     /// Drains every rail's events into the composite's own.
     pub fn collect(&mut self) {
-        for (index, rail) in self.rails.iter_mut().enumerate() {
-            let from = rail.events();
+        for index in 0..self.rails.len() {
+            let from = self.rails[index].events();
             if from.is_empty() {
                 continue;
+            }
+            if !self.unsent_chunks.is_empty() {
+                for req in &from.sent {
+                    if let Some((_, count)) = self.unsent_chunks.get_mut(&(index, *req)) {
+                        *count -= 1;
+                        if *count == 0 {
+                            self.unsent_chunks.remove(&(index, *req));
+                        }
+                    }
+                }
             }
             let to = &mut self.events;
             to.sent.append(&mut from.sent);
@@ -188,8 +249,17 @@ impl<T: Rail> MultiRail<T> {
                 to.frames.push_back(frame);
                 self.origins.push_back(index);
             }
-            to.links.append(&mut from.links);
             to.reached.append(&mut from.reached);
+            let links = std::mem::take(&mut from.links);
+            for event in links {
+                let event = match event {
+                    LinkEvent::Lost { peer, error } if self.rails.len() > 1 => {
+                        self.rail_lost(index, peer, error)
+                    }
+                    other => other,
+                };
+                self.events.links.push(event);
+            }
         }
     }
 
@@ -215,15 +285,25 @@ impl<T: Rail> Transport for MultiRail<T> {
         }
     }
 
+    /// A frame for a peer whose rails are not known yet is given back.
     fn send(&mut self, t: Transmit) -> Result<(), NoResource> {
-        let rail = self.rail_for(&t);
+        let Some(rail) = self.rail_for(&t) else {
+            return Err(NoResource(t));
+        };
+        let counted = (t.header.flags & FLAG_CHUNK != 0 && self.rails.len() > 1)
+            .then_some(t.completes)
+            .flatten()
+            .map(|req| (req, t.peer));
         let result = self.rails[rail].send(t);
+        if let (Ok(()), Some((req, peer))) = (&result, counted) {
+            self.unsent_chunks.entry((rail, req)).or_insert((peer, 0)).1 += 1;
+        }
         self.collect();
         result
     }
 
     fn rma(&mut self, op: &RmaOp) -> RmaStatus {
-        let home = self.home_of(op.peer);
+        let home = self.home_of(op.peer).unwrap_or(0);
         let status = self.rails[home].rma(op);
         self.collect();
         status

@@ -29,10 +29,12 @@ impl MultiRail<TcpTransport> {
         self.collect();
     }
 
-    /// Connects to `peer` on its home rail (the other rails connect when
-    /// a chunk first goes on them).
+    /// Connects to `peer` on the pair's home rail (the other rails
+    /// connect when a chunk first goes on them), or on rail 0 while the
+    /// peer's address is not known: its connect attempt waits for the
+    /// address and fails the peer at the connect timeout.
     pub fn start_connect(&mut self, peer: u32) {
-        let home = self.home_of(peer);
+        let home = self.home_of(peer).unwrap_or(0);
         self.rails_mut()[home].start_connect(peer);
         self.collect();
     }

@@ -50,6 +50,9 @@ impl Rail for Recorder {
     }
 }
 
+/// This process's universe rank.
+const ME: u32 = 5;
+
 const STRIPE: Stripe = Stripe {
     threshold: 100,
     chunk: 10,
@@ -62,7 +65,7 @@ fn composite(rails: usize, peer_rails: Option<usize>, policy: RailPolicy) -> Mul
             ..Recorder::default()
         })
         .collect();
-    MultiRail::new(rails, policy, STRIPE)
+    MultiRail::new(rails, ME, policy, STRIPE)
 }
 
 fn frame(peer: u32, kind: FrameKind, flags: u8, len: usize) -> Transmit {
@@ -100,7 +103,7 @@ fn ordered_frames_stay_on_the_peers_home_rail_and_homes_go_round() {
             m.send(frame(peer, kind, 0, 500)).unwrap();
         }
     }
-    // Peers 7, 8, 9, 10 live on rails 0, 1, 2, 0: four frames each.
+    // Homes (5 + peer) mod 3: peers 7, 8, 9, 10 on rails 0, 1, 2, 0.
     assert_eq!(taken(&m), [8, 4, 4]);
     for (rail, peers) in [(0, vec![7, 10]), (1, vec![8]), (2, vec![9])] {
         let mut seen: Vec<u32> = m.rails()[rail].sent.iter().map(|t| t.peer).collect();
@@ -146,13 +149,64 @@ fn a_peer_with_fewer_rails_is_reached_on_those_it_has() {
         m.send(chunk(1, 10)).unwrap();
     }
     assert_eq!(taken(&m), [3, 3, 0, 0]);
-    // Unknown address: everything stays on rail 0, every peer has it.
-    let mut unknown = composite(4, None, RailPolicy::RoundRobin);
-    for _ in 0..3 {
-        unknown.send(chunk(1, 10)).unwrap();
-        unknown.send(frame(2, FrameKind::Eager, 0, 4)).unwrap();
+}
+
+#[test]
+fn frames_wait_until_the_peers_rails_are_known() {
+    let mut m = composite(4, None, RailPolicy::RoundRobin);
+    assert!(m.send(frame(2, FrameKind::Eager, 0, 4)).is_err());
+    assert!(m.send(chunk(2, 10)).is_err());
+    assert_eq!(m.home_of(2), None);
+    for rail in m.rails_mut() {
+        rail.peer_rails = Some(2);
     }
-    assert_eq!(taken(&unknown), [6, 0, 0, 0]);
+    assert!(m.send(frame(2, FrameKind::Eager, 0, 4)).is_ok());
+    assert_eq!(m.home_of(2), Some(1), "(5 + 2) mod 2");
+    assert_eq!(taken(&m), [0, 1, 0, 0]);
+}
+
+#[test]
+fn a_failed_rail_is_taken_out_and_reports_its_unsent_chunks_sent() {
+    let mut m = composite(3, Some(3), RailPolicy::RoundRobin);
+    let peer = 1; // home (5 + 1) mod 3 = rail 0
+    let send = ReqId::from_wire(7);
+    for _ in 0..6 {
+        let mut t = chunk(peer, 10);
+        t.completes = Some(send);
+        m.send(t).unwrap();
+    }
+    assert_eq!(taken(&m), [2, 2, 2]);
+    // Rail 2 wrote one of its chunks, then lost the peer.
+    m.rails_mut()[2].events.sent.push(send);
+    m.collect();
+    assert_eq!(m.events.sent.drain(..).count(), 1);
+    let error = crate::error::err(crate::error::ErrorClass::PeerLost, "cut");
+    m.rails_mut()[2].events.lost(peer, error.clone());
+    m.collect();
+    assert_eq!(
+        m.events.sent.drain(..).collect::<Vec<_>>(),
+        [send],
+        "the one it dropped"
+    );
+    assert!(matches!(
+        m.events.links.pop(),
+        Some(LinkEvent::RailLost {
+            peer: 1,
+            rail: 2,
+            ..
+        })
+    ));
+    for _ in 0..4 {
+        m.send(chunk(peer, 10)).unwrap();
+    }
+    assert_eq!(taken(&m), [4, 4, 2], "rail 2 takes no more");
+    // The home rail's loss is the peer's.
+    m.rails_mut()[0].events.lost(peer, error);
+    m.collect();
+    assert!(matches!(
+        m.events.links.pop(),
+        Some(LinkEvent::Lost { peer: 1, .. })
+    ));
 }
 
 #[test]
