@@ -329,14 +329,14 @@ settings! {
         default: "1",
         kind: Kind::Number { min: 1, max: 16 },
         hint: false,
-        meaning: "TCP connections (rails) per peer: control frames and small messages stay on one of them, rendezvous data from TETHER_RAIL_THRESHOLD bytes on is striped over all in chunks of TETHER_RAIL_CHUNK (docs/transports.md); a start-up setting, since each rail's listener is published at start; a peer with fewer rails is reached on as many as both have",
+        meaning: "TCP connections (rails) per peer: control frames and small messages stay on one of them, rendezvous data from TETHER_RAIL_THRESHOLD bytes on is striped over all in chunks of TETHER_RAIL_CHUNK (docs/transports.md); a rail that fails is taken out and its chunks go again on the others (the home rail's loss is the peer's); a start-up setting, since each rail's listener is published at start; a peer with fewer rails is reached on as many as both have",
     };
     rail_policy as RailPolicy: Choice = Setting {
         key: "RAIL_POLICY",
         default: "round_robin",
         kind: Kind::Choice(&["round_robin", "least_used"]),
         hint: true,
-        meaning: "which rail takes each chunk: round_robin, each rail in turn (cheapest; best on equal rails); least_used, the rail with the fewest bytes waiting to be written (balances unequal rails); a peer's small messages stay on its home rail either way (homes assigned round-robin over peers)",
+        meaning: "which rail takes each chunk: round_robin, each rail in turn (cheapest; best on equal rails); least_used, the rail with the fewest bytes waiting to be written (balances unequal rails); either way a pair's ordered frames and small messages stay on its home rail, (a + b) mod rails for universe ranks a and b, so a process's peers are dealt round-robin over its rails",
     };
     rail_threshold as RailThreshold: Number = Setting {
         key: "RAIL_THRESHOLD",

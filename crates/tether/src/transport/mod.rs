@@ -34,5 +34,19 @@ pub fn availability() -> Vec<(&'static str, std::result::Result<String, String>)
             "hybrid",
             Ok("usable: shm or tcp for control and small messages, files in TETHER_FILE_DIR for payloads above TETHER_HYBRID_THRESHOLD".into()),
         ),
+        ("ucx", ucx_availability()),
     ]
+}
+
+/// `ucx` is not a transport yet (docs/transports.md); what `tether info`
+/// can say is whether the UCX library it will use loads here (`dlopen`,
+/// `crates/tether-ucx`: nothing links against it).
+fn ucx_availability() -> std::result::Result<String, String> {
+    let found = match tether_ucx::Ucp::load() {
+        Ok(ucp) => format!("UCX {} loads here", ucp.version_string()),
+        Err(e) => e.reason,
+    };
+    Err(format!(
+        "not a transport yet (the binding, crates/tether-ucx, is; docs/transports.md): {found}"
+    ))
 }
