@@ -18,9 +18,13 @@ from conftest import clean_env, tether_run, universe
 sys.path.insert(0, os.path.dirname(__file__))
 import railbed  # noqa: E402
 
-# (rails, policy): two equal rails the cheap way, four the balancing way.
+# (rails, policy): the long suites run two of the four set-ups (two rails
+# the cheap way, four the balancing way); the point-to-point scenarios,
+# quick, run all four.
 SETUPS = [("2", "round_robin"), ("4", "least_used")]
 IDS = ["2-round_robin", "4-least_used"]
+ALL_SETUPS = SETUPS + [("2", "least_used"), ("4", "round_robin")]
+ALL_IDS = IDS + ["2-least_used", "4-round_robin"]
 
 
 def rails_env(env, rails, policy):
@@ -29,7 +33,7 @@ def rails_env(env, rails, policy):
     return env
 
 
-@pytest.mark.parametrize("rails,policy", SETUPS, ids=IDS)
+@pytest.mark.parametrize("rails,policy", ALL_SETUPS, ids=ALL_IDS)
 @pytest.mark.parametrize("scenario", ["pairs", "wildcards", "truncation", "probe", "cancel", "odd", "blocking_order"])
 def test_p2p_scenarios_over_rails(built, program, scenario, rails, policy):
     args, env = universe(program("p2p_suite"), scenario)

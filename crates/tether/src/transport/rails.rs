@@ -19,6 +19,14 @@
 //! [`RailPolicy`] picks among the pair's live rails, and lands in place
 //! in the receive buffer whichever rail brings it.
 //!
+//! Chunks are pulled, not pushed: a rail takes a chunk only when nothing
+//! of the peer's waits for it in user space (its socket took everything
+//! so far), else the chunk is given back ([`NoResource`]) and offered
+//! again once a socket drained (its writable event wakes the process).
+//! The kernel's send buffer is then each rail's only queue, and the
+//! choice of rail is made when a rail can send, not when the engine cut
+//! the message: on unequal rails the fast one takes more chunks.
+//!
 //! Events: each rail reports in its own [`Events`]; after every call the
 //! composite drains them into its own (as the router drains its
 //! transports), remembering which rail each data-path frame came from, so
@@ -77,6 +85,9 @@ pub trait Rail: Transport {
     fn unwritten_to(&self, peer: u32) -> u64;
     /// How many rails `peer` has, once known.
     fn rails_of(&self, peer: u32) -> Option<usize>;
+    /// Whether the link to `peer` writes a frame given now at once
+    /// (nothing of it waits in user space).
+    fn has_room(&self, peer: u32) -> bool;
 }
 
 /// The most rails a composite takes (a bit each in [`PeerRails::dead`]).
@@ -98,6 +109,9 @@ pub struct MultiRail<T> {
     pub events: Events,
     /// The rail each frame of `events.frames` came from, in order.
     origins: VecDeque<usize>,
+    /// Peers to connect to once their address says which rail is the
+    /// pair's home, and until when to wait for it (`rails/tcp.rs`).
+    homeless: Vec<(u32, std::time::Instant)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -134,6 +148,7 @@ impl<T: Rail> MultiRail<T> {
             unsent_chunks: HashMap::default(),
             events: Events::default(),
             origins: VecDeque::new(),
+            homeless: Vec::new(),
         }
     }
 
@@ -182,24 +197,30 @@ impl<T: Rail> MultiRail<T> {
     }
 
     /// The rail for `t`: its pair's home, or for a chunk the policy's
-    /// among the live rails; `None` while the peer's rails are unknown.
+    /// among the live rails that have room; `None` while the peer's
+    /// rails are unknown, or no rail the policy allows has room.
     fn rail_for(&mut self, t: &Transmit) -> Option<usize> {
         let p = self.peer(t.peer)?;
         let chunk = t.header.kind == FrameKind::Data && t.header.flags & FLAG_CHUNK != 0;
-        if !chunk || p.width < 2 {
+        let live = p.live().count();
+        if !chunk || live < 2 {
             return Some(p.home);
         }
-        Some(match self.policy {
+        let peer = t.peer;
+        match self.policy {
             RailPolicy::RoundRobin => {
-                let turn = self.next_chunk % p.live().count();
+                let rail = p.live().nth(self.next_chunk % live)?;
+                if !self.rails[rail].has_room(peer) {
+                    return None;
+                }
                 self.next_chunk = self.next_chunk.wrapping_add(1);
-                p.live().nth(turn).unwrap_or(p.home)
+                Some(rail)
             }
             RailPolicy::LeastUsed => p
                 .live()
-                .min_by_key(|&rail| (self.rails[rail].unwritten_to(t.peer), rail != p.home))
-                .unwrap_or(p.home),
-        })
+                .filter(|&rail| self.rails[rail].has_room(peer))
+                .min_by_key(|&rail| (self.rails[rail].unwritten_to(peer), rail != p.home)),
+        }
     }
 
     /// Rail `rail` lost `peer`: the peer's loss if it is the pair's home
@@ -285,7 +306,8 @@ impl<T: Rail> Transport for MultiRail<T> {
         }
     }
 
-    /// A frame for a peer whose rails are not known yet is given back.
+    /// A frame for a peer whose rails are not known yet, and a chunk no
+    /// rail has room for, are given back.
     fn send(&mut self, t: Transmit) -> Result<(), NoResource> {
         let Some(rail) = self.rail_for(&t) else {
             return Err(NoResource(t));

@@ -6,9 +6,14 @@
 use std::time::{Duration, Instant};
 
 use super::{MultiRail, Rail};
+use crate::error::{err, ErrorClass};
+use crate::transport::events::LinkEvent;
 use crate::transport::reactor::{Ready, TCP_TOKENS};
 use crate::transport::resources::LinkUse;
 use crate::transport::tcp::TcpTransport;
+
+/// How often a connect that waits for a peer's address looks again.
+const HOME_LOOK: Duration = Duration::from_millis(1);
 
 impl Rail for TcpTransport {
     fn unwritten_to(&self, peer: u32) -> u64 {
@@ -17,6 +22,10 @@ impl Rail for TcpTransport {
 
     fn rails_of(&self, peer: u32) -> Option<usize> {
         TcpTransport::rails_of(self, peer)
+    }
+
+    fn has_room(&self, peer: u32) -> bool {
+        TcpTransport::has_room(self, peer)
     }
 }
 
@@ -30,25 +39,59 @@ impl MultiRail<TcpTransport> {
     }
 
     /// Connects to `peer` on the pair's home rail (the other rails
-    /// connect when a chunk first goes on them), or on rail 0 while the
-    /// peer's address is not known: its connect attempt waits for the
-    /// address and fails the peer at the connect timeout.
+    /// connect when a chunk first goes on them). While the peer's address
+    /// is not known, neither is its home: the connect waits for it (looked
+    /// for at every timer round) up to the connect timeout, so that no
+    /// connection is opened on a rail the pair will not use for its
+    /// order (an idle connection costs a busy poll a read per round).
     pub fn start_connect(&mut self, peer: u32) {
-        let home = self.home_of(peer).unwrap_or(0);
-        self.rails_mut()[home].start_connect(peer);
+        match self.home_of(peer) {
+            Some(home) => self.rails_mut()[home].start_connect(peer),
+            None if !self.homeless.iter().any(|&(p, _)| p == peer) => {
+                let deadline = Instant::now() + self.connect_timeout();
+                self.homeless.push((peer, deadline));
+            }
+            None => {}
+        }
         self.collect();
     }
 
+    /// Connects the peers whose home became known; fails those whose
+    /// address did not appear in time.
+    fn settle_homes(&mut self) {
+        let now = Instant::now();
+        let waiting = std::mem::take(&mut self.homeless);
+        for (peer, deadline) in waiting {
+            if let Some(home) = self.home_of(peer) {
+                self.rails_mut()[home].start_connect(peer);
+            } else if now >= deadline {
+                let message = format!(
+                    "universe rank {peer} could not be reached over tcp within {} s (TETHER_CONNECT_TIMEOUT): its address never appeared in the rendezvous",
+                    self.connect_timeout().as_secs()
+                );
+                let error = err(ErrorClass::Timeout, message);
+                self.events.links.push(LinkEvent::Lost { peer, error });
+            } else {
+                self.homeless.push((peer, deadline));
+            }
+        }
+    }
+
+    fn connect_timeout(&self) -> Duration {
+        self.rails()[0].connect_timeout()
+    }
+
     pub fn is_busy(&self) -> bool {
-        self.rails().iter().any(TcpTransport::is_busy)
+        !self.homeless.is_empty() || self.rails().iter().any(TcpTransport::is_busy)
     }
 
     /// Whether a busy poll may read the connections directly: on every
-    /// rail (no more than [`DIRECT_POLL_MAX`] connections on each).
+    /// rail (no more than [`DIRECT_POLL_MAX`] connections on each), and
+    /// no connect waits for a peer's address (its timer must run).
     ///
     /// [`DIRECT_POLL_MAX`]: crate::transport::tcp::DIRECT_POLL_MAX
     pub fn can_poll_direct(&self) -> bool {
-        self.rails().iter().all(TcpTransport::can_poll_direct)
+        self.homeless.is_empty() && self.rails().iter().all(TcpTransport::can_poll_direct)
     }
 
     pub fn poll_direct(&mut self) -> bool {
@@ -60,11 +103,19 @@ impl MultiRail<TcpTransport> {
         moved
     }
 
+    /// The rails' timers, and while a connect waits for a peer's
+    /// address, a look every millisecond (the address book finds it on
+    /// its own thread).
     pub fn timer(&self) -> Option<Instant> {
-        self.rails().iter().filter_map(TcpTransport::timer).min()
+        let rails = self.rails().iter().filter_map(TcpTransport::timer).min();
+        let homes = (!self.homeless.is_empty()).then(|| Instant::now() + HOME_LOOK);
+        rails.into_iter().chain(homes).min()
     }
 
     pub fn handle_timers(&mut self) {
+        if !self.homeless.is_empty() {
+            self.settle_homes();
+        }
         self.each(TcpTransport::handle_timers);
     }
 

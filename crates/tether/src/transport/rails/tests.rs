@@ -11,6 +11,7 @@ struct Recorder {
     sent: Vec<Transmit>,
     placed: Vec<u32>,
     unwritten: u64,
+    full: bool,
     peer_rails: Option<usize>,
     events: Events,
 }
@@ -44,6 +45,9 @@ impl Transport for Recorder {
 impl Rail for Recorder {
     fn unwritten_to(&self, _: u32) -> u64 {
         self.unwritten
+    }
+    fn has_room(&self, _: u32) -> bool {
+        !self.full
     }
     fn rails_of(&self, _: u32) -> Option<usize> {
         self.peer_rails
@@ -120,6 +124,26 @@ fn round_robin_deals_chunks_to_every_rail_in_turn() {
         m.send(chunk(3, 10)).unwrap();
     }
     assert_eq!(taken(&m), [3, 3, 2, 2]);
+}
+
+#[test]
+fn a_chunk_waits_until_a_rail_the_policy_allows_has_room() {
+    for policy in [RailPolicy::RoundRobin, RailPolicy::LeastUsed] {
+        let mut m = composite(2, Some(2), policy);
+        m.rails_mut()[0].full = true;
+        // Round robin waits for rail 0's turn; least used takes rail 1.
+        let first = m.send(chunk(3, 10));
+        assert_eq!(first.is_ok(), policy == RailPolicy::LeastUsed, "{policy:?}");
+        m.rails_mut()[1].full = true;
+        assert!(
+            m.send(chunk(3, 10)).is_err(),
+            "{policy:?}: no rail has room"
+        );
+        // Ordered frames go home whatever the room: the link queues them.
+        assert!(m.send(frame(3, FrameKind::Eager, 0, 4)).is_ok());
+        m.rails_mut()[0].full = false;
+        assert!(m.send(chunk(3, 10)).is_ok(), "{policy:?}");
+    }
 }
 
 #[test]

@@ -303,6 +303,23 @@ impl TcpTransport {
             .map_or(0, |entry| entry.conn.unwritten_bytes())
     }
 
+    /// Whether the link to `peer` would write a frame given now at once:
+    /// nothing waits for it here (its socket has not pushed back), or,
+    /// before the link is up, nothing waits for the handshake yet.
+    pub fn has_room(&self, peer: u32) -> bool {
+        let Some(p) = self.peers.get(&peer) else {
+            return true;
+        };
+        match p.established.and_then(|token| self.entries.get(&token)) {
+            Some(entry) => entry.conn.queued_frames() == 0,
+            None => p.queue.is_empty(),
+        }
+    }
+
+    pub fn connect_timeout(&self) -> Duration {
+        self.config.connect_timeout
+    }
+
     /// How many TCP rails `peer` publishes, once its address is known.
     pub fn rails_of(&self, peer: u32) -> Option<usize> {
         self.addresses.get(peer).ok().map(|a| 1 + a.rails.len())
