@@ -43,8 +43,8 @@ const MAX_PROCS: u32 = 64;
 #[command(after_help = "\
 Modes: latency (ping-pong), bw (window of non-blocking sends), bw_blocking \
 (bw with blocking sends and receives), bibw (both directions), mbw_mr \
-(several pairs: message rate), multi_rail (bw over TETHER_RAILS rails; needs \
-a build with rails), allreduce, bcast, barrier. \
+(several pairs: message rate), multi_rail (bw over TETHER_RAILS rails, \
+default 2), allreduce, bcast, barrier. \
 Baselines: raw_tcp, raw_shm, memcpy, file (built in), mpich (mpicc.mpich and \
 mpiexec.mpich), zmq (cc and libzmq); one that is not installed or has no \
 measurement for the mode is reported as skipped. Figures are medians of \
@@ -241,12 +241,6 @@ fn over_sockets(transports: &str) -> bool {
     transports.split(',').map(str::trim).eq(["tcp"])
 }
 
-/// Whether this build knows TETHER_RAILS (multi_rail measures nothing
-/// without it).
-fn has_rails() -> bool {
-    tether::settings::TABLE.iter().any(|s| s.key == "RAILS")
-}
-
 /// The command line, quoted where needed, to reproduce the run.
 fn command_line() -> String {
     let mut words = vec!["tether".to_string()];
@@ -301,10 +295,6 @@ fn progress(line: &str) {
     eprintln!("tether bench: {line}");
 }
 
-/// Why multi_rail has no Tether figures in a build without rails.
-const NO_RAILS: &str =
-    "this build has no rails (TETHER_RAILS is not a setting yet); multi_rail runs once rails exist";
-
 /// One baseline of this invocation: ready to run or why it has no figures,
 /// and its samples so far.
 struct Entry {
@@ -338,21 +328,13 @@ fn execute(args: &BenchArgs) -> Result<Report, String> {
         warmup: args.warmup,
         window: args.window,
     };
-    let (tether, entries) = if args.mode == Mode::MultiRail && !has_rails() {
-        let entries = entries(args, |_| {
-            Err(Unavailable::Skipped("multi_rail did not run".into()))
-        });
-        (Err(Unavailable::Skipped(NO_RAILS.into())), entries)
-    } else {
-        let mut entries = entries(args, |b| baselines::prepare(b, &ctx));
-        let tether = repeat(args, &plan, &ctx, &mut entries)?;
-        (Ok(tether), entries)
-    };
+    let mut entries = entries(args, |b| baselines::prepare(b, &ctx));
+    let tether = repeat(args, &plan, &ctx, &mut entries)?;
     let description = format!(
         "Tether, TETHER_TRANSPORTS={transports}, {} program(s) of {} process(es)",
         shape.programs, shape.procs
     );
-    let mut all = vec![series("tether", description, tether)];
+    let mut all = vec![series("tether", description, Ok(tether))];
     all.extend(entries.into_iter().map(|e| {
         let description = e.baseline.describe(args.mode, ctx.tcp);
         series(e.baseline.name(), description, e.state.map(|_| e.samples))

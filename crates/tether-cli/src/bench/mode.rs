@@ -19,7 +19,7 @@ pub enum Mode {
     Bibw,
     /// Several sender/receiver pairs streaming at once (messages/s).
     MbwMr,
-    /// `bw` with TETHER_RAILS connections per peer (MB/s); needs rails.
+    /// `bw` with TETHER_RAILS connections per peer (MB/s).
     MultiRail,
     /// Allreduce of doubles with SUM over every process (us per operation).
     Allreduce,
