@@ -16,6 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 TETHER = BUILD / "bin" / "tether"
+# The wire protocol version (crates/tether-proto/src/wire.rs, VERSION),
+# for the tests that write frames themselves.
+WIRE_VERSION = 2
 LIB = BUILD / "lib"
 INCLUDE = ROOT / "include"
 C_SOURCES = Path(__file__).resolve().parent / "c"

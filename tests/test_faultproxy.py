@@ -186,11 +186,12 @@ def test_on_frame_header_only_then_reset_mid_payload(pair):
 
 
 def test_unreachable_target_resets_the_client():
+    # A port bound but not listening refuses connections, and stays ours
+    # for the whole test (a closed one may be taken by another process).
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     dead = s.getsockname()
-    s.close()
-    with FaultProxy(dead) as proxy:
+    with s, FaultProxy(dead) as proxy:
         c = socket.create_connection(proxy.address, timeout=5)
         with pytest.raises((ConnectionResetError, ConnectionRefusedError)):
             c.sendall(b"x")

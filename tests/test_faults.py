@@ -27,7 +27,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import clean_env
+from conftest import WIRE_VERSION, clean_env
 from faultproxy import DATA, EAGER, Edit, FaultProxy, Header
 
 PROGRAMS = ("alpha", "beta", "gamma")
@@ -147,7 +147,7 @@ TAMPERS = {
                                     "closed in the middle of a frame without goodbye"),
     "bit_flip_in_header": (flip_seq, "PROTOCOL", "bad sequence number: expected "),
     "bit_flip_in_version": (lambda f: f[:4] + bytes([f[4] ^ 2]) + f[5:], "PROTOCOL",
-                            "unsupported protocol version: expected 1, got 3"),
+                            f"unsupported protocol version: expected {WIRE_VERSION}, got {WIRE_VERSION ^ 2}"),
     "duplicated_frame": (lambda f: f + f, "PROTOCOL", "bad sequence number: expected "),
     "skipped_frame": (lambda f: b"", "PROTOCOL", "bad sequence number: expected "),
 }

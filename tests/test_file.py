@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import clean_env, tether_run
+from conftest import WIRE_VERSION, clean_env, tether_run
 from test_p2p import SCENARIOS
 
 # hybrid: alpha and beta on two pretend hosts, so hybrid runs over shm
@@ -144,7 +144,7 @@ def message_file(run_name, sender, receiver, seq, payload, tag=0, kind=4):
     """A well-formed file (docs/PROTOCOL.md, file transport) holding an
     eager frame of `payload` (or a frame of another `kind`) from `sender`
     to `receiver`, written independently of the library."""
-    frame = struct.pack("<4sHBBQQIiQQQ", b"TTHR", 1, kind, 0, seq, len(payload), 0, tag, 0, 0, 0)
+    frame = struct.pack("<4sHBBQQIiQQQ", b"TTHR", WIRE_VERSION, kind, 0, seq, len(payload), 0, tag, 0, 0, 0)
     head = struct.pack("<4sHHQIIQQI", b"TTHF", 1, 0, fnv1a(run_name), sender, receiver, seq, len(payload),
                        crc32c(payload))
     crc = crc32c(frame, crc32c(head))
@@ -321,7 +321,7 @@ def test_large_and_small_messages_on_one_tag_keep_their_order(built, program, se
 
 
 def frame(kind, seq, payload_len, msg_size=0, tag=0, sender_req=0, receiver_req=0):
-    return struct.pack("<4sHBBQQIiQQQ", b"TTHR", 1, kind, 0, seq, payload_len, 0, tag, msg_size, sender_req,
+    return struct.pack("<4sHBBQQIiQQQ", b"TTHR", WIRE_VERSION, kind, 0, seq, payload_len, 0, tag, msg_size, sender_req,
                        receiver_req)
 
 

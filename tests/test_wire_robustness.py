@@ -8,7 +8,7 @@ import struct
 import subprocess
 import time
 
-from conftest import clean_env
+from conftest import WIRE_VERSION, clean_env
 
 
 def read_address(rdv, program, rank, timeout=20):
@@ -23,7 +23,7 @@ def read_address(rdv, program, rank, timeout=20):
     raise AssertionError(f"{path} never appeared")
 
 
-def header(magic=b"TTHR", version=1, kind=1, seq=0, length=0):
+def header(magic=b"TTHR", version=WIRE_VERSION, kind=1, seq=0, length=0):
     return magic + struct.pack("<HBBQQIiQQQ", version, kind, 0, seq, length, 0, 0, 0, 0, 0)
 
 
@@ -63,7 +63,7 @@ def test_garbage_is_dropped_and_the_exchange_completes(built, program, tmp_path)
         assert p.returncode == 0, out + err
         assert "ok pairs" in out
         assert "bad magic" in err and "127.0.0.1:" in err, err
-        assert "unsupported protocol version: expected 1, got 9" in err, err
+        assert f"unsupported protocol version: expected {WIRE_VERSION}, got 9" in err, err
         assert "before the handshake completed" in err, err
         assert "too large for a Hello frame" in err, err
     assert "no handshake within 1 s" in outs[0][1], outs[0][1]
@@ -131,7 +131,8 @@ def test_a_peer_of_another_protocol_version_is_told_and_refused_at_once(built, p
 
     rdv = tmp_path / "rdv"
     rdv.mkdir()
-    # beta exists only as entries pointing at a listener of "version 2".
+    # beta exists only as entries pointing at a listener of the next version.
+    other = WIRE_VERSION + 1
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)
@@ -139,7 +140,11 @@ def test_a_peer_of_another_protocol_version_is_told_and_refused_at_once(built, p
     (rdv / "size%beta").write_text("1 nonce=00000000000000aa")
     (rdv / "addr%beta%0").write_text(f"tcp=127.0.0.1:{port} host=elsewhere pid=1")
 
-    def answer_in_version_2():
+    # Answered only once the test has probed alpha's own listener: alpha
+    # gives up and exits at once on the answer.
+    probed = threading.Event()
+
+    def answer_in_another_version():
         listener.settimeout(30)
         try:
             conn, _ = listener.accept()
@@ -149,19 +154,20 @@ def test_a_peer_of_another_protocol_version_is_told_and_refused_at_once(built, p
             conn.settimeout(5)
             try:
                 conn.recv(4096)
-                conn.sendall(header(version=2, kind=2))
+                probed.wait(30)
+                conn.sendall(header(version=other, kind=2))
                 time.sleep(1)
             except OSError:
                 pass
 
-    thread = threading.Thread(target=answer_in_version_2, daemon=True)
+    thread = threading.Thread(target=answer_in_another_version, daemon=True)
     thread.start()
     env = clean_env(TETHER_RENDEZVOUS=rdv, TETHER_PROGRAM="alpha", TETHER_PROGRAMS="alpha,beta",
                     TETHER_TRANSPORTS="tcp", TETHER_CONNECT_TIMEOUT=60)
     proc = subprocess.Popen([program("p2p_suite"), "pairs"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        # The acceptor's side: a connector of version 9 is answered in version 1.
+        # The acceptor's side: a connector of version 9 is answered in its own.
         addr = read_address(rdv, "alpha", 0)
         with socket.create_connection(addr, timeout=5) as s:
             s.sendall(header(version=9))
@@ -171,8 +177,9 @@ def test_a_peer_of_another_protocol_version_is_told_and_refused_at_once(built, p
                 if not chunk:
                     break
                 reply += chunk
-        assert reply[:4] == b"TTHR" and struct.unpack("<H", reply[4:6])[0] == 1 and reply[6] == 3, reply[:8]
-        assert b"speaks protocol version 1, the connecting one version 9" in reply, reply
+        assert reply[:4] == b"TTHR" and struct.unpack("<H", reply[4:6])[0] == WIRE_VERSION and reply[6] == 3, reply[:8]
+        assert f"speaks protocol version {WIRE_VERSION}, the connecting one version 9".encode() in reply, reply
+        probed.set()
         started = time.monotonic()
         out, err = proc.communicate(timeout=30)
     finally:
@@ -182,4 +189,4 @@ def test_a_peer_of_another_protocol_version_is_told_and_refused_at_once(built, p
     assert time.monotonic() - started < 20, "given up at once, not after the connect timeout"
     assert proc.returncode != 0
     assert "TETHER_ERR_PROTOCOL" in out + err, out + err
-    assert "speaks protocol version 2, this process version 1" in out + err, out + err
+    assert f"speaks protocol version {other}, this process version {WIRE_VERSION}" in out + err, out + err
