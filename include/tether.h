@@ -794,7 +794,9 @@ int tether_field_free(tether_field *field);
 int tether_hint(const char *key, const char *value);
 
 /*
- The effective value of setting `key` into `value` (`len` bytes).
+ The effective value of setting `key` into `value` (`len` bytes); for
+ `LINKS`, the links this process holds now and their memory
+ (`links=2 tcp.links=1 ...`; `links=0` before `tether_init`).
  */
 int tether_hint_get(const char *key, char *value, int len);
 

@@ -36,5 +36,12 @@ else:
     assert stats["unexpected_now"] == 0, stats
     assert stats["blocked_ns"] >= 0 and "unexpected_max" in stats, stats
 assert stats["connect_retries"] >= 0, stats
+# The links in force now, as tether.hint_get("LINKS") says them: the same
+# totals as the counters (read again: the link memory moves).
+links = dict(word.split("=") for word in tether.hint_get("LINKS").split())
+again = tether.stats()
+assert int(links["links"]) == again["links"] >= 1, (links, again)
+assert int(links[f"{transport}.links"]) == again[f"{transport}.links"], (links, again)
+assert not any(k.startswith("peer.") for k in links), links
 print(f"ok stats {me} {len(stats)} counters", flush=True)
 tether.finalize()

@@ -29,12 +29,25 @@ pub extern "C" fn tether_hint(key: *const c_char, value: *const c_char) -> c_int
     })
 }
 
-/// The effective value of setting `key` into `value` (`len` bytes).
+/// The read-only key of [`tether_hint_get`] that reports the links in
+/// force now rather than a setting.
+const LINKS: &str = "LINKS";
+
+/// The effective value of setting `key` into `value` (`len` bytes); for
+/// `LINKS`, the links this process holds now and their memory
+/// (`links=2 tcp.links=1 ...`; `links=0` before `tether_init`).
 #[no_mangle]
 pub extern "C" fn tether_hint_get(key: *const c_char, value: *mut c_char, len: c_int) -> c_int {
     run("tether_hint_get", || {
         let key = in_str(key, "key")?;
         let st = state("tether_hint_get")?;
+        if key == LINKS {
+            let summary = st
+                .runtime
+                .as_ref()
+                .map_or_else(|| "links=0".to_string(), |rt| rt.links_summary());
+            return write_str(&summary, value, len, "value");
+        }
         let effective = match st.runtime.as_ref() {
             Some(rt) => rt.settings().get(key).map(str::to_string),
             None => {

@@ -115,6 +115,21 @@ impl Runtime {
     }
 
     /// The links and their memory (see the names above).
+    /// What `tether_hint_get("LINKS")` reads: the process's dedicated
+    /// links now, in total and per transport, and their memory, as
+    /// `name=value` words (the `links` and `link_*` counters without the
+    /// per-peer ones, which `tether_stats_read` gives).
+    pub fn links_summary(&self) -> String {
+        let mut stats = Vec::new();
+        self.link_stats(&mut stats);
+        stats
+            .iter()
+            .filter(|(name, _)| !name.starts_with("peer."))
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     fn link_stats(&self, out: &mut Vec<(String, u64)>) {
         let links = self.transport.router().links();
         let mut total = LinkMemory::default();
