@@ -340,6 +340,10 @@ pub struct Engine {
     chunks_received: HashMap<ReqId, ChunksReceived>,
     /// Peers a rail to which failed (`engine/striped.rs`).
     rails_failed: HashSet<u32>,
+    /// The last striped receives completed, by (peer, handle), oldest
+    /// first in `landed_order` (`engine/striped.rs`).
+    landed: HashSet<(u32, u64)>,
+    landed_order: VecDeque<(u32, u64)>,
 }
 
 /// Spare unexpected-message buffers kept at most, and the largest kept
@@ -372,6 +376,8 @@ impl Engine {
             striped_sends: HashMap::default(),
             chunks_received: HashMap::default(),
             rails_failed: HashSet::default(),
+            landed: HashSet::default(),
+            landed_order: VecDeque::new(),
         }
     }
 

@@ -15,13 +15,16 @@
 //! the sender keeps its buffer, so that it can send the chunks again.
 //!
 //! A rail that fails ([`Engine::rail_lost`]) may have taken chunks with
-//! it, on either side of the link. Both sides see it fail. The sender
-//! sends every chunk of its sends to that peer that have not landed again
-//! (the transport puts them on the rails left); the receiver reads a
-//! chunk it already has into its place again (the same bytes) and counts
-//! it once, and from then on drops chunks for receives it has completed,
-//! which such a repeat may find. A link that carries the peer's order
-//! (the home rail) cannot fail alone: its loss is the peer's.
+//! it, on either side of the link. Both sides see it fail, not always at
+//! the same moment. The sender sends every chunk of its sends to that
+//! peer that have not landed again (the transport puts them on the rails
+//! left); the receiver reads a chunk it already has into its place again
+//! (the same bytes) and counts it once, and drops a chunk for a receive it
+//! has completed: one of its last [`LANDED_KEPT`] striped receives from
+//! that peer, or any after it saw a rail to the peer fail itself. Any
+//! other chunk for a receive that does not wait is a broken protocol. A
+//! link that carries the peer's order (the home rail) cannot fail alone:
+//! its loss is the peer's.
 //!
 //! Order: chunks may arrive in any order and on any link. MPI's order is
 //! that of the `Eager` and `Rts` frames, which the transport keeps on the
@@ -36,6 +39,10 @@ use super::{
 };
 use crate::request::{Gather, Region, ReqId};
 use crate::wire::{FrameKind, WireError, FLAG_CHUNK};
+
+/// Striped receives remembered once complete, for chunks sent again
+/// after a rail failed that arrive before this side saw the failure.
+pub const LANDED_KEPT: usize = 1024;
 
 /// How a route with rails wants large rendezvous data cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,20 +275,21 @@ impl Engine {
         })
     }
 
-    /// A chunk for a receive that is not waiting for data: dropped if a
-    /// rail to `peer` failed (a chunk sent again after its receive
-    /// completed), else the peer broke the protocol.
+    /// A chunk for a receive that is not waiting for data: dropped if it
+    /// is one sent again after its receive completed (the receive is one
+    /// of the last striped ones from `peer`, or a rail to `peer` failed),
+    /// else the peer broke the protocol.
     pub(super) fn stray_chunk(&self, peer: u32, header: &FrameHeader) -> Option<PayloadSink> {
-        (header.flags & FLAG_CHUNK != 0 && self.rails_failed.contains(&peer)).then_some(
-            PayloadSink::Region {
-                region: Region {
-                    ptr: std::ptr::NonNull::dangling().as_ptr(),
-                    len: 0,
-                },
-                discard: header.payload_len,
-                token: SinkToken(Token::Stray),
+        let again =
+            self.rails_failed.contains(&peer) || self.landed.contains(&(peer, header.receiver_req));
+        (header.flags & FLAG_CHUNK != 0 && again).then_some(PayloadSink::Region {
+            region: Region {
+                ptr: std::ptr::NonNull::dangling().as_ptr(),
+                len: 0,
             },
-        )
+            discard: header.payload_len,
+            token: SinkToken(Token::Stray),
+        })
     }
 
     /// The chunk at `offset` of receive `req` has been read: whether all
@@ -299,8 +307,16 @@ impl Engine {
         true
     }
 
-    /// Tells `peer` that the striped data of receive `req` has landed.
+    /// Tells `peer` that the striped data of receive `req` has landed,
+    /// and remembers the receive for chunks sent again.
     pub(super) fn say_landed(&mut self, peer: u32, req: ReqId) {
+        if self.landed.len() == LANDED_KEPT {
+            if let Some(oldest) = self.landed_order.pop_front() {
+                self.landed.remove(&oldest);
+            }
+        }
+        self.landed.insert((peer, req.to_wire()));
+        self.landed_order.push_back((peer, req.to_wire()));
         let mut landed = FrameHeader::new(FrameKind::Landed);
         landed.receiver_req = req.to_wire();
         self.outbox.push_back(Transmit {

@@ -221,3 +221,28 @@ fn a_receiver_refuses_chunks_outside_the_granted_data() {
         "from another peer"
     );
 }
+
+#[test]
+fn a_repeat_that_outruns_the_failure_is_dropped_but_a_chunk_for_no_receive_is_refused() {
+    let mut buf = vec![0u8; 1000];
+    let want = pattern(1000, 4);
+    let (mut receiver, req, cts) = matched_receive(&mut buf);
+    land(&mut receiver, &chunk(&cts, 0, 1000), &want);
+    assert_eq!(done(&mut receiver, req).bytes, 1000);
+    // The sender saw a rail fail first and sent the chunk again; this
+    // side has not seen it: the receive is remembered, the repeat dropped.
+    match receiver.on_header(0, &chunk(&cts, 0, 1000)) {
+        Ok(PayloadSink::Region {
+            region, discard, ..
+        }) => {
+            assert_eq!((region.len, discard), (0, 1000))
+        }
+        other => panic!("a repeat for a landed receive is dropped: {other:?}"),
+    }
+    let mut never = chunk(&cts, 0, 10);
+    never.receiver_req = cts.receiver_req ^ 0xffff;
+    assert!(matches!(
+        receiver.on_header(0, &never),
+        Err(WireError::UnknownHandle { .. })
+    ));
+}
