@@ -39,8 +39,8 @@ use tether::transport::file::format::{
     PREFIX_LEN, SEAL_LEN,
 };
 use tether_proto::wire::{
-    FrameKind, FLAG_PAYLOAD_IN_FILE, FLAG_REMOTE_KEY, FLAG_SPLIT, FLAG_WRITTEN, HEADER_LEN,
-    MAX_CONTROL_PAYLOAD,
+    FrameKind, FLAG_CHUNK, FLAG_PAYLOAD_IN_FILE, FLAG_REMOTE_KEY, FLAG_SPLIT, FLAG_WRITTEN,
+    HEADER_LEN, MAX_CONTROL_PAYLOAD,
 };
 use tether_proto::RemoteKey;
 use tether_proto::{FrameHeader, Hello};
@@ -100,17 +100,15 @@ pub fn frame_header(data: &[u8]) {
             };
             assert!(header.payload_len <= bound, "{header:?}");
             let allowed = match header.kind {
-                FrameKind::Data => FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN,
+                FrameKind::Data => FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN | FLAG_CHUNK,
                 FrameKind::Rts => FLAG_REMOTE_KEY,
                 FrameKind::Cts => FLAG_REMOTE_KEY | FLAG_SPLIT,
                 _ => 0,
             };
             assert_eq!(header.flags & !allowed, 0, "{header:?}");
-            assert_ne!(
-                header.flags & (FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN),
-                FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN,
-                "{header:?}"
-            );
+            // A `Data` frame's payload is in one place only.
+            let places = header.flags & (FLAG_PAYLOAD_IN_FILE | FLAG_WRITTEN | FLAG_CHUNK);
+            assert!(places.count_ones() <= 1, "{header:?}");
             if header.flags & FLAG_SPLIT != 0 {
                 assert_ne!(header.flags & FLAG_REMOTE_KEY, 0, "{header:?}");
             }
