@@ -84,7 +84,7 @@ HEADERS := include/tether.h include/tether_mpi.h
 # MPI is installed beside MPICH for the tests and the demo that couple a
 # program of each (their commands are named: mpicc.mpich, mpirun.openmpi).
 APT_PACKAGES := build-essential ca-certificates pkg-config cmake mpich libmpich-dev \
-                openmpi-bin libopenmpi-dev python3 python3-pytest iproute2 gfortran
+                openmpi-bin libopenmpi-dev python3 python3-pytest iproute2 gfortran libucx-dev
 # ZeroMQ for the `tether bench` baseline (MPICH is in APT_PACKAGES).
 APT_BENCH_PACKAGES := libzmq3-dev
 

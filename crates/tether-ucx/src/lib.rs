@@ -41,7 +41,9 @@
 //!   [`Worker::recv_data`]. Held AM data ([`AmDesc`]) is released when
 //!   dropped. Endpoints and descriptors keep their worker alive; the worker
 //!   keeps its context alive.
-//! * **Threads.** The worker is created with `UCS_THREAD_MODE_SINGLE`:
+//! * **Threads.** The worker is created with `UCS_THREAD_MODE_SINGLE`
+//!   ([`Worker::with_mode`] makes a `SERIALIZED` one, for a caller that
+//!   moves the whole between threads under its own lock):
 //!   [`Context`], [`Worker`], [`Endpoint`] and [`AmDesc`] are neither `Send`
 //!   nor `Sync` and belong to the thread that created them. The function
 //!   table [`Ucp`] is `Send + Sync`. To wake a sleeping worker from another
@@ -103,5 +105,5 @@ pub use error::{Error, Result};
 pub use library::{Ucp, Unavailable, DEFAULT_LIB, LIB_ENV, MIN_VERSION};
 pub use worker::{
     AmBuffers, AmData, AmDesc, AmMessage, Arm, Completion, Endpoint, EpId, ErrorMode, Event,
-    RecvToken, SendMode, SendToken, Worker,
+    RecvToken, SendMode, SendToken, ThreadMode, Worker,
 };

@@ -66,6 +66,19 @@ pub enum ErrorMode {
     Peer,
 }
 
+/// `UCS_THREAD_MODE_*` of a new worker ([`Worker::with_mode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadMode {
+    /// `SINGLE`: only the thread that created the worker calls it.
+    Single,
+    /// `SERIALIZED`: any thread may call it, one at a time. The types
+    /// stay `!Send` (their handles are reference counted without atomics);
+    /// a caller that moves a worker, its context, endpoints and
+    /// descriptors between threads together, and calls them under one
+    /// lock, may assert `Send` for the whole.
+    Serialized,
+}
+
 /// How [`Endpoint::am_send`] may send.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SendMode {
@@ -531,10 +544,18 @@ impl Worker {
     /// *before* the worker has an address to publish, so that no message
     /// can arrive for an id without a handler (UCX would drop it).
     pub fn new(ctx: &Context, am_ids: &[u16]) -> Result<Worker> {
+        Worker::with_mode(ctx, am_ids, ThreadMode::Single)
+    }
+
+    /// [`Worker::new`] in thread mode `mode`.
+    pub fn with_mode(ctx: &Context, am_ids: &[u16], mode: ThreadMode) -> Result<Worker> {
         let ucp = ctx.inner.ucp;
         let params = ucp_worker_params_t {
             field_mask: UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-            thread_mode: UCS_THREAD_MODE_SINGLE,
+            thread_mode: match mode {
+                ThreadMode::Single => UCS_THREAD_MODE_SINGLE,
+                ThreadMode::Serialized => UCS_THREAD_MODE_SERIALIZED,
+            },
             ..Default::default()
         };
         let mut handle: ucp_worker_h = ptr::null_mut();

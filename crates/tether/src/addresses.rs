@@ -225,6 +225,7 @@ mod tests {
             shm: None,
             beat: None,
             rails: Vec::new(),
+            ucx: None,
         }
     }
 

@@ -29,6 +29,7 @@ pub(crate) enum Route {
     Tcp,
     Shm,
     File,
+    Ucx,
     /// Shared memory may reach the peer but its address or segment is not
     /// there yet.
     Pending(Pending),
@@ -41,6 +42,9 @@ pub(crate) struct Pending {
     pub retry: Retry,
     /// Why the last try failed, for the error at the deadline.
     pub problem: String,
+    /// What waits for the peer's address: UCX (whether it publishes a
+    /// worker), else shared memory (its segment).
+    pub ucx: bool,
 }
 
 /// One peer's record.
@@ -235,6 +239,7 @@ mod tests {
             deadline: now + Duration::from_secs(1),
             retry: Retry::starting(now),
             problem: String::new(),
+            ucx: false,
         })
     }
 

@@ -58,6 +58,7 @@ use crate::transport::reactor::{self, Owner, Reactor, TCP_TOKENS};
 use crate::transport::shm::{self, AttachError, ShmConfig, ShmTransport};
 pub use crate::transport::shm::{Direct, Wanted};
 use crate::transport::tcp::{self, TcpConfig, TcpTransport};
+use crate::transport::ucx::{self, UcxConfig, UcxTransport};
 use crate::universe::{PeerAddress, Universe};
 
 mod files;
@@ -83,6 +84,9 @@ pub struct Bound {
     policy: ConnectionPolicy,
     shm: Option<shm::Prepared>,
     shm_problem: String,
+    /// The UCX worker, when `ucx` was listed at start and UCX loads.
+    ucx: Option<ucx::Prepared>,
+    ucx_problem: String,
     host: String,
     /// The heartbeat socket, whose port the address publishes.
     beat: Option<std::net::UdpSocket>,
@@ -92,8 +96,8 @@ pub struct Bound {
     pub nonce: u64,
 }
 
-/// Why shared memory did not reach a peer (yet).
-enum ShmMiss {
+/// Why shared memory (or UCX) did not reach a peer (yet).
+enum Miss {
     /// Not yet: its address or segment is not there; retried.
     NotYet,
     /// It cannot, for this reason; the next transport decides.
@@ -110,6 +114,8 @@ pub struct Router {
     tcp: MultiRail<TcpTransport>,
     shm: Option<ShmTransport>,
     shm_problem: String,
+    ucx: Option<UcxTransport>,
+    ucx_problem: String,
     peers: Peers,
     policy: ConnectionPolicy,
     order: Vec<String>,
@@ -157,6 +163,11 @@ macro_rules! on_origin {
             }
             Some(Owner::File) => {
                 if let Some($t) = $router.file.as_mut() {
+                    $call
+                }
+            }
+            Some(Owner::Ucx) => {
+                if let Some($t) = $router.ucx.as_mut() {
                     $call
                 }
             }
@@ -244,6 +255,18 @@ impl Router {
                 (None, format!("not usable in this process: {e}"))
             }
         };
+        let (ucx, ucx_problem) = if settings.transports().iter().any(|t| t == "ucx") {
+            match ucx::Prepared::create() {
+                Ok(prepared) => (Some(prepared), String::new()),
+                Err(why) => {
+                    tracing::warn!("ucx is in TETHER_TRANSPORTS but not usable here: {why}");
+                    (None, format!("not usable in this process: {why}"))
+                }
+            }
+        } else {
+            let why = "not started: TETHER_TRANSPORTS did not list ucx when this process started";
+            (None, why.to_string())
+        };
         let host = host::host_id(settings.host_id());
         let beat = liveness::bind(&tcp_config.listen_ip)
             .map_err(|e| tracing::warn!("no heartbeat socket ({e}): silent peers are not detected, and peers that watch this process will give it up"))
@@ -259,6 +282,7 @@ impl Router {
                 .and_then(|s| s.local_addr().ok())
                 .map(|a| a.port()),
             rails: tcp[1..].iter().map(|((_, at), _)| at.to_string()).collect(),
+            ucx: ucx.as_ref().map(ucx::Prepared::published),
         };
         Ok(Bound {
             reactor,
@@ -267,6 +291,8 @@ impl Router {
             policy,
             shm,
             shm_problem,
+            ucx,
+            ucx_problem,
             host,
             beat,
             address,
@@ -320,6 +346,28 @@ impl Router {
                 })
                 .ok()
         });
+        let mut ucx_problem = bound.ucx_problem;
+        let ucx_config = UcxConfig {
+            key: key.clone(),
+            host: bound.host.clone(),
+            connect_timeout: bound.tcp_config.connect_timeout,
+            handshake_timeout: bound.tcp_config.handshake_timeout,
+            goodbye_timeout: bound.tcp_config.goodbye_timeout,
+        };
+        let ucx = bound.ucx.and_then(|prepared| {
+            UcxTransport::new(
+                prepared,
+                universe.clone(),
+                addresses.clone(),
+                ucx_config,
+                bound.reactor.registry(),
+            )
+            .map_err(|e| {
+                tracing::warn!("ucx is not usable: {e}");
+                ucx_problem = format!("not usable in this process: {e}");
+            })
+            .ok()
+        });
         let mut file_settings = FileSettings::new(settings, &rendezvous, &universe);
         file_settings.key = key;
         let liveness = match bound.beat {
@@ -338,6 +386,8 @@ impl Router {
             tcp,
             shm,
             shm_problem,
+            ucx,
+            ucx_problem,
             peers: Peers::default(),
             policy: bound.policy,
             order: settings.transports(),
@@ -421,6 +471,9 @@ impl Router {
 
     pub fn set_timeouts(&mut self, connect: Duration, handshake: Duration, goodbye: Duration) {
         self.tcp.set_timeouts(connect, handshake, goodbye);
+        if let Some(ucx) = self.ucx.as_mut() {
+            ucx.set_timeouts(connect, handshake, goodbye);
+        }
     }
 
     /// The record of every peer this process dealt with.
@@ -462,7 +515,7 @@ impl Router {
     /// a refused one, a process gone) instead of waited for.
     pub fn reach(&mut self, peer: u32) {
         if !self.peers.has_route(peer) {
-            self.resolve(peer, None);
+            self.resolve(peer, None, None);
         }
         self.collect();
     }
@@ -472,8 +525,13 @@ impl Router {
     pub fn start_connect(&mut self, peer: u32) {
         match self.peers.route(peer) {
             Some(Route::Tcp) => self.tcp.start_connect(peer),
+            Some(Route::Ucx) => {
+                if let Some(ucx) = self.ucx.as_mut() {
+                    ucx.start_connect(peer);
+                }
+            }
             Some(_) => {}
-            None => self.resolve(peer, None),
+            None => self.resolve(peer, None, None),
         }
         self.collect();
     }
@@ -501,6 +559,10 @@ impl Router {
                     self.fail(peer, e);
                     None
                 }
+            },
+            Some(Route::Ucx) => match self.ucx.as_mut() {
+                Some(ucx) => ucx.send(t).err(),
+                None => None,
             },
             Some(Route::Pending(_)) => return Some(NoResource(t)),
             None => None,
@@ -549,14 +611,28 @@ impl Router {
         }
     }
 
-    /// Chooses the route of `peer` by the transport order; `no_shm` is why
-    /// shared memory turned out not to reach it, when it did not.
-    fn resolve(&mut self, peer: u32, no_shm: Option<String>) {
+    /// Chooses the route of `peer` by the transport order; `no_shm` and
+    /// `no_ucx` say why shared memory or UCX turned out not to reach it,
+    /// when they did not.
+    fn resolve(&mut self, peer: u32, no_shm: Option<String>, no_ucx: Option<String>) {
         let mut reasons = Vec::new();
         for name in self.order.clone() {
             match name.as_str() {
                 "tcp" => return self.route(peer, Route::Tcp),
                 "file" => return self.route(peer, Route::File),
+                "ucx" => {
+                    if let Some(why) = &no_ucx {
+                        reasons.push(format!("ucx: {why}"));
+                        continue;
+                    }
+                    match self.try_ucx(peer) {
+                        Ok(()) => return self.route(peer, Route::Ucx),
+                        Err(Miss::Cannot(problem) | Miss::Gone(problem)) => {
+                            reasons.push(format!("ucx: {problem}"))
+                        }
+                        Err(Miss::NotYet) => return,
+                    }
+                }
                 "shm" | "hybrid" => {
                     if name == "hybrid" {
                         self.peers.set_hybrid(peer);
@@ -566,11 +642,9 @@ impl Router {
                     } else {
                         match self.try_shm(peer) {
                             Ok(()) => return self.route(peer, Route::Shm),
-                            Err(ShmMiss::Gone(problem)) => return self.lose_gone(peer, &problem),
-                            Err(ShmMiss::Cannot(problem)) => {
-                                reasons.push(format!("shm: {problem}"))
-                            }
-                            Err(ShmMiss::NotYet) => return,
+                            Err(Miss::Gone(problem)) => return self.lose_gone(peer, &problem),
+                            Err(Miss::Cannot(problem)) => reasons.push(format!("shm: {problem}")),
+                            Err(Miss::NotYet) => return,
                         }
                     }
                     if name == "hybrid" {
@@ -604,40 +678,69 @@ impl Router {
         self.fail(peer, err(ErrorClass::PeerLost, message));
     }
 
-    /// Attaches to `peer`'s segment. `Err(ShmMiss::Cannot(why))`: shm cannot reach
-    /// it; `Err(ShmMiss::NotYet)`: not yet (the route is pending);
-    /// `Err(ShmMiss::Gone(why))`: its process ended. The peer's address
+    /// Attaches to `peer`'s segment. `Err(Miss::Cannot(why))`: shm cannot reach
+    /// it; `Err(Miss::NotYet)`: not yet (the route is pending);
+    /// `Err(Miss::Gone(why))`: its process ended. The peer's address
     /// comes from the address book, which never waits for the rendezvous
     /// (the first try of a peer is `NotYet` while the book looks).
-    fn try_shm(&mut self, peer: u32) -> std::result::Result<(), ShmMiss> {
+    fn try_shm(&mut self, peer: u32) -> std::result::Result<(), Miss> {
         let Some(shm) = self.shm.as_mut() else {
-            return Err(ShmMiss::Cannot(self.shm_problem.clone()));
+            return Err(Miss::Cannot(self.shm_problem.clone()));
         };
         let problem = match self.addresses.get(peer) {
             Ok(address) => {
                 if address.host != self.host {
-                    return Err(ShmMiss::Cannot(format!(
+                    return Err(Miss::Cannot(format!(
                         "it is on another host ({}; this one is {})",
                         address.host, self.host
                     )));
                 }
                 let (Some(start), Some(fd)) = (address.start, address.shm) else {
-                    return Err(ShmMiss::Cannot("it offers no shared memory".into()));
+                    return Err(Miss::Cannot("it offers no shared memory".into()));
                 };
                 match shm.attach(peer, address.pid, start, fd, self.reactor.registry()) {
                     Ok(()) => return Ok(()),
-                    Err(AttachError::Unusable(why)) => return Err(ShmMiss::Cannot(why)),
-                    Err(AttachError::Gone(why)) => return Err(ShmMiss::Gone(why)),
+                    Err(AttachError::Unusable(why)) => return Err(Miss::Cannot(why)),
+                    Err(AttachError::Gone(why)) => return Err(Miss::Gone(why)),
                     Err(AttachError::NotReady) => "its shared segment never became ready".into(),
                 }
             }
-            Err(NoAddress::Malformed(why)) => return Err(ShmMiss::Cannot(why)),
+            Err(NoAddress::Malformed(why)) => return Err(Miss::Cannot(why)),
             Err(NoAddress::NotYet(why)) => why,
         };
+        self.set_pending(peer, problem, false);
+        Err(Miss::NotYet)
+    }
+
+    /// Whether UCX reaches `peer`: this process has a worker and the
+    /// peer publishes one. `Err(Miss::NotYet)` while its address is not
+    /// there (the route is pending).
+    fn try_ucx(&mut self, peer: u32) -> std::result::Result<(), Miss> {
+        if self.ucx.is_none() {
+            return Err(Miss::Cannot(self.ucx_problem.clone()));
+        }
+        let problem = match self.addresses.get(peer) {
+            Ok(address) if address.ucx.is_some() => return Ok(()),
+            Ok(_) => {
+                return Err(Miss::Cannot(
+                    "it publishes no UCX worker (ucx is not in its TETHER_TRANSPORTS, or UCX did not load there)".into(),
+                ))
+            }
+            Err(NoAddress::Malformed(why)) => return Err(Miss::Cannot(why)),
+            Err(NoAddress::NotYet(why)) => why,
+        };
+        self.set_pending(peer, problem, true);
+        Err(Miss::NotYet)
+    }
+
+    /// The route of `peer` waits (for its address, or its segment):
+    /// tried again on the retry schedule until the connect deadline.
+    fn set_pending(&mut self, peer: u32, problem: String, ucx: bool) {
         let now = Instant::now();
         match self.peers.route_mut(peer) {
             Some(Route::Pending(pending)) => {
                 pending.problem = problem;
+                pending.ucx = ucx;
                 pending.retry.tried(now);
                 self.route_retries += 1;
             }
@@ -649,11 +752,11 @@ impl Router {
                         deadline,
                         retry,
                         problem,
+                        ucx,
                     }),
                 );
             }
         }
-        Err(ShmMiss::NotYet)
     }
 
     /// Settles the route of `peer` and reports it `reached` with what the
@@ -672,10 +775,17 @@ impl Router {
                 tracing::info!("reaching {} through files", self.universe.describe(peer));
                 self.file().map_or(Caps::NONE, |f| f.caps())
             }
+            Route::Ucx => {
+                tracing::info!("reaching {} over ucx", self.universe.describe(peer));
+                if let Some(ucx) = self.ucx.as_mut() {
+                    ucx.start_connect(peer);
+                }
+                Caps::NONE
+            }
             Route::Pending(_) => unreachable!("a settled route"),
         };
-        let linked = matches!(route, Route::Tcp | Route::Shm);
-        let hybrid = linked && self.peers.is_hybrid(peer);
+        let linked = matches!(route, Route::Tcp | Route::Shm | Route::Ucx);
+        let hybrid = matches!(route, Route::Tcp | Route::Shm) && self.peers.is_hybrid(peer);
         if linked {
             // Peers reached through files only are judged by their
             // heartbeat files (the file transport).
@@ -743,16 +853,27 @@ impl Router {
             .map(|(peer, _)| peer)
             .collect();
         for peer in due {
-            match self.try_shm(peer) {
-                Ok(()) => self.route(peer, Route::Shm),
-                Err(ShmMiss::NotYet) => {
+            let via_ucx = matches!(self.peers.route(peer), Some(Route::Pending(p)) if p.ucx);
+            let tried = if via_ucx {
+                self.try_ucx(peer)
+            } else {
+                self.try_shm(peer)
+            };
+            let (settled, via) = if via_ucx {
+                (Route::Ucx, "UCX")
+            } else {
+                (Route::Shm, "shared memory")
+            };
+            match tried {
+                Ok(()) => self.route(peer, settled),
+                Err(Miss::NotYet) => {
                     if let Some(Route::Pending(Pending {
                         deadline, problem, ..
                     })) = self.peers.route(peer)
                     {
                         if now >= *deadline {
                             let message = format!(
-                                "{} could not be reached over shared memory within {} s (TETHER_CONNECT_TIMEOUT): {problem}",
+                                "{} could not be reached over {via} within {} s (TETHER_CONNECT_TIMEOUT): {problem}",
                                 self.universe.describe(peer),
                                 self.policy.connect_timeout().as_secs()
                             );
@@ -760,12 +881,17 @@ impl Router {
                         }
                     }
                 }
-                Err(ShmMiss::Gone(why)) => self.lose_gone(peer, &why),
-                Err(ShmMiss::Cannot(why)) => {
-                    // Shared memory turned out not to reach it: the next
-                    // transport in the order decides, with the queue kept.
+                Err(Miss::Gone(why)) => self.lose_gone(peer, &why),
+                Err(Miss::Cannot(why)) => {
+                    // Shared memory (or UCX) turned out not to reach it:
+                    // the next transport in the order decides, with the
+                    // queue kept.
                     self.peers.remove_route(peer);
-                    self.resolve(peer, Some(why));
+                    if via_ucx {
+                        self.resolve(peer, None, Some(why));
+                    } else {
+                        self.resolve(peer, Some(why), None);
+                    }
                 }
             }
         }
@@ -795,6 +921,9 @@ impl Router {
         }
         if let Some(file) = self.file.as_mut() {
             moved |= file.poll();
+        }
+        if let Some(ucx) = self.ucx.as_mut() {
+            moved |= ucx.poll();
         }
         let mut timeout = timeout;
         if self.peers.has_pending() {
@@ -850,6 +979,9 @@ impl Router {
             if let Some(shm) = self.shm.as_mut() {
                 shm.abandon(peer);
             }
+            if let Some(ucx) = self.ucx.as_mut() {
+                ucx.abandon(peer);
+            }
             self.liveness.give_up(peer);
             self.fail(peer, err(ErrorClass::PeerLost, message));
         }
@@ -860,7 +992,9 @@ impl Router {
     /// all) and hands each ready descriptor to its transport.
     fn wait_ready(&mut self, timeout: Option<Duration>, wants_sleep: bool) -> bool {
         let mut moved = false;
-        let sleeping = wants_sleep && self.shm.as_mut().is_none_or(|s| s.prepare_sleep());
+        let sleeping = wants_sleep
+            && self.shm.as_mut().is_none_or(|s| s.prepare_sleep())
+            && self.ucx.as_mut().is_none_or(UcxTransport::prepare_sleep);
         let mut wait = if sleeping {
             timeout
         } else {
@@ -868,12 +1002,19 @@ impl Router {
         };
         // The clock is read only while a TCP timer is armed (connects
         // and handshakes in progress): an established link needs none.
-        let timer = self.tcp.timer();
+        let timer = match (
+            self.tcp.timer(),
+            self.ucx.as_ref().and_then(UcxTransport::timer),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         if let Some(at) = timer {
             let left = at.saturating_duration_since(Instant::now());
             wait = Some(wait.map_or(left, |t| t.min(left)));
         }
         let mut file_ready = false;
+        let mut ucx_ready = false;
         self.shm_ready.clear();
         for ready in self.reactor.wait(wait) {
             moved = true;
@@ -881,11 +1022,15 @@ impl Router {
                 Some(Owner::Tcp) => self.tcp.on_ready(ready),
                 Some(Owner::Shm) => self.shm_ready.push(ready.token),
                 Some(Owner::File) => file_ready = true,
+                Some(Owner::Ucx) => ucx_ready = true,
                 None => {}
             }
         }
         if timer.is_some() {
             self.tcp.handle_timers();
+        }
+        if let Some(ucx) = self.ucx.as_mut().filter(|_| ucx_ready || sleeping) {
+            moved |= ucx.poll();
         }
         if file_ready {
             if let Some(file) = self.file.as_mut() {
@@ -925,6 +1070,9 @@ impl Router {
         if let Some(file) = self.file.as_mut().filter(|f| !f.events.is_empty()) {
             drain(&mut file.events, Owner::File, events, origins, losing);
         }
+        if let Some(ucx) = self.ucx.as_mut().filter(|u| !u.events.is_empty()) {
+            drain(&mut ucx.events, Owner::Ucx, events, origins, losing);
+        }
         if self.events.frames.is_empty() && !self.losing.is_empty() {
             for (peer, error) in std::mem::take(&mut self.losing) {
                 self.lose(peer, error);
@@ -947,6 +1095,9 @@ impl Router {
         if let Some(shm) = &self.shm {
             shm.links(&mut out);
         }
+        if let Some(ucx) = &self.ucx {
+            ucx.links(&mut out);
+        }
         out.sort_by_key(|link| (link.peer, link.transport));
         out
     }
@@ -968,6 +1119,7 @@ impl Router {
             Route::Tcp => Some("tcp"),
             Route::Shm => Some("shm"),
             Route::File => Some("file"),
+            Route::Ucx => Some("ucx"),
             Route::Pending(_) => None,
         }
     }
@@ -991,7 +1143,7 @@ impl Transport for Router {
     fn send(&mut self, t: Transmit) -> std::result::Result<(), NoResource> {
         let peer = t.peer;
         if !self.peers.has_route(peer) && self.peers.lost(peer).is_none() {
-            self.resolve(peer, None);
+            self.resolve(peer, None, None);
         }
         if self.peers.has_waiting(peer) {
             self.wait(t, false);
@@ -1042,6 +1194,7 @@ impl Transport for Router {
         self.tcp.has_output()
             || self.shm.as_ref().is_some_and(ShmTransport::has_output)
             || self.file.as_ref().is_some_and(FileTransport::has_output)
+            || self.ucx.as_ref().is_some_and(UcxTransport::has_output)
             || self.peers.has_queued()
     }
 
@@ -1052,6 +1205,9 @@ impl Transport for Router {
         }
         if let Some(file) = self.file.as_mut() {
             file.say_goodbye();
+        }
+        if let Some(ucx) = self.ucx.as_mut() {
+            ucx.say_goodbye();
         }
         self.collect();
     }
@@ -1066,6 +1222,10 @@ impl Transport for Router {
                 .file
                 .as_ref()
                 .is_none_or(FileTransport::all_goodbyes_heard)
+            && self
+                .ucx
+                .as_ref()
+                .is_none_or(UcxTransport::all_goodbyes_heard)
     }
 
     fn broadcast_abort(&mut self, code: i32) {
@@ -1075,6 +1235,9 @@ impl Transport for Router {
         }
         if let Some(file) = self.file.as_mut() {
             file.broadcast_abort(code);
+        }
+        if let Some(ucx) = self.ucx.as_mut() {
+            ucx.broadcast_abort(code);
         }
         self.collect();
     }

@@ -49,7 +49,7 @@ pub struct Setting {
 pub const MAX_EAGER_LIMIT: u64 = 4 << 20;
 
 /// Transports this build provides, in the default order.
-pub const TRANSPORTS: &[&str] = &["shm", "tcp", "file", "hybrid"];
+pub const TRANSPORTS: &[&str] = &["shm", "tcp", "file", "hybrid", "ucx"];
 
 /// Declares the settings table and, for each row, a typed accessor on
 /// [`Settings`] named after it (`connect_timeout()` for
@@ -189,7 +189,7 @@ settings! {
         default: "shm,tcp",
         kind: Kind::ListOf(TRANSPORTS),
         hint: true,
-        meaning: "ordered list of transports; for each peer the first that reaches it is used (shm: peers on this host; tcp: any peer; file: any peer that shares TETHER_FILE_DIR; hybrid: shm or tcp for control and small messages, files for payloads above TETHER_HYBRID_THRESHOLD); a change applies to peers not reached yet",
+        meaning: "ordered list of transports; for each peer the first that reaches it is used (shm: peers on this host; tcp: any peer; file: any peer that shares TETHER_FILE_DIR; hybrid: shm or tcp for control and small messages, files for payloads above TETHER_HYBRID_THRESHOLD; ucx: peers whose UCX worker this process's reaches, UCX_TLS choosing the network, listed at start since UCX is loaded then); a change applies to peers not reached yet",
     };
     host_id as HostId: Text = Setting {
         key: "HOST_ID",

@@ -140,6 +140,8 @@ pub struct PeerAddress {
     /// The listeners of its further TCP rails (`TETHER_RAILS`), in rail
     /// order from rail 1 (rail 0 is `tcp`).
     pub rails: Vec<String>,
+    /// Its UCX worker's address (hex), when `ucx` is one of its transports.
+    pub ucx: Option<String>,
 }
 
 impl PeerAddress {
@@ -157,6 +159,9 @@ impl PeerAddress {
         if !self.rails.is_empty() {
             text += &format!(" rails={}", self.rails.join(","));
         }
+        if let Some(ucx) = &self.ucx {
+            text += &format!(" ucx={ucx}");
+        }
         text
     }
 
@@ -168,6 +173,7 @@ impl PeerAddress {
         let mut shm = None;
         let mut beat = None;
         let mut rails = Vec::new();
+        let mut ucx = None;
         for field in text.split_whitespace() {
             match field.split_once('=')? {
                 ("tcp", v) => tcp = Some(v.to_string()),
@@ -177,6 +183,7 @@ impl PeerAddress {
                 ("shm", v) => shm = v.parse().ok(),
                 ("beat", v) => beat = v.parse().ok(),
                 ("rails", v) => rails = v.split(',').map(str::to_string).collect(),
+                ("ucx", v) => ucx = Some(v.to_string()),
                 _ => {}
             }
         }
@@ -188,6 +195,7 @@ impl PeerAddress {
             shm,
             beat,
             rails,
+            ucx,
         })
     }
 }
@@ -613,6 +621,7 @@ mod tests {
             shm: Some(7),
             beat: Some(4001),
             rails: vec!["10.1.0.1:4002".into(), "10.2.0.1:4003".into()],
+            ucx: Some("00ab17".into()),
         };
         assert_eq!(PeerAddress::decode(&a.encode()), Some(a.clone()));
         let one_rail = PeerAddress {
@@ -624,6 +633,7 @@ mod tests {
         assert_eq!(PeerAddress::decode("garbage"), None);
         let old = PeerAddress::decode("tcp=127.0.0.1:1 host=x pid=1 future=yes").unwrap();
         assert_eq!((old.start, old.shm, old.beat), (None, None, None));
+        assert_eq!(old.ucx, None);
     }
 
     #[test]
@@ -706,6 +716,7 @@ mod tests {
             shm: None,
             beat: None,
             rails: Vec::new(),
+            ucx: None,
         };
         let names = ["alpha".to_string()];
         let wait = Duration::from_secs(5);

@@ -19,6 +19,7 @@ pub mod resources;
 pub(crate) mod retry;
 pub mod shm;
 pub mod tcp;
+pub mod ucx;
 
 /// Whether each transport this build has can be used in this process, and
 /// why not (for `tether info`).
@@ -38,15 +39,14 @@ pub fn availability() -> Vec<(&'static str, std::result::Result<String, String>)
     ]
 }
 
-/// `ucx` is not a transport yet (docs/transports.md); what `tether info`
-/// can say is whether the UCX library it will use loads here (`dlopen`,
-/// `crates/tether-ucx`: nothing links against it).
+/// Whether UCX loads here (`dlopen`, `crates/tether-ucx`: nothing links
+/// against it) and makes a worker.
 fn ucx_availability() -> std::result::Result<String, String> {
-    let found = match tether_ucx::Ucp::load() {
-        Ok(ucp) => format!("UCX {} loads here", ucp.version_string()),
-        Err(e) => e.reason,
-    };
-    Err(format!(
-        "not a transport yet (the binding, crates/tether-ucx, is; docs/transports.md): {found}"
+    let version = tether_ucx::Ucp::load()
+        .map_err(|e| e.reason)?
+        .version_string();
+    ucx::Prepared::create()?;
+    Ok(format!(
+        "usable: UCX {version}, frames as active messages; UCX_TLS and UCX_NET_DEVICES pick the network (docs/transports.md)"
     ))
 }

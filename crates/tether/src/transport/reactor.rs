@@ -28,6 +28,7 @@ pub enum Owner {
     Tcp = 1,
     Shm = 2,
     File = 3,
+    Ucx = 4,
 }
 
 /// Bits of an index that number a descriptor within a part of its
@@ -54,6 +55,10 @@ pub const SHM_TOKENS: TokenSpace = TokenSpace {
 };
 pub const FILE_TOKENS: TokenSpace = TokenSpace {
     owner: Owner::File,
+    base: 0,
+};
+pub const UCX_TOKENS: TokenSpace = TokenSpace {
+    owner: Owner::Ucx,
     base: 0,
 };
 
@@ -93,6 +98,7 @@ pub fn owner(token: Token) -> Option<Owner> {
         1 => Some(Owner::Tcp),
         2 => Some(Owner::Shm),
         3 => Some(Owner::File),
+        4 => Some(Owner::Ucx),
         _ => None,
     }
 }
