@@ -6,6 +6,7 @@ runs them as real processes over loopback, through `tether run` or
 launched separately.
 """
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -68,6 +69,25 @@ def clean_env(**extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+def _ucx_loads():
+    try:
+        ctypes.CDLL("libucp.so.0")
+        return True
+    except OSError:
+        return False
+
+
+# UCX is loaded at run time: where libucp.so.0 is missing the ucx
+# transport is unusable, and the tests that run over it say so and skip.
+UCX_LOADS = _ucx_loads()
+needs_ucx = pytest.mark.skipif(not UCX_LOADS, reason="libucp.so.0 does not load here (Debian: apt-get install libucx0)")
+
+# UCX's own variables for the two UCX transports tested on one machine:
+# TCP pinned to loopback (else UCX takes lo and eth0 as two lanes to a
+# same-host peer) and shared memory.
+UCX_TLS = {"tcp": {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "lo"}, "sm": {"UCX_TLS": "sm"}}
 
 
 # Transport set-ups the multi-process suites run under: TCP only, shared

@@ -170,6 +170,7 @@ impl ConnectionPolicy {
             | Key::Size
             | Key::RunId
             | Key::HostId
+            | Key::UcxLib
             | Key::Rails
             | Key::ShmRingBytes
             | Key::ShmCma

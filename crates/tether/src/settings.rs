@@ -189,7 +189,14 @@ settings! {
         default: "shm,tcp",
         kind: Kind::ListOf(TRANSPORTS),
         hint: true,
-        meaning: "ordered list of transports; for each peer the first that reaches it is used (shm: peers on this host; tcp: any peer; file: any peer that shares TETHER_FILE_DIR; hybrid: shm or tcp for control and small messages, files for payloads above TETHER_HYBRID_THRESHOLD; ucx: peers whose UCX worker this process's reaches, UCX_TLS choosing the network, listed at start since UCX is loaded then); a change applies to peers not reached yet",
+        meaning: "ordered list of transports; for each peer the first that reaches it is used (shm: peers on this host; tcp: any peer; file: any peer that shares TETHER_FILE_DIR; hybrid: shm or tcp for control and small messages, files for payloads above TETHER_HYBRID_THRESHOLD; ucx: peers that publish a UCX worker, UCX_TLS choosing the network; UCX is loaded at start, so ucx must be listed then); a change applies to peers not reached yet",
+    };
+    ucx_lib as UcxLib: Text = Setting {
+        key: "UCX_LIB",
+        default: "",
+        kind: Kind::Text,
+        hint: false,
+        meaning: "the UCX library the ucx transport loads at start (a file name the dynamic loader finds, or a path); unset: libucp.so.0. UCX's own variables (UCX_TLS, UCX_NET_DEVICES) choose its network",
     };
     host_id as HostId: Text = Setting {
         key: "HOST_ID",

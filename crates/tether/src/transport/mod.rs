@@ -42,10 +42,11 @@ pub fn availability() -> Vec<(&'static str, std::result::Result<String, String>)
 /// Whether UCX loads here (`dlopen`, `crates/tether-ucx`: nothing links
 /// against it) and makes a worker.
 fn ucx_availability() -> std::result::Result<String, String> {
+    let unusable = |why: String| format!("not usable here: {why}");
     let version = tether_ucx::Ucp::load()
-        .map_err(|e| e.reason)?
+        .map_err(|e| unusable(e.reason))?
         .version_string();
-    ucx::Prepared::create()?;
+    ucx::Prepared::create().map_err(unusable)?;
     Ok(format!(
         "usable: UCX {version}, frames as active messages; UCX_TLS and UCX_NET_DEVICES pick the network (docs/transports.md)"
     ))

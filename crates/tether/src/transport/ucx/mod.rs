@@ -172,6 +172,10 @@ struct Peer {
     address: Option<Vec<u8>>,
     /// It runs on this host (its rendezvous entry says so).
     same_host: Option<bool>,
+    /// Whether the pair's endpoints use UCX's peer error handling: chosen
+    /// by whoever makes the pair's first endpoint, told to the other in
+    /// the `Hello` or the `DIAL` (UCX refuses a pair that differs).
+    peer_errors: Option<bool>,
     /// Frames waiting for the handshake.
     queue: VecDeque<Transmit>,
     /// Sends UCX has not reported done.
@@ -375,7 +379,7 @@ impl UcxTransport {
     /// transport holds is the sends it keeps payload copies of).
     pub fn links(&self, out: &mut Vec<LinkUse>) {
         for (&peer, p) in &self.peers {
-            if p.established && !p.finished {
+            if p.established {
                 let user_bytes = self
                     .sends
                     .values()

@@ -96,7 +96,10 @@ impl UcxTransport {
                 return;
             }
             let link = Link::acceptor(self.new_link_config(), Instant::now());
-            self.peers.get_mut(&from).expect("entered above").link = Some(link);
+            let p = self.peers.get_mut(&from).expect("entered above");
+            p.link = Some(link);
+            p.peer_errors
+                .get_or_insert(frame.flags & am::PEER_ERRORS != 0);
         }
         let mut data = message.data;
         if frame.address_len > 0 {
@@ -129,7 +132,12 @@ impl UcxTransport {
     /// A `DIAL`: a higher rank has frames for this process; the link is
     /// opened from here (its `Hello` authenticates both).
     fn on_dial(&mut self, message: AmMessage) {
-        let Some((universe, from)) = am::parse_dial(&message.header) else {
+        let Some(am::DialAm {
+            universe_id: universe,
+            from,
+            flags,
+        }) = am::parse_dial(&message.header)
+        else {
             return;
         };
         let me = self.me();
@@ -144,6 +152,7 @@ impl UcxTransport {
         if p.address.is_none() {
             p.address = small_bytes(message.data).filter(|a| !a.is_empty());
         }
+        p.peer_errors.get_or_insert(flags & am::PEER_ERRORS != 0);
         self.start_connect(from);
     }
 

@@ -45,9 +45,11 @@ impl UcxTransport {
         }
         let mut header = *header;
         header.payload_len = payload.len() as u64;
-        let mut address_len = 0u32;
+        let mut address_len = 0u16;
+        let mut flags = 0;
         let payload = if header.kind == FrameKind::Hello {
-            address_len = self.address.len() as u32;
+            address_len = self.address.len() as u16;
+            flags = self.error_flags(peer);
             let mut data = self.address.clone();
             if let TransmitPayload::Owned(hello) = payload {
                 data.extend_from_slice(&hello);
@@ -56,7 +58,12 @@ impl UcxTransport {
         } else {
             payload
         };
-        let am_header = Box::new(am::frame_header(&header.encode(), self.me(), address_len));
+        let am_header = Box::new(am::frame_header(
+            &header.encode(),
+            self.me(),
+            address_len,
+            flags,
+        ));
         let (data, len, owned) = match payload {
             TransmitPayload::None => (std::ptr::null(), 0, None),
             TransmitPayload::Borrowed(region) => (region.ptr as *const u8, region.len, None),
@@ -131,25 +138,42 @@ impl UcxTransport {
         let Some(address) = p.address.as_deref() else {
             return false;
         };
-        let same_host = p.same_host.unwrap_or_else(|| {
-            self.addresses
-                .get(peer)
-                .is_ok_and(|a| a.host == self.config.host)
+        let peer_errors = p.peer_errors.unwrap_or_else(|| {
+            let same_host = p.same_host.unwrap_or_else(|| {
+                self.addresses
+                    .get(peer)
+                    .is_ok_and(|a| a.host == self.config.host)
+            });
+            !same_host
         });
-        let made = if same_host {
-            self.worker.connect(address, ErrorMode::None)
-        } else {
-            self.worker.connect(address, ErrorMode::Peer).or_else(|e| {
-                tracing::debug!(
-                    "a UCX endpoint with peer error handling failed ({e}); trying without"
-                );
-                self.worker.connect(address, ErrorMode::None)
-            })
+        let made = match (peer_errors, p.peer_errors) {
+            (false, _) => self
+                .worker
+                .connect(address, ErrorMode::None)
+                .map(|ep| (ep, false)),
+            // Told by the peer: no other choice.
+            (true, Some(_)) => self
+                .worker
+                .connect(address, ErrorMode::Peer)
+                .map(|ep| (ep, true)),
+            (true, None) => self
+                .worker
+                .connect(address, ErrorMode::Peer)
+                .map(|ep| (ep, true))
+                .or_else(|e| {
+                    tracing::debug!(
+                        "a UCX endpoint with peer error handling failed ({e}); trying without"
+                    );
+                    self.worker
+                        .connect(address, ErrorMode::None)
+                        .map(|ep| (ep, false))
+                }),
         };
         match made {
-            Ok(ep) => {
+            Ok((ep, peer_errors)) => {
                 self.endpoint_peers.insert(ep.id().0, peer);
                 p.ep = Some(ep);
+                p.peer_errors = Some(peer_errors);
                 true
             }
             Err(e) => {
@@ -169,7 +193,12 @@ impl UcxTransport {
         if !self.ensure_endpoint(peer) {
             return;
         }
-        let header = am::dial_header(self.universe.id, self.me()).to_vec();
+        let header = am::dial_header(am::DialAm {
+            universe_id: self.universe.id,
+            from: self.me(),
+            flags: self.error_flags(peer),
+        })
+        .to_vec();
         let p = self.peers.get_mut(&peer).expect("peer exists");
         let ep = p.ep.as_ref().expect("ensured above");
         match ep.am_send(am::DIAL, header, self.address.clone(), SendMode::Auto) {
@@ -182,6 +211,16 @@ impl UcxTransport {
                 );
                 self.lose(peer, error);
             }
+        }
+    }
+
+    /// The flags that tell `peer` how our endpoint to it was made.
+    fn error_flags(&self, peer: u32) -> u16 {
+        let peer_errors = self.peers.get(&peer).and_then(|p| p.peer_errors);
+        if peer_errors == Some(true) {
+            am::PEER_ERRORS
+        } else {
+            0
         }
     }
 
