@@ -59,6 +59,23 @@ pub fn is_alive(pid: u32, start: u64) -> bool {
     started == Some(start) && !matches!(state, Some("Z") | Some("X"))
 }
 
+/// A pidfd for the process that started as (`pid`, `start`): readable
+/// once it exits. `None` where pidfds are not available or the process is
+/// already gone (or the pid was reused before the pidfd was opened).
+pub fn process_fd(pid: u32, start: u64) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: a plain system call with integer arguments.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor was just returned to us and is owned by no one else.
+    let pidfd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) };
+    // The pid could have been reused before pidfd_open: the start time
+    // read now belongs to the process the pidfd refers to.
+    is_alive(pid, start).then_some(pidfd)
+}
+
 /// 64 random bits from the kernel (`getrandom`), or, should that fail, a
 /// mix of the time and the pid, which still differs between two starts.
 pub fn random_u64() -> u64 {

@@ -110,6 +110,8 @@ pub struct Router {
     reactor: Reactor,
     /// Ready shared-memory tokens of the last wait (kept to reuse its memory).
     shm_ready: Vec<mio::Token>,
+    /// Ready UCX tokens of the last wait (likewise).
+    ucx_ready: Vec<mio::Token>,
     /// TCP on each rail (one unless `TETHER_RAILS`).
     tcp: MultiRail<TcpTransport>,
     shm: Option<ShmTransport>,
@@ -355,18 +357,26 @@ impl Router {
             goodbye_timeout: bound.tcp_config.goodbye_timeout,
         };
         let ucx = bound.ucx.and_then(|prepared| {
-            UcxTransport::new(
-                prepared,
-                universe.clone(),
-                addresses.clone(),
-                ucx_config,
-                bound.reactor.registry(),
-            )
-            .map_err(|e| {
-                tracing::warn!("ucx is not usable: {e}");
-                ucx_problem = format!("not usable in this process: {e}");
-            })
-            .ok()
+            let registry = bound
+                .reactor
+                .registry()
+                .try_clone()
+                .map_err(|e| err(ErrorClass::Transport, format!("epoll: {e}")));
+            registry
+                .and_then(|registry| {
+                    UcxTransport::new(
+                        prepared,
+                        universe.clone(),
+                        addresses.clone(),
+                        ucx_config,
+                        registry,
+                    )
+                })
+                .map_err(|e| {
+                    tracing::warn!("ucx is not usable: {e}");
+                    ucx_problem = format!("not usable in this process: {e}");
+                })
+                .ok()
         });
         let mut file_settings = FileSettings::new(settings, &rendezvous, &universe);
         file_settings.key = key;
@@ -383,6 +393,7 @@ impl Router {
         let mut router = Router {
             reactor: bound.reactor,
             shm_ready: Vec::new(),
+            ucx_ready: Vec::new(),
             tcp,
             shm,
             shm_problem,
@@ -1016,13 +1027,17 @@ impl Router {
         let mut file_ready = false;
         let mut ucx_ready = false;
         self.shm_ready.clear();
+        self.ucx_ready.clear();
         for ready in self.reactor.wait(wait) {
             moved = true;
             match reactor::owner(ready.token) {
                 Some(Owner::Tcp) => self.tcp.on_ready(ready),
                 Some(Owner::Shm) => self.shm_ready.push(ready.token),
                 Some(Owner::File) => file_ready = true,
-                Some(Owner::Ucx) => ucx_ready = true,
+                Some(Owner::Ucx) => {
+                    ucx_ready = true;
+                    self.ucx_ready.push(ready.token);
+                }
                 None => {}
             }
         }
@@ -1031,6 +1046,9 @@ impl Router {
         }
         if let Some(ucx) = self.ucx.as_mut().filter(|_| ucx_ready || sleeping) {
             moved |= ucx.poll();
+            for &token in &self.ucx_ready {
+                ucx.on_ready(token);
+            }
         }
         if file_ready {
             if let Some(file) = self.file.as_mut() {

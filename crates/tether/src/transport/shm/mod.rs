@@ -37,7 +37,7 @@ mod line;
 mod remote;
 mod segment;
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -791,18 +791,7 @@ fn wake(out: Option<&Outgoing>, ringer: &Ringer) {
 /// are not available (the periodic check covers it) or the process is
 /// already gone.
 fn watch(pid: u32, start: u64, peer: u32, registry: &Registry) -> Option<OwnedFd> {
-    // SAFETY: a plain system call with integer arguments.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: the descriptor was just returned to us and is owned by no one else.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    // The pid could have been reused before pidfd_open: the start time
-    // read now belongs to the process the pidfd refers to.
-    if !host::is_alive(pid, start) {
-        return None;
-    }
+    let pidfd = host::process_fd(pid, start)?;
     let token = SHM_TOKENS.token(1 + peer as usize);
     registry
         .register(&mut SourceFd(&pidfd.as_raw_fd()), token, Interest::READABLE)

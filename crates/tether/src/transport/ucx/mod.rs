@@ -52,7 +52,7 @@ mod receive;
 mod send;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -196,6 +196,8 @@ struct Peer {
     dialled: bool,
     /// Lost, given up or finalized: no link is made to it again.
     finished: bool,
+    /// Its process, when it runs on this host: readable once it exits.
+    process: Option<OwnedFd>,
 }
 
 struct Attempt {
@@ -244,6 +246,8 @@ pub struct UcxTransport {
     endpoint_peers: HashMap<u64, u32>,
     address: Vec<u8>,
     worker: Worker,
+    /// Registers peers' process descriptors (a clone of the reactor's).
+    registry: Registry,
     universe: Arc<Universe>,
     addresses: Addresses,
     link_config: LinkConfig,
@@ -267,7 +271,7 @@ impl UcxTransport {
         universe: Arc<Universe>,
         addresses: Addresses,
         config: UcxConfig,
-        registry: &Registry,
+        registry: Registry,
     ) -> crate::error::Result<UcxTransport> {
         let Prepared { worker, address } = prepared;
         let fd: RawFd = worker
@@ -301,6 +305,7 @@ impl UcxTransport {
             endpoint_peers: HashMap::default(),
             address,
             worker,
+            registry,
             universe,
             addresses,
             link_config,
@@ -431,6 +436,9 @@ impl UcxTransport {
                 Err(NoAddress::NotYet(why)) => Err((false, why)),
                 Err(NoAddress::Malformed(why)) => Err((true, why)),
             };
+            if let Ok((_, true)) = &found {
+                self.watch_process(peer);
+            }
             let p = self.peers.get_mut(&peer).expect("peer exists");
             match found {
                 Ok((bytes, same_host)) => {
@@ -511,6 +519,62 @@ impl UcxTransport {
         self.rearm();
     }
 
+    /// Watches the process of `peer`, on this host by its rendezvous
+    /// entry, through a pidfd in the reactor (UCX does not report a dead
+    /// peer of this host: `send.rs`, `ensure_endpoint`). Where the entry
+    /// is not in the address book yet, or pidfds are missing, Tether's
+    /// heartbeats still find the peer gone, later.
+    fn watch_process(&mut self, peer: u32) {
+        if self.peers.get(&peer).is_none_or(|p| p.process.is_some()) {
+            return;
+        }
+        let Ok(address) = self.addresses.get(peer) else {
+            return;
+        };
+        let Some(start) = address.start.filter(|_| address.host == self.config.host) else {
+            return;
+        };
+        let Some(pidfd) = crate::host::process_fd(address.pid, start) else {
+            return;
+        };
+        let token = UCX_TOKENS.token(1 + peer as usize);
+        let registered = self.registry.register(
+            &mut mio::unix::SourceFd(&pidfd.as_raw_fd()),
+            token,
+            Interest::READABLE,
+        );
+        if registered.is_ok() {
+            self.peers.get_mut(&peer).expect("checked").process = Some(pidfd);
+        }
+    }
+
+    /// One ready descriptor of this transport: the worker's (the caller
+    /// progresses it next) or a peer's process, which has ended. What the
+    /// peer sent before it ended is taken in first; if it did not say
+    /// goodbye, it is lost.
+    pub fn on_ready(&mut self, token: mio::Token) {
+        let Some(index) = UCX_TOKENS.index(token).filter(|&i| i != WORKER) else {
+            return;
+        };
+        let peer = (index - 1) as u32;
+        self.poll();
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        if let Some(pidfd) = p.process.take() {
+            let _ = self
+                .registry
+                .deregister(&mut mio::unix::SourceFd(&pidfd.as_raw_fd()));
+        }
+        if !p.finished {
+            let who = self.universe.describe(peer);
+            let message =
+                format!("{who} exited or was killed without saying goodbye (its process ended)");
+            tracing::warn!("{message}");
+            self.lose(peer, err(ErrorClass::PeerLost, message));
+        }
+    }
+
     /// Recomputes the earliest deadline.
     fn rearm(&mut self) {
         self.timer = self
@@ -557,6 +621,11 @@ impl UcxTransport {
         if let Some(ep) = p.ep.take() {
             self.endpoint_peers.remove(&ep.id().0);
             drop(ep);
+        }
+        if let Some(pidfd) = p.process.take() {
+            let _ = self
+                .registry
+                .deregister(&mut mio::unix::SourceFd(&pidfd.as_raw_fd()));
         }
         was
     }

@@ -303,6 +303,8 @@ impl UcxTransport {
         };
         p.established = true;
         p.attempt = None;
+        self.watch_process(peer);
+        let p = self.peers.get_mut(&peer).expect("checked above");
         let queued = std::mem::take(&mut p.queue);
         tracing::debug!("linked with {} over UCX", self.universe.describe(peer));
         for t in queued {
