@@ -19,9 +19,9 @@
 //! Waiting: the owner's doorbell flag (`tether_ring::Doorbell`) and its
 //! abstract socket (`bell.rs`), registered in the router's reactor, let
 //! the runtime sleep on TCP and shared memory at once; see
-//! [`ShmTransport::prepare_sleep`]. Where the kernel allows, writers skip
-//! the doorbell's fence and a sleeper issues `membarrier(2)` instead
-//! (`barrier.rs`).
+//! [`ShmTransport::prepare_sleep`]. Writers fence after each message: the
+//! variant where they do not and a sleeper issues `membarrier(2)` instead
+//! (`barrier.rs`) is switched off, the kernel's barrier can skip a writer.
 //!
 //! Liveness: each channel knows its peer's pid and start time. A pidfd in
 //! the same epoll reports its exit at once; where pidfds are missing, the
@@ -131,7 +131,13 @@ pub fn availability() -> Result<String, String> {
         Err(e) => format!("large messages are copied through the ring because cross-memory attach is refused ({e})"),
     };
     let fences = match barrier::register() {
-        Ok(()) => "no fence per message (sleepers call membarrier)".to_string(),
+        Ok(()) if barrier::RELIABLE => {
+            "no fence per message (sleepers call membarrier)".to_string()
+        }
+        Ok(()) => {
+            "a fence per message (membarrier is offered, but its barrier can skip a writer's CPU)"
+                .to_string()
+        }
         Err(e) => format!("a fence per message because membarrier is refused ({e})"),
     };
     Ok(format!(
@@ -188,9 +194,15 @@ impl ShmTransport {
         registry: &Registry,
     ) -> std::io::Result<ShmTransport> {
         if config.membarrier {
-            if let Err(e) = barrier::register() {
-                tracing::info!("membarrier refused ({e}): every message to a peer on this host is followed by a fence");
-                config.membarrier = false;
+            match barrier::register() {
+                Err(e) => {
+                    tracing::info!("membarrier refused ({e}): every message to a peer on this host is followed by a fence");
+                    config.membarrier = false;
+                }
+                // Offered, but the kernel's barrier can skip the CPU a
+                // writer runs on, and the sleeper then misses its wake-up
+                // (`barrier.rs`): writers fence, nobody sleeps with it.
+                Ok(()) => config.membarrier = barrier::RELIABLE,
             }
         }
         let mapping = prepared.segment.init(
