@@ -74,6 +74,17 @@ def test_ten_thousand_mixed_messages_keep_order_and_content_over_ucx(built, prog
 
 @needs_ucx
 @pytest.mark.parametrize("tls", TLS)
+def test_peers_on_other_hosts_over_ucx(built, program, tls):
+    # alpha and beta on two pretend hosts: their endpoints use UCX's peer
+    # error handling (refused by UCX's shared memory, which the first
+    # endpoint's maker finds and tells the other).
+    args, env = universe(program("p2p_suite"), "stream", "300", transport="mixed")
+    proc = tether_run(args, env=ucx_env(env, tls), timeout=200)
+    assert proc.stdout.count("ok stream") == 5
+
+
+@needs_ucx
+@pytest.mark.parametrize("tls", TLS)
 @pytest.mark.parametrize("scenario", ["reductions", "movement"])
 def test_collectives_over_ucx(built, program, scenario, tls):
     suite = program("coll_suite", ["-lm"])

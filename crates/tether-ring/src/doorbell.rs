@@ -32,7 +32,10 @@
 //! and decides which variant a pair uses. The guarantee is the kernel's,
 //! outside the Rust memory model (as in liburcu and folly); loom cannot
 //! model it, so `tether`'s shm transport tests the wiring on the machine
-//! (`barrier.rs`).
+//! (`barrier.rs`). That transport does not use this variant today: the
+//! kernel's barrier was found to skip a CPU the process ran on before it
+//! registered (`docs/journal/2026-11-28-shm-barrier.md`), so its writers
+//! call [`Doorbell::must_ring`].
 
 use std::sync::atomic::compiler_fence;
 

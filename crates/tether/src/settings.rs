@@ -227,7 +227,7 @@ settings! {
         default: "1",
         kind: Kind::Flag,
         hint: false,
-        meaning: "1: between two processes of this host that both have 1 (and a kernel that offers membarrier(2)), a message or returned ring room is not followed by a memory fence, and a process runs membarrier(2) before it sleeps instead; 0: every message to or from this process is followed by a fence",
+        meaning: "1: register for membarrier(2) at start, for writers that skip their fence while sleepers issue the barrier; that variant is switched off (the kernel's barrier can skip a CPU: docs/journal/2026-11-28-shm-barrier.md), so every message is followed by a fence either way; 0: do not register",
     };
     shm_split_bytes as ShmSplitBytes: Number = Setting {
         key: "SHM_SPLIT_BYTES",
