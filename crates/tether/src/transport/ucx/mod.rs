@@ -81,6 +81,14 @@ use am::FrameAm;
 /// The worker's event fd in the reactor.
 const WORKER: usize = 0;
 
+/// How soon a peer whose rendezvous entry the address book has not read
+/// yet is looked up again, to watch its process.
+const WATCH_AGAIN: Duration = Duration::from_millis(20);
+
+/// Most rounds of progress taken to drain what a peer sent before its
+/// process ended, before its end is taken in.
+const DRAIN_ROUNDS: usize = 64;
+
 /// A UCX worker made before the universe is known, so that its address
 /// can be published.
 pub struct Prepared {
@@ -198,6 +206,12 @@ struct Peer {
     finished: bool,
     /// Its process, when it runs on this host: readable once it exits.
     process: Option<OwnedFd>,
+    /// When to look for its rendezvous entry again, to watch its process
+    /// (the address book had not read it yet).
+    watch_again: Option<Instant>,
+    /// Its process has ended: once what it sent is taken in, it is lost
+    /// unless it said goodbye.
+    exited: bool,
 }
 
 struct Attempt {
@@ -495,6 +509,12 @@ impl UcxTransport {
             if p.finished {
                 continue;
             }
+            if p.watch_again.is_some_and(|at| now >= at) {
+                self.watch_process(peer);
+            }
+            let Some(p) = self.peers.get_mut(&peer) else {
+                continue;
+            };
             if let Some(link) = p.link.as_mut() {
                 if let Err(error) = link.handle_timeout(now) {
                     self.link_failed(peer, error);
@@ -525,16 +545,28 @@ impl UcxTransport {
     /// is not in the address book yet, or pidfds are missing, Tether's
     /// heartbeats still find the peer gone, later.
     fn watch_process(&mut self, peer: u32) {
-        if self.peers.get(&peer).is_none_or(|p| p.process.is_some()) {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        p.watch_again = None;
+        if p.process.is_some() || p.finished {
             return;
         }
-        let Ok(address) = self.addresses.get(peer) else {
-            return;
+        let address = match self.addresses.get(peer) {
+            Ok(address) => address,
+            Err(NoAddress::NotYet(_)) => {
+                p.watch_again = Some(Instant::now() + WATCH_AGAIN);
+                return;
+            }
+            Err(NoAddress::Malformed(_)) => return,
         };
         let Some(start) = address.start.filter(|_| address.host == self.config.host) else {
             return;
         };
         let Some(pidfd) = crate::host::process_fd(address.pid, start) else {
+            if !crate::host::is_alive(address.pid, start) {
+                self.process_ended(peer);
+            }
             return;
         };
         let token = UCX_TOKENS.token(1 + peer as usize);
@@ -557,7 +589,11 @@ impl UcxTransport {
             return;
         };
         let peer = (index - 1) as u32;
-        self.poll();
+        for _ in 0..DRAIN_ROUNDS {
+            if !self.poll() {
+                break;
+            }
+        }
         let Some(p) = self.peers.get_mut(&peer) else {
             return;
         };
@@ -566,13 +602,38 @@ impl UcxTransport {
                 .registry
                 .deregister(&mut mio::unix::SourceFd(&pidfd.as_raw_fd()));
         }
-        if !p.finished {
-            let who = self.universe.describe(peer);
-            let message =
-                format!("{who} exited or was killed without saying goodbye (its process ended)");
-            tracing::warn!("{message}");
-            self.lose(peer, err(ErrorClass::PeerLost, message));
+        self.process_ended(peer);
+    }
+
+    /// `peer`'s process has ended: it is lost (unless it said goodbye)
+    /// once what it sent before is taken in, now or when the router has
+    /// placed the frame its link waits on ([`UcxTransport::check_exited`]).
+    fn process_ended(&mut self, peer: u32) {
+        if let Some(p) = self.peers.get_mut(&peer) {
+            p.exited = true;
         }
+        self.check_exited(peer);
+    }
+
+    /// Loses `peer` if its process ended, it did not say goodbye, and its
+    /// link waits on nothing of the router's: what is left of its frames
+    /// follows a gap that nothing will fill. A payload UCX is still
+    /// fetching from it will never come, and UCX 1.13 cannot cancel the
+    /// fetch: the peer is lost anyway, its endpoint force-closed first
+    /// (`forget`), so that with the sender gone and its connection closed
+    /// nothing more can land in the receive's buffer.
+    pub(super) fn check_exited(&mut self, peer: u32) {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        if !p.exited || p.finished || p.reported.is_some() {
+            return;
+        }
+        let who = self.universe.describe(peer);
+        let message =
+            format!("{who} exited or was killed without saying goodbye (its process ended)");
+        tracing::warn!("{message}");
+        self.lose(peer, err(ErrorClass::PeerLost, message));
     }
 
     /// Recomputes the earliest deadline.
@@ -590,7 +651,7 @@ impl UcxTransport {
                         a.deadline
                     }
                 });
-                link.into_iter().chain(attempt)
+                link.into_iter().chain(attempt).chain(p.watch_again)
             })
             .min();
     }

@@ -248,6 +248,7 @@ impl UcxTransport {
         };
         self.fill(peer, data, sink);
         self.advance(peer);
+        self.check_exited(peer);
     }
 
     fn fill(&mut self, peer: u32, data: AmData, sink: PayloadSink) {
@@ -355,9 +356,14 @@ impl UcxTransport {
         }
         if let Err(e) = result {
             let who = self.universe.describe(peer);
+            let why = if p.exited {
+                "its process ended".to_string()
+            } else {
+                e.to_string()
+            };
             let error = err(
                 ErrorClass::PeerLost,
-                format!("UCX could not receive a payload from {who}: {e}"),
+                format!("UCX could not receive a payload from {who}: {why}"),
             );
             self.lose(peer, error);
             return;
@@ -371,6 +377,7 @@ impl UcxTransport {
             }
         }
         self.advance(peer);
+        self.check_exited(peer);
     }
 }
 

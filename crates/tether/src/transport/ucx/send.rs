@@ -257,8 +257,8 @@ impl UcxTransport {
             match event {
                 LinkEvent::HelloReceived(hello) => self.on_hello(peer, &hello),
                 LinkEvent::Established { .. } => self.establish(peer),
-                LinkEvent::PeerClosing => self.peer_closing(peer),
-                LinkEvent::Closed => {}
+                // The peer's Bye, before ours or after it.
+                LinkEvent::PeerClosing | LinkEvent::Closed => self.peer_closing(peer),
             }
         }
         self.rearm();
