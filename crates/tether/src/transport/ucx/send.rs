@@ -8,6 +8,10 @@ use tether_proto::{FrameHeader, FrameKind, Hello, ReqId, Transmit, TransmitPaylo
 use tether_ucx::{Completion, ErrorMode, SendMode};
 
 use super::{am, InFlight, UcxTransport};
+
+/// `Data` payloads from this size on are sent with UCX's rendezvous
+/// flag: below it a copy costs less than the extra round trip.
+const RENDEZVOUS_FROM: usize = 64 * 1024;
 use crate::error::{err, ErrorClass};
 
 impl UcxTransport {
@@ -75,6 +79,14 @@ impl UcxTransport {
                 (bytes.as_ptr(), bytes.len(), Some(bytes))
             }
         };
+        // Rendezvous data goes by UCX's rendezvous whatever its size, so
+        // that it lands in the posted buffer without a copy through UCX's
+        // buffers; the rest as UCX sees fit by size.
+        let mode = if header.kind == FrameKind::Data && len >= RENDEZVOUS_FROM {
+            SendMode::Rendezvous
+        } else {
+            SendMode::Auto
+        };
         let p = self.peers.get_mut(&peer).expect("peer exists");
         let ep = p.ep.as_ref().expect("ensured above");
         // SAFETY: the header is boxed and the payload either user memory
@@ -88,7 +100,7 @@ impl UcxTransport {
                 am_header.len(),
                 data,
                 len,
-                SendMode::Auto,
+                mode,
             )
         };
         match sent {
