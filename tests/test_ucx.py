@@ -11,10 +11,11 @@ is absent, and `tether info` says whether UCX loads here and why not.
 
 import shutil
 import subprocess
+import sys
 
 import pytest
 
-from conftest import LIB, TETHER, UCX_TLS, clean_env, needs_ucx, tether_run, universe
+from conftest import LIB, ROOT, TETHER, UCX_TLS, clean_env, needs_ucx, tether_run, universe
 
 TLS = list(UCX_TLS)
 
@@ -148,3 +149,14 @@ def test_a_large_message_lands_whole_over_ucx(built, program):
     proc = tether_run(["--name", "a", "-n", "1", prog, ":", "--name", "b", "-n", "1", prog],
                       env=env, timeout=300)
     assert "received 3221225472 bytes intact" in proc.stdout
+
+
+@needs_ucx
+@pytest.mark.parametrize("tls", TLS)
+def test_python_and_c_over_ucx(built, python_package, program, tls):
+    # A C simulation and a Python model (numpy, zero-copy) over UCX.
+    peer = program("py_peer")
+    script = ROOT / "tests" / "python" / "c_peer.py"
+    args = ["--name", "csim", "-n", "2", peer, ":", "--name", "pymodel", "-n", "2", sys.executable, str(script)]
+    proc = tether_run(args, env=ucx_env(clean_env(), tls))
+    assert proc.stdout.count("ok c-python") == 4
