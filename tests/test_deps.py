@@ -86,7 +86,7 @@ sys.exit(code)
 # Everything APT_PACKAGES and APT_BENCH_PACKAGES name except the MPIs,
 # installed on every pretend machine.
 OTHERS = ["build-essential", "ca-certificates", "pkg-config", "cmake", "python3", "python3-pytest",
-          "iproute2", "gfortran", "libzmq3-dev"]
+          "iproute2", "gfortran", "libucx-dev", "libzmq3-dev"]
 
 
 def machine(tmp_path, installed, uid=0, manual=None):

@@ -224,14 +224,22 @@ impl Peer {
     fn link_state(&self) -> Option<LinkState> {
         self.link.as_ref().map(Link::state)
     }
+
+    /// Whether its link may take its next arrival now: it has a link, and
+    /// no reported frame waits for its place nor payload for UCX.
+    fn may_take(&self) -> bool {
+        self.link.is_some() && self.reported.is_none() && !self.receiving
+    }
 }
 
 /// A send UCX has not completed: what it must keep alive and report.
 struct InFlight {
     peer: u32,
     completes: Option<ReqId>,
+    /// The AM header and an owned payload: UCX reads them until it
+    /// reports the send done.
     _header: Box<[u8; am::FRAME_AM_HEADER]>,
-    _owned: Option<Vec<u8>>,
+    payload: Option<Vec<u8>>,
 }
 
 /// Where a payload UCX is fetching goes, once it is there.
@@ -403,7 +411,7 @@ impl UcxTransport {
                     .sends
                     .values()
                     .filter(|s| s.peer == peer)
-                    .map(|s| s._owned.as_ref().map_or(0, |v| v.len() as u64))
+                    .map(|s| s.payload.as_ref().map_or(0, |v| v.len() as u64))
                     .sum();
                 out.push(LinkUse {
                     peer,

@@ -124,9 +124,18 @@ impl UcxTransport {
             data = AmData::Bytes(rest);
         }
         let p = self.peers.get_mut(&from).expect("entered above");
-        p.arrived.insert(frame.seq(), Arrival { am: frame, data });
+        let arrival = Arrival { am: frame, data };
+        // The usual case, a frame in order that the link may take now,
+        // skips the map.
+        if frame.seq() == p.next_seq && p.arrived.is_empty() && p.may_take() {
+            p.next_seq += 1;
+            if !self.feed(from, arrival) {
+                return;
+            }
+        } else {
+            p.arrived.insert(frame.seq(), arrival);
+        }
         self.advance(from);
-        self.rearm();
     }
 
     /// A `DIAL`: a higher rank has frames for this process; the link is
@@ -160,82 +169,98 @@ impl UcxTransport {
     /// data-path frame (reported, and waiting for its place), the next
     /// has not arrived, or a payload is still being fetched.
     pub(super) fn advance(&mut self, peer: u32) {
-        loop {
-            let Some(p) = self.peers.get_mut(&peer) else {
-                return;
-            };
-            if p.receiving || p.reported.is_some() {
+        while let Some(arrival) = self.next_arrival(peer) {
+            if !self.feed(peer, arrival) {
                 return;
             }
-            let Some(link) = p.link.as_mut() else {
-                return;
-            };
-            let Some(arrival) = p.arrived.remove(&p.next_seq) else {
-                return;
-            };
-            p.next_seq += 1;
-            let Arrival { am, data } = arrival;
-            let header = match link.on_header(&am.frame) {
-                Ok(Inbound::Control(header)) => {
-                    let payload =
-                        small_bytes(data).filter(|bytes| bytes.len() as u64 == header.payload_len);
-                    let Some(payload) = payload else {
-                        let error = self.broke_protocol_error(
-                            peer,
-                            &"a control frame's data does not match its header",
-                        );
-                        self.lose(peer, error);
-                        return;
-                    };
-                    match link.on_control(&header, &payload) {
-                        Ok(()) => self.drive(peer),
-                        Err(error) => {
-                            self.link_failed(peer, error);
-                            return;
-                        }
-                    }
-                    continue;
-                }
-                Ok(Inbound::Deliver(header)) => header,
-                Err(error) => {
-                    self.link_failed(peer, error);
-                    return;
-                }
-            };
-            if data.len() as u64 != header.payload_len {
-                let problem = format!(
-                    "a {:?} frame announces {} bytes and brings {}",
-                    header.kind,
-                    header.payload_len,
-                    data.len()
-                );
-                let error = self.broke_protocol_error(peer, &problem);
-                self.lose(peer, error);
-                return;
-            }
-            match classify(&header, LinkKind::Stream, true) {
-                Ok(Class::Data) => {
-                    p.reported = Some(data);
-                    self.events.frames.push_back((peer, header));
-                    return;
-                }
-                Ok(Class::Abort(code)) => self.events.links.push(LinkEvent::Abort { peer, code }),
-                Ok(Class::Handshake | Class::Bye) => {
+        }
+    }
+
+    /// The arrival `peer`'s link takes next, if it may take one now.
+    fn next_arrival(&mut self, peer: u32) -> Option<Arrival> {
+        let p = self.peers.get_mut(&peer)?;
+        if !p.may_take() {
+            return None;
+        }
+        let arrival = p.arrived.remove(&p.next_seq)?;
+        p.next_seq += 1;
+        Some(arrival)
+    }
+
+    /// Hands the link of `peer` its next arrival (the one numbered
+    /// `next_seq - 1`); returns whether the next may follow at once.
+    fn feed(&mut self, peer: u32, arrival: Arrival) -> bool {
+        let Some(link) = self.peers.get_mut(&peer).and_then(|p| p.link.as_mut()) else {
+            return false;
+        };
+        let Arrival { am, data } = arrival;
+        let header = match link.on_header(&am.frame) {
+            Ok(Inbound::Control(header)) => {
+                let payload =
+                    small_bytes(data).filter(|bytes| bytes.len() as u64 == header.payload_len);
+                let Some(payload) = payload else {
                     let error = self.broke_protocol_error(
                         peer,
-                        &WireError::UnexpectedFrame {
-                            got: header.kind,
-                            state: "on a UCX link",
-                        },
+                        &"a control frame's data does not match its header",
                     );
                     self.lose(peer, error);
-                    return;
+                    return false;
+                };
+                return match link.on_control(&header, &payload) {
+                    Ok(()) => {
+                        self.drive(peer);
+                        true
+                    }
+                    Err(error) => {
+                        self.link_failed(peer, error);
+                        false
+                    }
+                };
+            }
+            Ok(Inbound::Deliver(header)) => header,
+            Err(error) => {
+                self.link_failed(peer, error);
+                return false;
+            }
+        };
+        if data.len() as u64 != header.payload_len {
+            let problem = format!(
+                "a {:?} frame announces {} bytes and brings {}",
+                header.kind,
+                header.payload_len,
+                data.len()
+            );
+            let error = self.broke_protocol_error(peer, &problem);
+            self.lose(peer, error);
+            return false;
+        }
+        match classify(&header, LinkKind::Stream, true) {
+            Ok(Class::Data) => {
+                if let Some(p) = self.peers.get_mut(&peer) {
+                    p.reported = Some(data);
                 }
-                Err(wire) => {
-                    let error = self.broke_protocol_error(peer, &wire);
-                    self.lose(peer, error);
-                    return;
-                }
+                self.events.frames.push_back((peer, header));
+                false
+            }
+            Ok(Class::Abort(code)) => {
+                self.events.links.push(LinkEvent::Abort { peer, code });
+                true
+            }
+            Ok(Class::Handshake | Class::Bye) => {
+                let error = self.broke_protocol_error(
+                    peer,
+                    &WireError::UnexpectedFrame {
+                        got: header.kind,
+                        state: "on a UCX link",
+                    },
+                );
+                self.lose(peer, error);
+                false
+            }
+            Err(wire) => {
+                let error = self.broke_protocol_error(peer, &wire);
+                self.lose(peer, error);
+                false
             }
         }
     }

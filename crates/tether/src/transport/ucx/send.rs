@@ -117,7 +117,7 @@ impl UcxTransport {
                         peer,
                         completes,
                         _header: am_header,
-                        _owned: owned,
+                        payload: owned,
                     },
                 );
             }
