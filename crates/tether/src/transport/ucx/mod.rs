@@ -123,6 +123,14 @@ impl Prepared {
             ));
         }
         let address = worker.address().map_err(|e| e.to_string())?;
+        if address.len() > usize::from(u16::MAX) {
+            // A Hello's AM header gives the address length in 16 bits.
+            return Err(format!(
+                "UCX's worker address is {} bytes here, more than a Hello can carry ({})",
+                address.len(),
+                u16::MAX
+            ));
+        }
         Ok(Prepared { worker, address })
     }
 

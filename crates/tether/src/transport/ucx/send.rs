@@ -8,11 +8,11 @@ use tether_proto::{FrameHeader, FrameKind, Hello, ReqId, Transmit, TransmitPaylo
 use tether_ucx::{Completion, ErrorMode, SendMode};
 
 use super::{am, InFlight, UcxTransport};
+use crate::error::{err, ErrorClass};
 
 /// `Data` payloads from this size on are sent with UCX's rendezvous
 /// flag: below it a copy costs less than the extra round trip.
 const RENDEZVOUS_FROM: usize = 64 * 1024;
-use crate::error::{err, ErrorClass};
 
 impl UcxTransport {
     /// Stamps an engine frame with its link's next sequence number and
