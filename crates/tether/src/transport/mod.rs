@@ -12,6 +12,7 @@ pub(crate) mod api;
 pub(crate) mod events;
 pub mod file;
 pub(crate) mod hybrid;
+pub(crate) mod link_settings;
 pub(crate) mod peer_table;
 pub(crate) mod rails;
 pub(crate) mod reactor;

@@ -43,7 +43,7 @@ impl TcpTransport {
 
     fn try_connect(&mut self, peer: u32) {
         let looked_up = self.addresses.get(peer);
-        let link_config = self.new_link_config();
+        let link_config = self.links.new_link();
         let p = self.peers.get_mut(&peer).expect("peer exists");
         let attempt = p.attempt.as_mut().expect("attempt exists");
         let now = Instant::now();

@@ -38,18 +38,16 @@ use mio::net::TcpListener;
 use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap as HashMap;
 use tether_auth::Key;
-use tether_proto::link::{Link, LinkAuth, LinkConfig, LinkState};
-use tether_proto::{
-    FrameHeader, FrameKind, Hello, PayloadSink, Transmit, TransmitPayload, WireError,
-};
+use tether_proto::link::{Link, LinkState};
+use tether_proto::{FrameHeader, FrameKind, PayloadSink, Transmit, TransmitPayload, WireError};
 use tether_rendezvous::Rendezvous;
 
 use crate::addresses::Addresses;
 
 use crate::error::{err, ErrorClass, Result};
-use crate::settings::MAX_EAGER_LIMIT;
 use crate::transport::api::{Caps, NoResource, Transport, LINK_QUEUE_FRAMES};
 use crate::transport::events::{Events, LinkEvent};
+use crate::transport::link_settings::LinkSettings;
 use crate::transport::reactor::{Ready, TokenSpace};
 use crate::transport::resources::{socket_kernel_bytes, LinkMemory, LinkUse};
 use crate::transport::retry::Retry;
@@ -190,7 +188,7 @@ pub struct TcpTransport {
     /// Peers' addresses, shared with the router (`addresses.rs`).
     addresses: Addresses,
     /// What each new link says in its `Hello` and how long it waits.
-    link_config: LinkConfig,
+    links: LinkSettings,
     config: TcpConfig,
     /// What happened since the router last drained it.
     pub events: Events,
@@ -238,20 +236,12 @@ impl TcpTransport {
         rendezvous: Arc<Rendezvous>,
         addresses: Addresses,
     ) -> TcpTransport {
-        let me = &universe.programs[universe.my_program];
-        let link_config = LinkConfig {
-            hello: Hello {
-                universe_id: universe.id,
-                universe_rank: universe.my_universe_rank(),
-                capabilities: 0,
-                program: me.name.clone(),
-                program_rank: universe.my_rank,
-            },
-            handshake_timeout: config.handshake_timeout,
-            goodbye_timeout: config.goodbye_timeout,
-            max_eager: MAX_EAGER_LIMIT,
-            auth: None,
-        };
+        let links = LinkSettings::new(
+            &universe,
+            config.key.clone(),
+            config.handshake_timeout,
+            config.goodbye_timeout,
+        );
         let (listener, _) = bound;
         TcpTransport {
             rail,
@@ -266,7 +256,7 @@ impl TcpTransport {
             universe,
             rendezvous,
             addresses,
-            link_config,
+            links,
             config,
             events: Events::default(),
             incoming: Vec::new(),
@@ -337,19 +327,7 @@ impl TcpTransport {
         self.config.connect_timeout = connect;
         self.config.handshake_timeout = handshake;
         self.config.goodbye_timeout = goodbye;
-        self.link_config.handshake_timeout = handshake;
-        self.link_config.goodbye_timeout = goodbye;
-    }
-
-    /// The settings of a new link: with a fresh nonce of its own when
-    /// the run has a key.
-    fn new_link_config(&self) -> LinkConfig {
-        let mut config = self.link_config.clone();
-        config.auth = self.config.key.clone().map(|key| LinkAuth {
-            key,
-            nonce: tether_auth::nonce(),
-        });
-        config
+        self.links.set_timeouts(handshake, goodbye);
     }
 
     fn me(&self) -> u32 {
@@ -434,7 +412,7 @@ impl TcpTransport {
                         continue;
                     }
                     let _ = stream.set_nodelay(true);
-                    let link = Link::acceptor(self.new_link_config(), Instant::now());
+                    let link = Link::acceptor(self.links.new_link(), Instant::now());
                     self.entries
                         .insert(token, Entry::new(Conn::new(stream, remote), link));
                     self.pending_accepts.push_back(token);

@@ -59,18 +59,17 @@ use std::time::{Duration, Instant};
 use mio::{Interest, Registry};
 use rustc_hash::FxHashMap as HashMap;
 use tether_auth::Key;
-use tether_proto::link::{Link, LinkAuth, LinkConfig, LinkState};
+use tether_proto::link::{Link, LinkState};
 use tether_proto::{
-    FrameHeader, FrameKind, Hello, PayloadSink, ReqId, SinkToken, Transmit, TransmitPayload,
-    WireError,
+    FrameHeader, FrameKind, PayloadSink, ReqId, SinkToken, Transmit, TransmitPayload, WireError,
 };
 use tether_ucx::{AmData, Context, ContextOptions, Endpoint, ThreadMode, Worker};
 
 use crate::addresses::{Addresses, NoAddress};
 use crate::error::{err, Error, ErrorClass};
-use crate::settings::MAX_EAGER_LIMIT;
 use crate::transport::api::{Caps, NoResource, Transport, LINK_QUEUE_FRAMES};
 use crate::transport::events::Events;
+use crate::transport::link_settings::LinkSettings;
 use crate::transport::reactor::UCX_TOKENS;
 use crate::transport::resources::{LinkMemory, LinkUse};
 use crate::transport::retry::Retry;
@@ -280,7 +279,8 @@ pub struct UcxTransport {
     registry: Registry,
     universe: Arc<Universe>,
     addresses: Addresses,
-    link_config: LinkConfig,
+    /// What each new link says in its `Hello` and how long it waits.
+    links: LinkSettings,
     config: UcxConfig,
     /// The earliest deadline of a link or an attempt, if any.
     timer: Option<Instant>,
@@ -314,20 +314,12 @@ impl UcxTransport {
                 Interest::READABLE,
             )
             .map_err(|e| err(ErrorClass::Transport, format!("epoll: {e}")))?;
-        let me = &universe.programs[universe.my_program];
-        let link_config = LinkConfig {
-            hello: Hello {
-                universe_id: universe.id,
-                universe_rank: universe.my_universe_rank(),
-                capabilities: 0,
-                program: me.name.clone(),
-                program_rank: universe.my_rank,
-            },
-            handshake_timeout: config.handshake_timeout,
-            goodbye_timeout: config.goodbye_timeout,
-            max_eager: MAX_EAGER_LIMIT,
-            auth: None,
-        };
+        let links = LinkSettings::new(
+            &universe,
+            config.key.clone(),
+            config.handshake_timeout,
+            config.goodbye_timeout,
+        );
         Ok(UcxTransport {
             peers: HashMap::default(),
             sends: HashMap::default(),
@@ -338,7 +330,7 @@ impl UcxTransport {
             registry,
             universe,
             addresses,
-            link_config,
+            links,
             config,
             timer: None,
             events: Events::default(),
@@ -354,19 +346,7 @@ impl UcxTransport {
         self.config.connect_timeout = connect;
         self.config.handshake_timeout = handshake;
         self.config.goodbye_timeout = goodbye;
-        self.link_config.handshake_timeout = handshake;
-        self.link_config.goodbye_timeout = goodbye;
-    }
-
-    /// The settings of a new link: with a fresh nonce of its own when
-    /// the run has a key.
-    fn new_link_config(&self) -> LinkConfig {
-        let mut config = self.link_config.clone();
-        config.auth = self.config.key.clone().map(|key| LinkAuth {
-            key,
-            nonce: tether_auth::nonce(),
-        });
-        config
+        self.links.set_timeouts(handshake, goodbye);
     }
 
     /// One round of progress: UCX runs, and what its callbacks recorded
@@ -503,7 +483,7 @@ impl UcxTransport {
 
     /// Opens the link to `peer` as its connector: the `Hello` goes.
     fn dial(&mut self, peer: u32, now: Instant) {
-        let config = self.new_link_config();
+        let config = self.links.new_link();
         let p = self.peers.get_mut(&peer).expect("peer exists");
         let deadline = p
             .attempt
@@ -610,14 +590,10 @@ impl UcxTransport {
                 break;
             }
         }
-        let Some(p) = self.peers.get_mut(&peer) else {
+        if !self.peers.contains_key(&peer) {
             return;
-        };
-        if let Some(pidfd) = p.process.take() {
-            let _ = self
-                .registry
-                .deregister(&mut mio::unix::SourceFd(&pidfd.as_raw_fd()));
         }
+        self.unwatch(peer);
         self.process_ended(peer);
     }
 
@@ -680,6 +656,24 @@ impl UcxTransport {
         }
     }
 
+    /// [`UcxTransport::lose`] with an error of `class` whose message
+    /// `message` writes, given the peer's name.
+    fn lose_with(&mut self, peer: u32, class: ErrorClass, message: impl FnOnce(&str) -> String) {
+        let who = self.universe.describe(peer);
+        self.lose(peer, err(class, message(&who)));
+    }
+
+    /// Stops watching the process of `peer` (it ended, or the peer is
+    /// dropped).
+    fn unwatch(&mut self, peer: u32) {
+        let Some(pidfd) = self.peers.get_mut(&peer).and_then(|p| p.process.take()) else {
+            return;
+        };
+        let _ = self
+            .registry
+            .deregister(&mut mio::unix::SourceFd(&pidfd.as_raw_fd()));
+    }
+
     /// Drops everything of `peer` (without a word to it); returns whether
     /// it was not finished before.
     fn forget(&mut self, peer: u32) -> bool {
@@ -699,11 +693,7 @@ impl UcxTransport {
             self.endpoint_peers.remove(&ep.id().0);
             drop(ep);
         }
-        if let Some(pidfd) = p.process.take() {
-            let _ = self
-                .registry
-                .deregister(&mut mio::unix::SourceFd(&pidfd.as_raw_fd()));
-        }
+        self.unwatch(peer);
         was
     }
 

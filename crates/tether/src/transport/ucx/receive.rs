@@ -38,12 +38,9 @@ impl UcxTransport {
                 match result {
                     Ok(()) => self.events.sent.extend(send.completes),
                     Err(e) => {
-                        let who = self.universe.describe(send.peer);
-                        let error = err(
-                            ErrorClass::PeerLost,
-                            format!("UCX could not send to {who}: {e}"),
-                        );
-                        self.lose(send.peer, error);
+                        self.lose_with(send.peer, ErrorClass::PeerLost, |who| {
+                            format!("UCX could not send to {who}: {e}")
+                        });
                     }
                 }
             }
@@ -95,7 +92,7 @@ impl UcxTransport {
                 );
                 return;
             }
-            let link = Link::acceptor(self.new_link_config(), Instant::now());
+            let link = Link::acceptor(self.links.new_link(), Instant::now());
             let p = self.peers.get_mut(&from).expect("entered above");
             p.link = Some(link);
             p.peer_errors
@@ -346,12 +343,9 @@ impl UcxTransport {
                 }
             }
             Err(e) => {
-                let who = self.universe.describe(peer);
-                let error = err(
-                    ErrorClass::PeerLost,
-                    format!("UCX could not receive a payload from {who}: {e}"),
-                );
-                self.lose(peer, error);
+                self.lose_with(peer, ErrorClass::PeerLost, |who| {
+                    format!("UCX could not receive a payload from {who}: {e}")
+                });
             }
         }
     }

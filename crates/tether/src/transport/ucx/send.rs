@@ -122,12 +122,9 @@ impl UcxTransport {
                 );
             }
             Err(e) => {
-                let who = self.universe.describe(peer);
-                let error = err(
-                    ErrorClass::PeerLost,
-                    format!("UCX cannot send to {who}: {e}"),
-                );
-                self.lose(peer, error);
+                self.lose_with(peer, ErrorClass::PeerLost, |who| {
+                    format!("UCX cannot send to {who}: {e}")
+                });
             }
         }
     }
@@ -189,12 +186,9 @@ impl UcxTransport {
                 true
             }
             Err(e) => {
-                let who = self.universe.describe(peer);
-                let error = err(
-                    ErrorClass::Transport,
-                    format!("UCX cannot make an endpoint to {who}: {e}"),
-                );
-                self.lose(peer, error);
+                self.lose_with(peer, ErrorClass::Transport, |who| {
+                    format!("UCX cannot make an endpoint to {who}: {e}")
+                });
                 false
             }
         }
@@ -216,12 +210,9 @@ impl UcxTransport {
         match ep.am_send(am::DIAL, header, self.address.clone(), SendMode::Auto) {
             Ok(_) => p.dialled = true,
             Err(e) => {
-                let who = self.universe.describe(peer);
-                let error = err(
-                    ErrorClass::PeerLost,
-                    format!("UCX cannot send to {who}: {e}"),
-                );
-                self.lose(peer, error);
+                self.lose_with(peer, ErrorClass::PeerLost, |who| {
+                    format!("UCX cannot send to {who}: {e}")
+                });
             }
         }
     }
