@@ -147,6 +147,7 @@ pub const UCP_OP_ATTR_FIELD_CALLBACK: u32 = 1 << 1;
 pub const UCP_OP_ATTR_FIELD_USER_DATA: u32 = 1 << 2;
 pub const UCP_OP_ATTR_FIELD_DATATYPE: u32 = 1 << 3;
 pub const UCP_OP_ATTR_FIELD_FLAGS: u32 = 1 << 4;
+pub const UCP_OP_ATTR_FIELD_REPLY_BUFFER: u32 = 1 << 5;
 pub const UCP_OP_ATTR_FIELD_MEMORY_TYPE: u32 = 1 << 6;
 pub const UCP_OP_ATTR_FIELD_RECV_INFO: u32 = 1 << 7;
 pub const UCP_OP_ATTR_FLAG_NO_IMM_CMPL: u32 = 1 << 16;
@@ -367,7 +368,17 @@ zeroed_default!(
     ucp_mem_map_params_t,
 );
 
-/// `ucp_mem_map_params_t` (for RMA windows; not used by the safe wrapper yet).
+/// `ucp_dt_make_contig(elem_size)`: contiguous elements of `elem_size`
+/// bytes (the datatype of an atomic operation's operand).
+pub const fn ucp_dt_make_contig(elem_size: usize) -> ucp_datatype_t {
+    (elem_size as u64) << 3
+}
+
+// ucp_mem_map_params_field
+pub const UCP_MEM_MAP_PARAM_FIELD_ADDRESS: u64 = bit(0);
+pub const UCP_MEM_MAP_PARAM_FIELD_LENGTH: u64 = bit(1);
+
+/// `ucp_mem_map_params_t` (one-sided windows: `rma.rs`).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ucp_mem_map_params_t {

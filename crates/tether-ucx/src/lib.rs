@@ -48,6 +48,11 @@
 //!   nor `Sync` and belong to the thread that created them. The function
 //!   table [`Ucp`] is `Send + Sync`. To wake a sleeping worker from another
 //!   thread use its event fd's peer (your own eventfd in the same epoll).
+//! * **One-sided.** [`Context::map`] registers memory (a context made
+//!   with [`ContextOptions::rma`]); [`MemRegion::pack`] gives its key,
+//!   which a peer unpacks on its endpoint ([`Endpoint::unpack_key`]).
+//!   Puts, gets and atomics on the endpoint are done when a later
+//!   [`Endpoint::flush`] is (`rma.rs` says why and who must progress).
 //! * **Order.** UCX documents no order for active messages; callers that
 //!   need it (Tether) check their own sequence numbers.
 //! * **Peer failure.** [`ErrorMode::Peer`] endpoints report a dead peer as
@@ -98,11 +103,13 @@ pub mod ffi;
 mod context;
 mod error;
 mod library;
+mod rma;
 mod worker;
 
 pub use context::{Context, ContextOptions};
 pub use error::{Error, Result};
 pub use library::{Ucp, Unavailable, DEFAULT_LIB, LIB_ENV, MIN_VERSION};
+pub use rma::{AtomicOp, MemRegion, RemoteKey};
 pub use worker::{
     AmBuffers, AmData, AmDesc, AmMessage, Arm, Completion, Endpoint, EpId, ErrorMode, Event,
     RecvToken, SendMode, SendToken, ThreadMode, Worker,

@@ -264,9 +264,9 @@ enum RawEvent {
     },
 }
 
-struct SendOp {
-    req: *mut c_void,
-    buffers: Option<AmBuffers>,
+pub(crate) struct SendOp {
+    pub(crate) req: *mut c_void,
+    pub(crate) buffers: Option<AmBuffers>,
 }
 
 struct RecvOp {
@@ -286,10 +286,10 @@ struct HandlerArg {
 }
 
 #[derive(Default)]
-struct State {
+pub(crate) struct State {
     events: VecDeque<RawEvent>,
     next_token: u64,
-    sends: HashMap<u64, SendOp>,
+    pub(crate) sends: HashMap<u64, SendOp>,
     recvs: HashMap<u64, RecvOp>,
     /// Keyed by the `ucp_ep_h` address.
     eps: HashMap<usize, EpState>,
@@ -299,7 +299,7 @@ struct State {
 }
 
 impl State {
-    fn token(&mut self) -> u64 {
+    pub(crate) fn token(&mut self) -> u64 {
         self.next_token += 1;
         self.next_token
     }
@@ -307,10 +307,10 @@ impl State {
 
 pub(crate) struct Core {
     _ctx: Rc<ContextInner>,
-    ucp: &'static Ucp,
-    handle: ucp_worker_h,
+    pub(crate) ucp: &'static Ucp,
+    pub(crate) handle: ucp_worker_h,
     /// Borrowed only briefly, never across a UCX call (callbacks borrow it).
-    state: RefCell<State>,
+    pub(crate) state: RefCell<State>,
 }
 
 impl Core {
@@ -406,13 +406,17 @@ unsafe fn request_token(req: *mut c_void) -> u64 {
 
 /// # Safety
 /// As [`request_token`].
-unsafe fn set_request_token(req: *mut c_void, token: u64) {
+pub(crate) unsafe fn set_request_token(req: *mut c_void, token: u64) {
     const { assert!(REQUEST_SPACE >= 8) };
     // SAFETY: the caller guarantees REQUEST_SPACE (>= 8) bytes at `req`.
     unsafe { ptr::write_unaligned(req as *mut u64, token) }
 }
 
-unsafe extern "C" fn send_cb(req: *mut c_void, status: ucs_status_t, user_data: *mut c_void) {
+pub(crate) unsafe extern "C" fn send_cb(
+    req: *mut c_void,
+    status: ucs_status_t,
+    user_data: *mut c_void,
+) {
     // SAFETY: user_data is the Core that issued the send and outlives every
     // request of it (Core::drop waits for them); `req` is that request,
     // whose token was written right after the send returned it (callbacks
@@ -918,8 +922,8 @@ impl std::fmt::Debug for Worker {
 /// `UCP_EP_CLOSE_FLAG_FORCE` (outstanding sends end with an error event);
 /// use [`Endpoint::close`] to flush first.
 pub struct Endpoint {
-    core: Rc<Core>,
-    handle: ucp_ep_h,
+    pub(crate) core: Rc<Core>,
+    pub(crate) handle: ucp_ep_h,
     id: EpId,
     open: bool,
 }
