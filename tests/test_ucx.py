@@ -97,12 +97,29 @@ def test_collectives_over_ucx(built, program, scenario, tls):
 
 
 @needs_ucx
+@pytest.mark.parametrize("rma", ["on", "off"])
 @pytest.mark.parametrize("tls", TLS)
 @pytest.mark.parametrize("scenario", ["putget", "atomics", "range", "passive", "computing", "lost"])
-def test_one_sided_over_ucx(built, program, scenario, tls):
+def test_one_sided_over_ucx(built, program, scenario, tls, rma):
+    """Windows with their puts and gets as UCX RMA (TETHER_UCX_RMA=on)
+    and as frames (off, what `auto` picks on this machine)."""
     args, env = universe(program("rma_suite"), scenario)
-    proc = tether_run(args, env=ucx_env(env, tls))
+    proc = tether_run(args, env=ucx_env(env, tls) | {"TETHER_UCX_RMA": rma})
     assert f"ok {scenario}" in proc.stdout, proc.stdout + proc.stderr
+
+
+@needs_ucx
+@pytest.mark.parametrize("tls", TLS)
+@pytest.mark.parametrize("rma, moved", [("on", 65536), ("off", 0), ("auto", 0)])
+def test_window_puts_and_gets_go_as_ucx_rma_when_chosen(python_package, tls, rma, moved):
+    """With TETHER_UCX_RMA=on a window put and get move their bytes by
+    the target's UCX key (the counters of remote memory show them);
+    `off`, and `auto` here where UCX has no RDMA network, send frames."""
+    script = str(ROOT / "tests" / "python" / "ucx_rma_check.py")
+    env = ucx_env(clean_env(TETHER_UCX_RMA=rma), tls)
+    proc = tether_run(["--name", "a", "-n", "2", sys.executable, script, "ucx"], env=env)
+    assert f"rma 0 put {moved} got {moved}" in proc.stdout, proc.stdout + proc.stderr
+    assert "rma 1 put 0 got 0" in proc.stdout, proc.stdout + proc.stderr
 
 
 @needs_ucx

@@ -171,6 +171,7 @@ impl ConnectionPolicy {
             | Key::RunId
             | Key::HostId
             | Key::UcxLib
+            | Key::UcxRma
             | Key::Rails
             | Key::ShmRingBytes
             | Key::ShmCma

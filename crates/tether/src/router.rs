@@ -49,7 +49,7 @@ use crate::liveness::{self, Liveness, Silent, Verdict};
 use crate::peers::{Peers, Pending, Route};
 use crate::policy::{ConnectionPolicy, Effect};
 use crate::settings::{Key, Settings};
-use crate::transport::api::{Caps, NoResource, PayloadFiles, Transport};
+use crate::transport::api::{Caps, NoResource, PayloadFiles, RmaOutcome, Transport};
 use crate::transport::events::{Events, LinkEvent};
 use crate::transport::file::{self, FileConfig, FileTransport};
 use crate::transport::hybrid::Hybrid;
@@ -64,6 +64,7 @@ use crate::universe::{PeerAddress, Universe};
 mod files;
 mod hand_over;
 mod short_path;
+mod windows;
 use files::FileSettings;
 pub use hand_over::Transports;
 pub use short_path::ShortPath;
@@ -258,7 +259,7 @@ impl Router {
             }
         };
         let (ucx, ucx_problem) = if settings.transports().iter().any(|t| t == "ucx") {
-            match ucx::Prepared::create() {
+            match ucx::Prepared::create(settings.ucx_rma()) {
                 Ok(prepared) => (Some(prepared), String::new()),
                 Err(why) => {
                     tracing::warn!("ucx is in TETHER_TRANSPORTS but not usable here: {why}");
@@ -788,10 +789,10 @@ impl Router {
             }
             Route::Ucx => {
                 tracing::info!("reaching {} over ucx", self.universe.describe(peer));
-                if let Some(ucx) = self.ucx.as_mut() {
+                self.ucx.as_mut().map_or(Caps::NONE, |ucx| {
                     ucx.start_connect(peer);
-                }
-                Caps::NONE
+                    ucx.caps()
+                })
             }
             Route::Pending(_) => unreachable!("a settled route"),
         };
@@ -1172,13 +1173,14 @@ impl Transport for Router {
         Ok(())
     }
 
-    fn rma(&mut self, op: &RmaOp) -> RmaStatus {
-        let status = match (self.peers.route(op.peer), self.shm.as_mut()) {
-            (Some(Route::Shm), Some(shm)) => shm.rma(op),
-            _ => RmaStatus::Refused,
+    fn rma(&mut self, op: &RmaOp) -> RmaOutcome {
+        let outcome = match self.peers.route(op.peer) {
+            Some(Route::Shm) => self.shm.as_mut().map(|shm| shm.rma(op)),
+            Some(Route::Ucx) => self.ucx.as_mut().map(|ucx| ucx.rma(op)),
+            _ => None,
         };
         self.collect();
-        status
+        outcome.unwrap_or(RmaOutcome::Now(RmaStatus::Refused))
     }
 
     fn place(&mut self, peer: u32, sink: PayloadSink) {
@@ -1287,6 +1289,7 @@ fn drain(
 ) {
     events.sent.append(&mut from.sent);
     events.filled.append(&mut from.filled);
+    events.rma_done.append(&mut from.rma_done);
     while let Some(frame) = from.frames.pop_front() {
         events.frames.push_back(frame);
         origins.push_back(owner);

@@ -198,6 +198,13 @@ settings! {
         hint: false,
         meaning: "the UCX library the ucx transport loads at start (a file name the dynamic loader finds, or a path); unset: libucp.so.0. UCX's own variables (UCX_TLS, UCX_NET_DEVICES) choose its network",
     };
+    ucx_rma as UcxRma: Choice = Setting {
+        key: "UCX_RMA",
+        default: "auto",
+        kind: Kind::Choice(&["auto", "on", "off"]),
+        hint: false,
+        meaning: "how window puts and gets to peers reached over ucx travel: on, as UCX RMA (ucp_put_nbx/ucp_get_nbx with keys exchanged at tether_win_create, no target involvement where the network registers memory); off, as frames the target applies; auto, on when UCX has an RDMA network here (not only tcp, sysv, posix, cma, self, where UCX emulates RMA with messages the target must progress). Read at start",
+    };
     host_id as HostId: Text = Setting {
         key: "HOST_ID",
         default: "",

@@ -269,6 +269,10 @@ pub(super) struct OneSided {
     /// Puts and gets of at least this many bytes go by remote memory
     /// where they can (0: never).
     direct_bytes: u64,
+    /// Peers whose transport carries window puts and gets by the
+    /// window's own key from this size on, whatever `direct_bytes` and
+    /// the peer's remote memory say (`Engine::set_window_rma`).
+    keyed_from: HashMap<u32, u64>,
     /// One apply is out with the runtime.
     applying: bool,
 }
@@ -285,6 +289,7 @@ impl Default for OneSided {
             applying: false,
             direct: HashMap::default(),
             direct_bytes: 0,
+            keyed_from: HashMap::default(),
         }
     }
 }

@@ -22,7 +22,7 @@ use tether_rendezvous::Rendezvous;
 use super::{Bound, Router};
 use crate::error::Result;
 use crate::settings::Settings;
-use crate::transport::api::{self, NoResource, Transport};
+use crate::transport::api::{self, NoResource, RmaOutcome, Transport};
 use crate::transport::events::LinkEvent;
 use crate::universe::Universe;
 
@@ -112,8 +112,9 @@ impl Transports {
     /// copy).
     pub fn run_rma(&mut self, engine: &mut Engine) {
         while let Some(op) = engine.poll_rma() {
-            let status = self.router.rma(&op);
-            engine.rma_done(op, status);
+            if let RmaOutcome::Now(status) = self.router.rma(&op) {
+                engine.rma_done(op, status);
+            }
         }
         self.hand_over(engine);
     }
@@ -149,6 +150,7 @@ impl Transports {
         }
         for (peer, caps) in std::mem::take(&mut self.router.events().reached) {
             engine.set_remote_memory(peer, caps.remote_memory);
+            engine.set_window_rma(peer, caps.window_rma);
             engine.set_stripe(peer, caps.stripe);
             if let Some(limit) = caps.eager_limit {
                 engine.set_peer_eager_limit(peer, limit);
@@ -174,6 +176,9 @@ impl Transports {
             }
             for (token, owned) in events.filled.drain(..) {
                 engine.payload_done(token, owned);
+            }
+            for (op, status) in events.rma_done.drain(..) {
+                engine.rma_done(op, status);
             }
             let Some((peer, header)) = events.frames.pop_front() else {
                 break;

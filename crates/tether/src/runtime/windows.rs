@@ -76,23 +76,27 @@ impl Runtime {
             (c.members.clone(), c.my_rank as usize)
         };
         let id = self.comms.get(own)?.context;
-        // Every member's size and address, two words each.
-        let mut gathered = vec![0u64; 2 * members.len()];
-        gathered[2 * my_rank] = len as u64;
-        gathered[2 * my_rank + 1] = base as u64;
-        let int64 = datatype::lookup(6)?;
-        // SAFETY: `gathered` outlives the allgather, which completes here.
-        let done = unsafe {
-            let send = Arg::new(IN_PLACE, 2, int64.handle);
-            let recv = Arg::new(gathered.as_ptr().cast(), 2, int64.handle);
-            self.iallgather(send, recv, own)
-                .and_then(|req| self.wait(req))
+        // SAFETY: the caller keeps the memory until the window is freed,
+        // which unregisters it first.
+        let key = unsafe { self.transport.router_mut().window_created(id, base, len) };
+        // Every member's size, address and transport key length, three
+        // words each, then (where any member has a key) the keys.
+        let mut gathered = vec![0u64; 3 * members.len()];
+        gathered[3 * my_rank] = len as u64;
+        gathered[3 * my_rank + 1] = base as u64;
+        gathered[3 * my_rank + 2] = key.len() as u64;
+        let gathered_keys = self
+            .allgather_words(&mut gathered, 3, own)
+            .and_then(|()| self.allgather_keys(&gathered, key, my_rank, own));
+        let keys = match gathered_keys {
+            Ok(keys) => keys,
+            Err(e) => {
+                self.transport.router_mut().window_freed(id);
+                let _ = self.comm_free(own);
+                return Err(e);
+            }
         };
-        if let Err(e) = done.and_then(|s| s.error.map_or(Ok(()), Err)) {
-            let _ = self.comm_free(own);
-            return Err(e);
-        }
-        let sizes: Vec<u64> = gathered.iter().step_by(2).copied().collect();
+        let sizes: Vec<u64> = gathered.iter().step_by(3).copied().collect();
         let others: Vec<(u32, u64)> = members
             .iter()
             .zip(&sizes)
@@ -111,10 +115,13 @@ impl Runtime {
         self.engine
             .win_create(id, local, &others)
             .map_err(|e| rma_error(e, "creating a window"))?;
-        for (rank, &member) in members.iter().enumerate() {
+        for (rank, (&member, key)) in members.iter().zip(keys).enumerate() {
             if rank != my_rank && sizes[rank] > 0 {
                 self.engine
-                    .win_set_address(id, member, gathered[2 * rank + 1]);
+                    .win_set_address(id, member, gathered[3 * rank + 1]);
+                if !key.is_empty() {
+                    self.transport.router_mut().window_key(id, member, key);
+                }
             }
         }
         let handle = id as i32;
@@ -128,6 +135,60 @@ impl Runtime {
         );
         self.barrier(own)?;
         Ok(handle)
+    }
+
+    /// Gathers `per` words of every member of `comm` into `words`, where
+    /// this member's are in place already.
+    fn allgather_words(&mut self, words: &mut [u64], per: i64, comm: i32) -> Result<()> {
+        let int64 = datatype::lookup(6)?;
+        // SAFETY: `words` outlives the allgather, which completes here.
+        let done = unsafe {
+            let send = Arg::new(IN_PLACE, per, int64.handle);
+            let recv = Arg::new(words.as_mut_ptr().cast(), per, int64.handle);
+            self.iallgather(send, recv, comm)
+                .and_then(|req| self.wait(req))
+        };
+        done.and_then(|s| s.error.map_or(Ok(()), Err))
+    }
+
+    /// Every member's transport key of the window being created (empty
+    /// where it has none), given their lengths (the third of each
+    /// member's three `gathered` words): one more allgather, of the
+    /// longest key's size, only where some member has a key, which every
+    /// member knows alike.
+    fn allgather_keys(
+        &mut self,
+        gathered: &[u64],
+        own_key: Vec<u8>,
+        my_rank: usize,
+        comm: i32,
+    ) -> Result<Vec<Vec<u8>>> {
+        let lengths: Vec<usize> = gathered
+            .iter()
+            .skip(2)
+            .step_by(3)
+            .map(|&l| l as usize)
+            .collect();
+        let longest = lengths.iter().copied().max().unwrap_or(0);
+        if longest == 0 {
+            return Ok(vec![Vec::new(); lengths.len()]);
+        }
+        let mut all = vec![0u8; longest * lengths.len()];
+        all[longest * my_rank..][..own_key.len()].copy_from_slice(&own_key);
+        let byte = datatype::lookup(1)?;
+        // SAFETY: `all` outlives the allgather, which completes here.
+        let done = unsafe {
+            let send = Arg::new(IN_PLACE, longest as i64, byte.handle);
+            let recv = Arg::new(all.as_mut_ptr().cast(), longest as i64, byte.handle);
+            self.iallgather(send, recv, comm)
+                .and_then(|req| self.wait(req))
+        };
+        done.and_then(|s| s.error.map_or(Ok(()), Err))?;
+        Ok(lengths
+            .iter()
+            .enumerate()
+            .map(|(rank, &len)| all[longest * rank..][..len].to_vec())
+            .collect())
     }
 
     fn window(&self, win: i32) -> Result<&Window> {
@@ -491,6 +552,9 @@ impl Runtime {
                     self.settings.finalize_timeout()
                 ),
             ));
+        }
+        if freed.is_ok() {
+            self.transport.router_mut().window_freed(win as u32);
         }
         if let Some(window) = self.windows.table.remove(&win) {
             let _ = self.comm_free(window.comm);

@@ -53,6 +53,13 @@ pub struct Caps {
     /// stripe's threshold on goes in chunks that the transport spreads
     /// over them (`rails.rs`).
     pub stripe: Option<Stripe>,
+    /// Window puts and gets of at least this many bytes go to the
+    /// transport as remote memory operations keyed by the window
+    /// ([`Transport::rma`], owner `Window`), whatever `remote_memory`
+    /// says: the transport registered the windows' memory itself when
+    /// they were created (UCX: `Router::window_created`). `None`: window
+    /// operations follow `remote_memory` and `TETHER_RMA_DIRECT_BYTES`.
+    pub window_rma: Option<u64>,
 }
 
 impl Caps {
@@ -61,7 +68,19 @@ impl Caps {
         eager_limit: None,
         remote_memory: 0,
         stripe: None,
+        window_rma: None,
     };
+}
+
+/// What became of a remote memory operation handed to a transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RmaOutcome {
+    /// Carried out (or not) within the call.
+    Now(RmaStatus),
+    /// Taken: the transport reports the outcome later, with the
+    /// operation, in its events' `rma_done`; the operation's memory stays
+    /// borrowed until then.
+    Reported,
 }
 
 pub trait Transport {
@@ -76,15 +95,17 @@ pub trait Transport {
     fn send(&mut self, t: Transmit) -> Result<(), NoResource>;
 
     /// Carries out one of the engine's remote memory operations with
-    /// `op.peer` (only where [`Caps::remote_memory`]): checks that the
-    /// access lies inside its key, then copies. Blocks for the copy only,
-    /// never for the peer. `Failed` means the transport reported the peer
-    /// lost, or will once it has read what the peer wrote; `Refused` that
-    /// the system does not allow it (transports without remote memory
-    /// refuse every operation).
-    fn rma(&mut self, op: &RmaOp) -> RmaStatus {
+    /// `op.peer` (only where [`Caps::remote_memory`] or
+    /// [`Caps::window_rma`]): checks that the access lies inside its key,
+    /// then copies, or starts the operation and reports it later
+    /// ([`RmaOutcome::Reported`]). Blocks for a copy only, never for the
+    /// peer. `Failed` means the transport reported the peer lost, or will
+    /// once it has read what the peer wrote; `Refused` that the system
+    /// does not allow it (transports without remote memory refuse every
+    /// operation).
+    fn rma(&mut self, op: &RmaOp) -> RmaOutcome {
         let _ = op;
-        RmaStatus::Refused
+        RmaOutcome::Now(RmaStatus::Refused)
     }
 
     /// Says where the payload of the data-path frame `peer`'s link

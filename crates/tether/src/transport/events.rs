@@ -17,7 +17,7 @@
 
 use std::collections::VecDeque;
 
-use tether_proto::{FrameHeader, ReqId, SinkToken};
+use tether_proto::{FrameHeader, ReqId, RmaOp, RmaStatus, SinkToken};
 
 use super::api::Caps;
 use crate::error::Error;
@@ -57,6 +57,10 @@ pub struct Events {
     /// Frames that waited for the route are offered once the caller has
     /// taken this in (the router's `offer_waiting_of`).
     pub reached: Vec<(u32, Caps)>,
+    /// Remote memory operations the transport took earlier
+    /// ([`RmaOutcome::Reported`](super::api::RmaOutcome)) that ended, with
+    /// their outcome, for the engine's `rma_done`.
+    pub rma_done: Vec<(RmaOp, RmaStatus)>,
 }
 
 impl Events {
@@ -69,6 +73,7 @@ impl Events {
             && self.frames.is_empty()
             && self.links.is_empty()
             && self.reached.is_empty()
+            && self.rma_done.is_empty()
     }
 
     pub fn lost(&mut self, peer: u32, error: Error) {

@@ -15,9 +15,9 @@
 //! `Hybrid` over its transports for the call that needs one, and the
 //! choice stays per peer. Rails (`MultiRail<T>`) take the same shape.
 
-use tether_proto::{FileData, FrameKind, PayloadSink, RmaOp, RmaStatus, Transmit, WireError};
+use tether_proto::{FileData, FrameKind, PayloadSink, RmaOp, Transmit, WireError};
 
-use super::api::{Caps, NoResource, PayloadFiles, Transport};
+use super::api::{Caps, NoResource, PayloadFiles, RmaOutcome, Transport};
 use super::events::Events;
 
 pub struct Hybrid<'a, A, B> {
@@ -68,7 +68,7 @@ impl<A: Transport, B: PayloadFiles> Transport for Hybrid<'_, A, B> {
         self.link.send(t)
     }
 
-    fn rma(&mut self, op: &RmaOp) -> RmaStatus {
+    fn rma(&mut self, op: &RmaOp) -> RmaOutcome {
         self.link.rma(op)
     }
 
@@ -129,6 +129,7 @@ mod tests {
                 eager_limit: Some(7),
                 remote_memory: self.remote_memory,
                 stripe: None,
+                window_rma: None,
             }
         }
         fn send(&mut self, t: Transmit) -> Result<(), NoResource> {

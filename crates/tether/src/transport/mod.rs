@@ -47,8 +47,17 @@ fn ucx_availability() -> std::result::Result<String, String> {
     let version = tether_ucx::Ucp::load()
         .map_err(|e| unusable(e.reason))?
         .version_string();
-    ucx::Prepared::create().map_err(unusable)?;
+    let setting = crate::settings::Settings::from_env()
+        .map(|(settings, _)| settings.ucx_rma().to_string())
+        .unwrap_or_else(|_| "auto".into());
+    let prepared = ucx::Prepared::create(&setting).map_err(unusable)?;
+    let windows = if prepared.rma.enabled {
+        "windows by UCX RMA"
+    } else {
+        "windows by frames"
+    };
     Ok(format!(
-        "usable: UCX {version}, frames as active messages; UCX_TLS and UCX_NET_DEVICES pick the network (docs/transports.md)"
+        "usable: UCX {version}, frames as active messages, {windows} ({}); UCX_TLS and UCX_NET_DEVICES pick the network (docs/transports.md)",
+        prepared.rma.why
     ))
 }

@@ -50,11 +50,10 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap as HashMap;
 use tether_proto::{
-    FileData, FrameKind, PayloadSink, ReqId, RmaOp, RmaStatus, Stripe, Transmit, WireError,
-    FLAG_CHUNK,
+    FileData, FrameKind, PayloadSink, ReqId, RmaOp, Stripe, Transmit, WireError, FLAG_CHUNK,
 };
 
-use super::api::{Caps, NoResource, Transport};
+use super::api::{Caps, NoResource, RmaOutcome, Transport};
 use super::events::{Events, LinkEvent};
 use crate::error::Error;
 
@@ -266,6 +265,7 @@ impl<T: Rail> MultiRail<T> {
             let to = &mut self.events;
             to.sent.append(&mut from.sent);
             to.filled.append(&mut from.filled);
+            to.rma_done.append(&mut from.rma_done);
             while let Some(frame) = from.frames.pop_front() {
                 to.frames.push_back(frame);
                 self.origins.push_back(index);
@@ -324,7 +324,7 @@ impl<T: Rail> Transport for MultiRail<T> {
         result
     }
 
-    fn rma(&mut self, op: &RmaOp) -> RmaStatus {
+    fn rma(&mut self, op: &RmaOp) -> RmaOutcome {
         let home = self.home_of(op.peer).unwrap_or(0);
         let status = self.rails[home].rma(op);
         self.collect();

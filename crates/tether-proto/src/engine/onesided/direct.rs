@@ -13,6 +13,11 @@
 //! (the copy is synchronous), so it is answered at once. When the system
 //! refuses the access, the operation goes as the frame it would have
 //! been, and that peer's memory is not asked for again.
+//!
+//! A transport that registers window memory itself (UCX RMA, keys
+//! exchanged at window creation) takes window puts and gets of every
+//! size it asks for ([`Engine::set_window_rma`]) and may report them done
+//! later, once they are complete at the target (a flush of its own).
 
 use super::super::{Engine, Transmit, TransmitPayload};
 use super::{RmaTarget, TargetBook};
@@ -52,6 +57,18 @@ impl Engine {
         self.onesided.direct_bytes = bytes;
     }
 
+    /// `peer`'s transport carries window puts and gets of at least `from`
+    /// bytes by the window's key (it registered the windows' memory
+    /// itself: UCX RMA), whatever the general threshold and the peer's
+    /// remote memory say; `None`: they follow those. A refused operation
+    /// ends it for the peer.
+    pub fn set_window_rma(&mut self, peer: u32, from: Option<u64>) {
+        match from {
+            Some(from) => self.onesided.keyed_from.insert(peer, from),
+            None => self.onesided.keyed_from.remove(&peer),
+        };
+    }
+
     /// Queues operation `id` (`frame`) as a remote memory operation when
     /// it may go so; otherwise gives the payload back for the frame.
     #[allow(clippy::too_many_arguments)]
@@ -66,7 +83,10 @@ impl Engine {
     ) -> Result<(), TransmitPayload> {
         let threshold = self.onesided.direct_bytes;
         let len = frame.len;
-        let wanted = threshold > 0 && len >= threshold && len <= self.remote_memory(at.rank);
+        let wanted = match self.onesided.keyed_from.get(&at.rank) {
+            Some(&from) => len >= from,
+            None => threshold > 0 && len >= threshold && len <= self.remote_memory(at.rank),
+        };
         let book: Option<&TargetBook> = self
             .onesided
             .windows
@@ -127,6 +147,7 @@ impl Engine {
             }
             RmaStatus::Refused => {
                 self.set_remote_memory(op.peer, 0);
+                self.set_window_rma(op.peer, None);
                 self.outbox.push_back(Transmit {
                     peer: op.peer,
                     header: fallback.frame.to_header(),

@@ -849,6 +849,7 @@ impl Transport for FileTransport {
             eager_limit: Some(self.config.eager_limit),
             remote_memory: 0,
             stripe: None,
+            window_rma: None,
         }
     }
 

@@ -44,14 +44,12 @@ use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
-use tether_proto::{
-    FrameKind, PayloadSink, Region, RmaOp, RmaStatus, Transmit, TransmitPayload, WireError,
-};
+use tether_proto::{FrameKind, PayloadSink, Region, RmaOp, Transmit, TransmitPayload, WireError};
 use tether_ring::{Consumer, Doorbell, Producer};
 
 use crate::error::{err, ErrorClass};
 use crate::host;
-use crate::transport::api::{Caps, NoResource, Transport, LINK_QUEUE_FRAMES};
+use crate::transport::api::{Caps, NoResource, RmaOutcome, Transport, LINK_QUEUE_FRAMES};
 use crate::transport::events::{Events, LinkEvent};
 use crate::transport::peer_table::PeerTable;
 use crate::transport::reactor::SHM_TOKENS;
@@ -686,6 +684,7 @@ impl Transport for ShmTransport {
             eager_limit: None,
             remote_memory: if self.config.cma { u64::MAX } else { 0 },
             stripe: None,
+            window_rma: None,
         }
     }
 
@@ -693,8 +692,8 @@ impl Transport for ShmTransport {
         self.send_frame(t)
     }
 
-    fn rma(&mut self, op: &RmaOp) -> RmaStatus {
-        self.execute(op)
+    fn rma(&mut self, op: &RmaOp) -> RmaOutcome {
+        RmaOutcome::Now(self.execute(op))
     }
 
     /// Says where the payload of the data-path frame `peer`'s ring

@@ -547,6 +547,7 @@ impl Transport for TcpTransport {
             eager_limit: None,
             remote_memory: 0,
             stripe: None,
+            window_rma: None,
         }
     }
 

@@ -49,7 +49,10 @@
 
 mod am;
 mod receive;
+mod rma;
 mod send;
+
+pub use rma::{choose as choose_rma, RmaChoice};
 
 use std::collections::{BTreeMap, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -61,13 +64,14 @@ use rustc_hash::FxHashMap as HashMap;
 use tether_auth::Key;
 use tether_proto::link::{Link, LinkState};
 use tether_proto::{
-    FrameHeader, FrameKind, PayloadSink, ReqId, SinkToken, Transmit, TransmitPayload, WireError,
+    FrameHeader, FrameKind, PayloadSink, ReqId, RmaOp, SinkToken, Transmit, TransmitPayload,
+    WireError,
 };
-use tether_ucx::{AmData, Context, ContextOptions, Endpoint, ThreadMode, Worker};
+use tether_ucx::{AmData, Context, ContextOptions, Endpoint, RemoteKey, ThreadMode, Worker};
 
 use crate::addresses::{Addresses, NoAddress};
 use crate::error::{err, Error, ErrorClass};
-use crate::transport::api::{Caps, NoResource, Transport, LINK_QUEUE_FRAMES};
+use crate::transport::api::{Caps, NoResource, RmaOutcome, Transport, LINK_QUEUE_FRAMES};
 use crate::transport::events::Events;
 use crate::transport::link_settings::LinkSettings;
 use crate::transport::reactor::UCX_TOKENS;
@@ -93,6 +97,9 @@ const DRAIN_ROUNDS: usize = 64;
 pub struct Prepared {
     worker: Worker,
     address: Vec<u8>,
+    context: Context,
+    /// Whether windows use UCX RMA (`TETHER_UCX_RMA`), and why.
+    pub rma: RmaChoice,
 }
 
 // SAFETY: the worker is SERIALIZED (any thread, one at a time), and
@@ -103,15 +110,20 @@ unsafe impl Send for Prepared {}
 
 impl Prepared {
     /// Loads UCX, creates a context and a worker with the transport's
-    /// handlers, and reads the worker's address. The error says why UCX
-    /// is not usable here, in one line.
-    pub fn create() -> std::result::Result<Prepared, String> {
+    /// handlers, and reads the worker's address; `rma` is
+    /// `TETHER_UCX_RMA` (the context asks for UCX's RMA and atomics
+    /// unless it is `off`). The error says why UCX is not usable here,
+    /// in one line.
+    pub fn create(rma: &str) -> std::result::Result<Prepared, String> {
         let ucp = tether_ucx::Ucp::load().map_err(|e| e.reason)?;
         let options = ContextOptions {
             name: Some("tether".into()),
+            rma: rma != "off",
             ..ContextOptions::default()
         };
         let context = Context::new(ucp, &options).map_err(|e| e.to_string())?;
+        let transports = context.transports().map_err(|e| e.to_string())?;
+        let rma = rma::choose(rma, &transports);
         let worker = Worker::with_mode(&context, &[am::FRAMES, am::DIAL], ThreadMode::Serialized)
             .map_err(|e| e.to_string())?;
         let most = worker.max_am_header().map_err(|e| e.to_string())?;
@@ -130,7 +142,12 @@ impl Prepared {
                 u16::MAX
             ));
         }
-        Ok(Prepared { worker, address })
+        Ok(Prepared {
+            worker,
+            address,
+            context,
+            rma,
+        })
     }
 
     /// The worker's address as the rendezvous entry publishes it.
@@ -219,6 +236,10 @@ struct Peer {
     /// Its process has ended: once what it sent is taken in, it is lost
     /// unless it said goodbye.
     exited: bool,
+    /// Its windows' keys, unpacked on `ep` (dropped before it), by window.
+    keys: HashMap<u32, RemoteKey>,
+    /// Window operations waiting for the link (`rma.rs`).
+    rma_waiting: Vec<RmaOp>,
 }
 
 struct Attempt {
@@ -281,6 +302,8 @@ pub struct UcxTransport {
     addresses: Addresses,
     /// What each new link says in its `Hello` and how long it waits.
     links: LinkSettings,
+    /// Windows whose operations go as UCX RMA (`TETHER_UCX_RMA`).
+    windows: Option<rma::Windows>,
     config: UcxConfig,
     /// The earliest deadline of a link or an attempt, if any.
     timer: Option<Instant>,
@@ -303,7 +326,12 @@ impl UcxTransport {
         config: UcxConfig,
         registry: Registry,
     ) -> crate::error::Result<UcxTransport> {
-        let Prepared { worker, address } = prepared;
+        let Prepared {
+            worker,
+            address,
+            context,
+            rma,
+        } = prepared;
         let fd: RawFd = worker
             .event_fd()
             .map_err(|e| err(ErrorClass::Transport, e.to_string()))?;
@@ -331,6 +359,7 @@ impl UcxTransport {
             universe,
             addresses,
             links,
+            windows: rma.enabled.then(|| rma::Windows::new(context)),
             config,
             timer: None,
             events: Events::default(),
@@ -689,6 +718,8 @@ impl UcxTransport {
         p.arrived.clear();
         p.reported = None;
         p.receiving = false;
+        p.rma_waiting.clear();
+        p.keys.clear();
         if let Some(ep) = p.ep.take() {
             self.endpoint_peers.remove(&ep.id().0);
             drop(ep);
@@ -716,7 +747,14 @@ impl UcxTransport {
 
 impl Transport for UcxTransport {
     fn caps(&self) -> Caps {
-        Caps::NONE
+        Caps {
+            window_rma: self.windows.is_some().then_some(0),
+            ..Caps::NONE
+        }
+    }
+
+    fn rma(&mut self, op: &RmaOp) -> RmaOutcome {
+        self.start_rma(op)
     }
 
     /// Sends an engine frame to its peer, setting up the link first if

@@ -30,6 +30,7 @@ impl UcxTransport {
             Event::Am(message) => self.on_dial(message),
             Event::SendDone { token, result, .. } => {
                 let Some(send) = self.sends.remove(&token.0) else {
+                    self.flushed(token.0, result);
                     return;
                 };
                 if let Some(p) = self.peers.get_mut(&send.peer) {

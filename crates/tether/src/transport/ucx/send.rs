@@ -313,6 +313,7 @@ impl UcxTransport {
         for t in queued {
             self.stamp_and_send(t);
         }
+        self.issue_waiting_rma(peer);
     }
 
     /// The peer's `Bye` came: it sends nothing more, so what waits for it

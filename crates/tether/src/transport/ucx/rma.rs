@@ -1,0 +1,296 @@
+//! Window puts and gets as UCX RMA: the window's memory is registered
+//! when it is created (`ucp_mem_map`), its packed key travels to the
+//! members with the window's other facts (the runtime's `win_create`),
+//! and an origin's put or get is `ucp_put_nbx`/`ucp_get_nbx` into the
+//! target's memory by that key, unpacked on the endpoint to the target
+//! the first time it is used. Where the network registers memory (RDMA)
+//! the target's NIC serves them and the target process does nothing.
+//!
+//! Completion. UCX says an operation is visible at the target only once
+//! a flush of the endpoint that issued it is done, so each operation is
+//! followed by `ucp_ep_flush_nbx` and reported done (the engine's
+//! `rma_done`) when that flush completes. An operation to a peer whose
+//! link is still being set up waits for it, as frames do.
+//!
+//! When. `TETHER_UCX_RMA` decides at start ([`choose`]): `auto` uses UCX
+//! RMA only where UCX has an RDMA network, because over `tcp` and host
+//! shared memory UCX emulates RMA with messages the target must
+//! progress, which is no better than Tether's frames (and over `tcp`
+//! several times slower: docs/journal/2026-11-28-ucx-rma.md).
+
+use rustc_hash::FxHashMap as HashMap;
+use tether_proto::{PutSource, RmaKind, RmaOp, RmaOwner, RmaStatus};
+use tether_ucx::{Completion, Context, MemRegion};
+
+use super::UcxTransport;
+use crate::error::ErrorClass;
+use crate::transport::api::RmaOutcome;
+
+/// UCX transports over which UCX emulates RMA on user memory with
+/// messages the target's progress serves (or which reach only this
+/// host's memory): with only these, `auto` leaves windows to frames.
+const EMULATED: &[&str] = &[
+    "self",
+    "tcp",
+    "sysv",
+    "posix",
+    "cma",
+    "knem",
+    "xpmem",
+    "cuda_copy",
+    "cuda_ipc",
+    "rocm_copy",
+    "rocm_ipc",
+    "gdr_copy",
+];
+
+/// Whether window operations go as UCX RMA in this process, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RmaChoice {
+    pub enabled: bool,
+    pub why: String,
+}
+
+/// `TETHER_UCX_RMA` (`auto`, `on`, `off`) given UCX's transports here.
+pub fn choose(setting: &str, transports: &[String]) -> RmaChoice {
+    let networks: Vec<&str> = transports
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !EMULATED.contains(t))
+        .collect();
+    match setting {
+        "on" => RmaChoice {
+            enabled: true,
+            why: "TETHER_UCX_RMA=on".into(),
+        },
+        "off" => RmaChoice {
+            enabled: false,
+            why: "TETHER_UCX_RMA=off".into(),
+        },
+        _ if networks.is_empty() => RmaChoice {
+            enabled: false,
+            why: format!(
+                "UCX has no RDMA network here ({}), so windows use frames; TETHER_UCX_RMA=on forces UCX RMA",
+                transports.join(", ")
+            ),
+        },
+        _ => RmaChoice {
+            enabled: true,
+            why: format!("UCX has RDMA here ({})", networks.join(", ")),
+        },
+    }
+}
+
+/// The windows of a transport whose window operations go as UCX RMA.
+pub(super) struct Windows {
+    context: Context,
+    /// This process's part of each window, registered.
+    regions: HashMap<u32, MemRegion>,
+    /// Members' packed keys, by window and universe rank.
+    packed: HashMap<(u32, u32), Vec<u8>>,
+    /// Operations whose flush UCX has not reported, by its token.
+    flushing: HashMap<u64, RmaOp>,
+}
+
+impl Windows {
+    pub(super) fn new(context: Context) -> Windows {
+        Windows {
+            context,
+            regions: HashMap::default(),
+            packed: HashMap::default(),
+            flushing: HashMap::default(),
+        }
+    }
+}
+
+impl UcxTransport {
+    /// Registers this process's part of window `win` and returns its
+    /// packed key for the members (empty: window operations to this
+    /// process go as frames).
+    ///
+    /// # Safety
+    /// `base..base+len` stays allocated until [`UcxTransport::window_freed`].
+    pub unsafe fn window_created(&mut self, win: u32, base: *mut u8, len: usize) -> Vec<u8> {
+        let Some(windows) = self.windows.as_mut() else {
+            return Vec::new();
+        };
+        if len == 0 {
+            return Vec::new();
+        }
+        // SAFETY: the caller keeps the memory until the window is freed,
+        // which drops the region first.
+        let packed = unsafe { windows.context.map(base, len) }.and_then(|region| {
+            let packed = region.pack()?;
+            windows.regions.insert(win, region);
+            Ok(packed)
+        });
+        packed.unwrap_or_else(|e| {
+            tracing::warn!("window {win}: UCX could not register its memory ({e}); its operations go as frames");
+            Vec::new()
+        })
+    }
+
+    /// `peer`'s packed key of its part of window `win`.
+    pub fn window_key(&mut self, win: u32, peer: u32, packed: Vec<u8>) {
+        if let Some(windows) = self.windows.as_mut() {
+            windows.packed.insert((win, peer), packed);
+        }
+    }
+
+    /// Window `win` is freed (every operation on it is complete): its
+    /// keys are destroyed and its memory unregistered.
+    pub fn window_freed(&mut self, win: u32) {
+        let Some(windows) = self.windows.as_mut() else {
+            return;
+        };
+        windows.packed.retain(|&(w, _), _| w != win);
+        for p in self.peers.values_mut() {
+            p.keys.remove(&win);
+        }
+        windows.regions.remove(&win);
+    }
+
+    /// Starts a window operation (see the module documentation).
+    pub(super) fn start_rma(&mut self, op: &RmaOp) -> RmaOutcome {
+        if self.windows.is_none() || !matches!(op.owner, RmaOwner::Window(_)) {
+            return RmaOutcome::Now(RmaStatus::Refused);
+        }
+        let p = self.peers.entry(op.peer).or_default();
+        if p.finished {
+            return RmaOutcome::Now(RmaStatus::Failed);
+        }
+        if !p.established {
+            p.rma_waiting.push(op.clone());
+            self.start_connect(op.peer);
+            return RmaOutcome::Reported;
+        }
+        self.issue(op)
+    }
+
+    /// Issues the operations that waited for `peer`'s link.
+    pub(super) fn issue_waiting_rma(&mut self, peer: u32) {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        for op in std::mem::take(&mut p.rma_waiting) {
+            if let RmaOutcome::Now(status) = self.issue(&op) {
+                self.events.rma_done.push((op, status));
+            }
+        }
+    }
+
+    /// A flush UCX reported: the operation it completes, if it is one of
+    /// the windows'.
+    pub(super) fn flushed(&mut self, token: u64, result: tether_ucx::Result<()>) -> bool {
+        let Some(op) = self
+            .windows
+            .as_mut()
+            .and_then(|w| w.flushing.remove(&token))
+        else {
+            return false;
+        };
+        let status = match result {
+            Ok(()) => RmaStatus::Done,
+            Err(e) => {
+                self.flush_failed(op.peer, &e);
+                RmaStatus::Failed
+            }
+        };
+        self.events.rma_done.push((op, status));
+        true
+    }
+
+    /// The put or get on the established endpoint to `op.peer`, then the
+    /// flush that completes it.
+    fn issue(&mut self, op: &RmaOp) -> RmaOutcome {
+        let RmaOwner::Window(_) = op.owner else {
+            return RmaOutcome::Now(RmaStatus::Refused);
+        };
+        let win = op.key.id as u32;
+        let (Some(windows), Some(p)) = (self.windows.as_mut(), self.peers.get_mut(&op.peer)) else {
+            return RmaOutcome::Now(RmaStatus::Refused);
+        };
+        let (Some(ep), Some(remote)) = (p.ep.as_ref(), op.remote_address()) else {
+            return RmaOutcome::Now(RmaStatus::Refused);
+        };
+        let key = match p.keys.entry(win) {
+            std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let Some(packed) = windows.packed.get(&(win, op.peer)) else {
+                    return RmaOutcome::Now(RmaStatus::Refused);
+                };
+                match ep.unpack_key(packed) {
+                    Ok(key) => slot.insert(key),
+                    Err(e) => {
+                        tracing::info!(
+                            "window {win}: UCX cannot reach universe rank {}'s memory ({e}); its operations go as frames",
+                            op.peer
+                        );
+                        return RmaOutcome::Now(RmaStatus::Refused);
+                    }
+                }
+            }
+        };
+        // SAFETY: the engine keeps the operation's local memory valid until
+        // it hears the outcome, which waits for the flush below; the
+        // remote range lies in the key's extent (checked above) and the
+        // member registered that extent.
+        let issued = unsafe {
+            match &op.kind {
+                RmaKind::Put(PutSource::Region(source)) => {
+                    ep.put_raw(source.ptr, source.len, remote, key)
+                }
+                RmaKind::Get(dest) => ep.get_raw(dest.ptr, dest.len, remote, key),
+                RmaKind::Put(PutSource::Gathered(_)) => return RmaOutcome::Now(RmaStatus::Refused),
+            }
+        };
+        if let Err(e) = issued {
+            tracing::warn!(
+                "a UCX RMA operation to universe rank {} failed ({e}); it goes as a frame",
+                op.peer
+            );
+            return RmaOutcome::Now(RmaStatus::Refused);
+        }
+        match ep.flush() {
+            Ok(Completion::Done(())) => RmaOutcome::Now(RmaStatus::Done),
+            Ok(Completion::Pending(token)) => {
+                windows.flushing.insert(token.0, op.clone());
+                RmaOutcome::Reported
+            }
+            Err(e) => {
+                self.flush_failed(op.peer, &e);
+                RmaOutcome::Now(RmaStatus::Failed)
+            }
+        }
+    }
+
+    /// A flush failed: the endpoint is broken, so the peer is lost (which
+    /// fails its operations; UCX may report the endpoint too).
+    fn flush_failed(&mut self, peer: u32, error: &dyn std::fmt::Display) {
+        self.lose_with(peer, ErrorClass::PeerLost, |who| {
+            format!("UCX could not complete one-sided operations with {who}: {error}")
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::choose;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn auto_uses_rma_only_with_an_rdma_network() {
+        let here = names(&["self", "tcp", "sysv", "posix", "cma"]);
+        assert!(!choose("auto", &here).enabled);
+        assert!(choose("auto", &here).why.contains("tcp, sysv"));
+        assert!(choose("on", &here).enabled);
+        let cluster = names(&["self", "tcp", "rc_mlx5", "dc_mlx5"]);
+        let chosen = choose("auto", &cluster);
+        assert!(chosen.enabled);
+        assert!(chosen.why.contains("rc_mlx5, dc_mlx5"), "{}", chosen.why);
+        assert!(!choose("off", &cluster).enabled);
+    }
+}
