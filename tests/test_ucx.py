@@ -110,15 +110,27 @@ def test_one_sided_over_ucx(built, program, scenario, tls, rma):
 
 @needs_ucx
 @pytest.mark.parametrize("tls", TLS)
-@pytest.mark.parametrize("rma, moved", [("on", 65536), ("off", 0), ("auto", 0)])
+@pytest.mark.parametrize("rma, moved", [("on", 65536), ("off", 0), ("auto", 65536)])
 def test_window_puts_and_gets_go_as_ucx_rma_when_chosen(python_package, tls, rma, moved):
-    """With TETHER_UCX_RMA=on a window put and get move their bytes by
-    the target's UCX key (the counters of remote memory show them);
-    `off`, and `auto` here where UCX has no RDMA network, send frames."""
+    """With TETHER_UCX_RMA=on (and `auto` between processes of one host)
+    a window put and get move their bytes by the target's UCX key, which
+    the counters of remote memory show; with `off` they go as frames."""
     script = str(ROOT / "tests" / "python" / "ucx_rma_check.py")
     env = ucx_env(clean_env(TETHER_UCX_RMA=rma), tls)
     proc = tether_run(["--name", "a", "-n", "2", sys.executable, script, "ucx"], env=env)
     assert f"rma 0 put {moved} got {moved}" in proc.stdout, proc.stdout + proc.stderr
+    assert "rma 1 put 0 got 0" in proc.stdout, proc.stdout + proc.stderr
+
+
+@needs_ucx
+def test_auto_sends_frames_to_peers_on_other_hosts_without_rdma(python_package):
+    """Without an RDMA network UCX emulates RMA over tcp, slower than
+    frames: `auto` keeps frames for peers on other hosts."""
+    script = str(ROOT / "tests" / "python" / "ucx_rma_check.py")
+    env = ucx_env(clean_env(), "tcp")
+    proc = tether_run(["--name", "a", "env", "TETHER_HOST_ID=host-a", sys.executable, script, "ucx", ":",
+                       "--name", "b", "env", "TETHER_HOST_ID=host-b", sys.executable, script, "ucx"], env=env)
+    assert "rma 0 put 0 got 0" in proc.stdout, proc.stdout + proc.stderr
     assert "rma 1 put 0 got 0" in proc.stdout, proc.stdout + proc.stderr
 
 

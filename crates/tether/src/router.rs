@@ -791,7 +791,7 @@ impl Router {
                 tracing::info!("reaching {} over ucx", self.universe.describe(peer));
                 self.ucx.as_mut().map_or(Caps::NONE, |ucx| {
                     ucx.start_connect(peer);
-                    ucx.caps()
+                    ucx.caps_for(peer)
                 })
             }
             Route::Pending(_) => unreachable!("a settled route"),

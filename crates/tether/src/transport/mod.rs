@@ -51,10 +51,10 @@ fn ucx_availability() -> std::result::Result<String, String> {
         .map(|(settings, _)| settings.ucx_rma().to_string())
         .unwrap_or_else(|_| "auto".into());
     let prepared = ucx::Prepared::create(&setting).map_err(unusable)?;
-    let windows = if prepared.rma.enabled {
-        "windows by UCX RMA"
-    } else {
-        "windows by frames"
+    let windows = match prepared.rma.peers {
+        ucx::RmaPeers::All => "windows by UCX RMA",
+        ucx::RmaPeers::SameHost => "windows by UCX RMA on this host",
+        ucx::RmaPeers::None => "windows by frames",
     };
     Ok(format!(
         "usable: UCX {version}, frames as active messages, {windows} ({}); UCX_TLS and UCX_NET_DEVICES pick the network (docs/transports.md)",

@@ -52,7 +52,7 @@ mod receive;
 mod rma;
 mod send;
 
-pub use rma::{choose as choose_rma, RmaChoice};
+pub use rma::{RmaChoice, RmaPeers};
 
 use std::collections::{BTreeMap, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -359,7 +359,7 @@ impl UcxTransport {
             universe,
             addresses,
             links,
-            windows: rma.enabled.then(|| rma::Windows::new(context)),
+            windows: rma::Windows::new(&rma, context),
             config,
             timer: None,
             events: Events::default(),
@@ -677,6 +677,15 @@ impl UcxTransport {
             .min();
     }
 
+    /// What the transport can do with `peer` (its window operations may
+    /// go as UCX RMA: `rma.rs`).
+    pub fn caps_for(&self, peer: u32) -> Caps {
+        Caps {
+            window_rma: self.window_rma(peer),
+            ..self.caps()
+        }
+    }
+
     /// Gives `peer` up: its endpoint is closed, what waits for it is
     /// dropped, and its loss is reported with `error`.
     fn lose(&mut self, peer: u32, error: Error) {
@@ -747,10 +756,7 @@ impl UcxTransport {
 
 impl Transport for UcxTransport {
     fn caps(&self) -> Caps {
-        Caps {
-            window_rma: self.windows.is_some().then_some(0),
-            ..Caps::NONE
-        }
+        Caps::NONE
     }
 
     fn rma(&mut self, op: &RmaOp) -> RmaOutcome {

@@ -12,11 +12,13 @@
 //! `rma_done`) when that flush completes. An operation to a peer whose
 //! link is still being set up waits for it, as frames do.
 //!
-//! When. `TETHER_UCX_RMA` decides at start ([`choose`]): `auto` uses UCX
-//! RMA only where UCX has an RDMA network, because over `tcp` and host
-//! shared memory UCX emulates RMA with messages the target must
-//! progress, which is no better than Tether's frames (and over `tcp`
-//! several times slower: docs/journal/2026-11-28-ucx-rma.md).
+//! When. `TETHER_UCX_RMA` decides at start ([`choose`]): `on` for every
+//! peer, `off` for none; `auto` for every peer where UCX has an RDMA
+//! network, else for peers on this host only. Without RDMA, UCX emulates
+//! RMA with messages the target must progress: over its shared memory
+//! that still beats Tether's frames over UCX (its `cma` moves large puts
+//! and gets without the target), over `tcp` it is slower than the frames
+//! (docs/journal/2026-11-28-ucx-rma.md).
 
 use rustc_hash::FxHashMap as HashMap;
 use tether_proto::{PutSource, RmaKind, RmaOp, RmaOwner, RmaStatus};
@@ -44,10 +46,19 @@ const EMULATED: &[&str] = &[
     "gdr_copy",
 ];
 
+/// Which peers' window operations go as UCX RMA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RmaPeers {
+    All,
+    /// Peers on this host only.
+    SameHost,
+    None,
+}
+
 /// Whether window operations go as UCX RMA in this process, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RmaChoice {
-    pub enabled: bool,
+    pub peers: RmaPeers,
     pub why: String,
 }
 
@@ -60,22 +71,22 @@ pub fn choose(setting: &str, transports: &[String]) -> RmaChoice {
         .collect();
     match setting {
         "on" => RmaChoice {
-            enabled: true,
+            peers: RmaPeers::All,
             why: "TETHER_UCX_RMA=on".into(),
         },
         "off" => RmaChoice {
-            enabled: false,
+            peers: RmaPeers::None,
             why: "TETHER_UCX_RMA=off".into(),
         },
         _ if networks.is_empty() => RmaChoice {
-            enabled: false,
+            peers: RmaPeers::SameHost,
             why: format!(
-                "UCX has no RDMA network here ({}), so windows use frames; TETHER_UCX_RMA=on forces UCX RMA",
+                "UCX has no RDMA network here ({}): UCX RMA with peers on this host, frames with the others",
                 transports.join(", ")
             ),
         },
         _ => RmaChoice {
-            enabled: true,
+            peers: RmaPeers::All,
             why: format!("UCX has RDMA here ({})", networks.join(", ")),
         },
     }
@@ -83,6 +94,8 @@ pub fn choose(setting: &str, transports: &[String]) -> RmaChoice {
 
 /// The windows of a transport whose window operations go as UCX RMA.
 pub(super) struct Windows {
+    /// Which peers' operations go so (never `None`).
+    pub(super) peers: RmaPeers,
     context: Context,
     /// This process's part of each window, registered.
     regions: HashMap<u32, MemRegion>,
@@ -93,17 +106,35 @@ pub(super) struct Windows {
 }
 
 impl Windows {
-    pub(super) fn new(context: Context) -> Windows {
-        Windows {
+    /// The windows of `choice`, `None` where no peer's operations go as
+    /// UCX RMA.
+    pub(super) fn new(choice: &RmaChoice, context: Context) -> Option<Windows> {
+        (choice.peers != RmaPeers::None).then(|| Windows {
+            peers: choice.peers,
             context,
             regions: HashMap::default(),
             packed: HashMap::default(),
             flushing: HashMap::default(),
-        }
+        })
     }
 }
 
 impl UcxTransport {
+    /// Whether window operations to `peer` go as UCX RMA: the smallest
+    /// size for the engine ([`Caps::window_rma`](crate::transport::api::Caps)).
+    pub(super) fn window_rma(&self, peer: u32) -> Option<u64> {
+        let same_host = || {
+            self.addresses
+                .get(peer)
+                .is_ok_and(|a| a.host == self.config.host)
+        };
+        match self.windows.as_ref()?.peers {
+            RmaPeers::All => Some(0),
+            RmaPeers::SameHost => same_host().then_some(0),
+            RmaPeers::None => None,
+        }
+    }
+
     /// Registers this process's part of window `win` and returns its
     /// packed key for the members (empty: window operations to this
     /// process go as frames).
@@ -275,7 +306,7 @@ impl UcxTransport {
 
 #[cfg(test)]
 mod tests {
-    use super::choose;
+    use super::{choose, RmaPeers};
 
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
@@ -284,13 +315,13 @@ mod tests {
     #[test]
     fn auto_uses_rma_only_with_an_rdma_network() {
         let here = names(&["self", "tcp", "sysv", "posix", "cma"]);
-        assert!(!choose("auto", &here).enabled);
+        assert_eq!(choose("auto", &here).peers, RmaPeers::SameHost);
         assert!(choose("auto", &here).why.contains("tcp, sysv"));
-        assert!(choose("on", &here).enabled);
+        assert_eq!(choose("on", &here).peers, RmaPeers::All);
         let cluster = names(&["self", "tcp", "rc_mlx5", "dc_mlx5"]);
         let chosen = choose("auto", &cluster);
-        assert!(chosen.enabled);
+        assert_eq!(chosen.peers, RmaPeers::All);
         assert!(chosen.why.contains("rc_mlx5, dc_mlx5"), "{}", chosen.why);
-        assert!(!choose("off", &cluster).enabled);
+        assert_eq!(choose("off", &cluster).peers, RmaPeers::None);
     }
 }
