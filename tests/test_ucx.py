@@ -110,16 +110,30 @@ def test_one_sided_over_ucx(built, program, scenario, tls, rma):
 
 @needs_ucx
 @pytest.mark.parametrize("tls", TLS)
-@pytest.mark.parametrize("rma, moved", [("on", 65536), ("off", 0), ("auto", 65536)])
-def test_window_puts_and_gets_go_as_ucx_rma_when_chosen(python_package, tls, rma, moved):
+@pytest.mark.parametrize("rma, native", [("on", True), ("off", False), ("auto", True)])
+def test_window_operations_go_as_ucx_rma_when_chosen(python_package, tls, rma, native):
     """With TETHER_UCX_RMA=on (and `auto` between processes of one host)
-    a window put and get move their bytes by the target's UCX key, which
-    the counters of remote memory show; with `off` they go as frames."""
+    a window put and get move their bytes by the target's UCX key, and a
+    fetch-and-add and a compare-and-swap are UCX atomics (8 bytes each),
+    which the counters of remote memory show; with `off` all are frames."""
     script = str(ROOT / "tests" / "python" / "ucx_rma_check.py")
     env = ucx_env(clean_env(TETHER_UCX_RMA=rma), tls)
     proc = tether_run(["--name", "a", "-n", "2", sys.executable, script, "ucx"], env=env)
-    assert f"rma 0 put {moved} got {moved}" in proc.stdout, proc.stdout + proc.stderr
+    put, got = (65536, 65536 + 16) if native else (0, 0)
+    assert f"rma 0 put {put} got {got}" in proc.stdout, proc.stdout + proc.stderr
     assert "rma 1 put 0 got 0" in proc.stdout, proc.stdout + proc.stderr
+
+
+@needs_ucx
+@pytest.mark.parametrize("tls", TLS)
+@pytest.mark.parametrize("scenario", ["accumulate", "atomics"])
+def test_python_atomics_as_ucx_atomics(python_package, scenario, tls):
+    """The Python accumulate and atomics scenarios (every rank's own
+    window included, a compare-and-swap lock) with UCX's atomics."""
+    suite = str(ROOT / "tests" / "python" / "rma_suite.py")
+    args, env = universe(sys.executable, suite, scenario)
+    proc = tether_run(args, env=ucx_env(env, tls) | {"TETHER_UCX_RMA": "on"}, timeout=180)
+    assert proc.stdout.count(f"ok {scenario}") == 5, proc.stdout + proc.stderr
 
 
 @needs_ucx

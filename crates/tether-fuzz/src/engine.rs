@@ -528,6 +528,7 @@ impl Harness {
                 RmaKind::Put(PutSource::Region(r)) => self.check_region(*r, false),
                 RmaKind::Put(PutSource::Gathered(_)) => panic!("the script gathers nothing"),
                 RmaKind::Get(r) => self.check_region(*r, true),
+                RmaKind::Atomic(_) => panic!("the script has no native atomics"),
             }
             self.copies = self.copies.wrapping_add(1);
             let status = [

@@ -1176,6 +1176,7 @@ impl Harness {
                     assert_eq!(o.code, RmaCode::Get);
                     assert!(inside(*r, o.result.expect("a result")));
                 }
+                RmaKind::Atomic(_) => panic!("the script sets no window to native atomics"),
             }
             self.rma_out.push((op, i));
         }

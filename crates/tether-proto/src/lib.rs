@@ -40,7 +40,7 @@ pub use engine::{
 };
 pub use link::{Link, LinkAuth, LinkConfig, LinkError, LinkEvent, LinkState, Resequencer};
 pub use request::{Completion, CompletionError, Gather, Region, ReqId};
-pub use rma::{PutSource, RemoteKey, RmaKind, RmaOp, RmaOwner, RmaStatus};
+pub use rma::{Atomic, AtomicCode, PutSource, RemoteKey, RmaKind, RmaOp, RmaOwner, RmaStatus};
 pub use wire::onesided::{ReplyStatus, RmaCode};
 pub use wire::{FrameHeader, FrameKind, Hello, WireError, FLAG_CHUNK};
 

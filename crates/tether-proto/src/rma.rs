@@ -114,6 +114,38 @@ impl PutSource {
     }
 }
 
+/// An atomic operation on one 4- or 8-byte integer that a transport
+/// carries out itself (UCX's `ucp_atomic_op_nbx`), for windows whose
+/// members agreed to take every such operation that way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicCode {
+    /// `*target += operand`.
+    Add,
+    /// `*target = operand`.
+    Swap,
+    /// `if *target == operand { *target = swap }`.
+    CompareSwap,
+    And,
+    Or,
+    Xor,
+}
+
+/// One atomic operation: what it reads and where its result goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Atomic {
+    pub code: AtomicCode,
+    /// Bytes of the integer: 4 or 8.
+    pub size: u8,
+    /// The operand (a `CompareSwap`'s compare value) in its first `size`
+    /// bytes, in this host's byte order.
+    pub operand: [u8; 8],
+    /// A `CompareSwap`'s new value, likewise.
+    pub swap: [u8; 8],
+    /// Where the value before the operation goes, if it is fetched
+    /// (`size` bytes, borrowed until the operation is done).
+    pub result: Option<Region>,
+}
+
 /// What an operation does.
 #[derive(Debug, Clone)]
 pub enum RmaKind {
@@ -121,6 +153,8 @@ pub enum RmaKind {
     Put(PutSource),
     /// Reads the peer's memory at the key's `offset` into this local region.
     Get(Region),
+    /// An atomic operation on the integer at the key's `offset`.
+    Atomic(Atomic),
 }
 
 /// An operation for the transport of `peer` ([`crate::Engine::poll_rma`]).
@@ -144,6 +178,7 @@ impl RmaOp {
         match &self.kind {
             RmaKind::Put(source) => source.len(),
             RmaKind::Get(region) => region.len,
+            RmaKind::Atomic(atomic) => usize::from(atomic.size),
         }
     }
 

@@ -103,6 +103,7 @@ ucp_functions! {
     worker_signal = "ucp_worker_signal": fn(ucp_worker_h) -> ucs_status_t;
     worker_set_am_recv_handler = "ucp_worker_set_am_recv_handler":
         fn(ucp_worker_h, *const ucp_am_handler_param_t) -> ucs_status_t;
+    worker_fence = "ucp_worker_fence": fn(ucp_worker_h) -> ucs_status_t;
     worker_flush_nbx = "ucp_worker_flush_nbx":
         fn(ucp_worker_h, *const ucp_request_param_t) -> ucs_status_ptr_t;
     ep_create = "ucp_ep_create":

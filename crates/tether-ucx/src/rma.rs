@@ -33,7 +33,9 @@ use std::rc::Rc;
 use crate::context::{Context, ContextInner};
 use crate::error::{Error, Result};
 use crate::ffi::*;
-use crate::worker::{send_cb, set_request_token, Completion, Core, Endpoint, SendOp, SendToken};
+use crate::worker::{
+    send_cb, set_request_token, Completion, Core, Endpoint, SendOp, SendToken, Worker,
+};
 
 /// Local memory registered with UCX for remote access, until dropped
 /// (`ucp_mem_unmap`).
@@ -209,6 +211,21 @@ impl AtomicOp {
             AtomicOp::Or => UCP_ATOMIC_OP_OR,
             AtomicOp::Xor => UCP_ATOMIC_OP_XOR,
         }
+    }
+}
+
+impl Worker {
+    /// Orders the worker's one-sided operations (`ucp_worker_fence`):
+    /// those issued after it are carried out at their targets after
+    /// those issued before (UCX orders none by itself).
+    pub fn fence(&self) -> Result<()> {
+        let ucp = self.core.ucp;
+        // SAFETY: live worker.
+        let st = unsafe { (ucp.worker_fence)(self.core.handle) };
+        if st != UCS_OK {
+            return Err(Error::ucx(ucp, "ucp_worker_fence", st));
+        }
+        Ok(())
     }
 }
 

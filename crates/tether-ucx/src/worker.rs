@@ -540,7 +540,7 @@ unsafe extern "C" fn ep_err_cb(arg: *mut c_void, ep: ucp_ep_h, status: ucs_statu
 /// its event queue. Not `Send`: UCX's single-threaded worker belongs to the
 /// thread that created it.
 pub struct Worker {
-    core: Rc<Core>,
+    pub(crate) core: Rc<Core>,
 }
 
 impl Worker {

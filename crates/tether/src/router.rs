@@ -1174,9 +1174,13 @@ impl Transport for Router {
     }
 
     fn rma(&mut self, op: &RmaOp) -> RmaOutcome {
+        let me = self.universe.my_universe_rank();
         let outcome = match self.peers.route(op.peer) {
             Some(Route::Shm) => self.shm.as_mut().map(|shm| shm.rma(op)),
             Some(Route::Ucx) => self.ucx.as_mut().map(|ucx| ucx.rma(op)),
+            // Atomics on this process's own window, where its members
+            // agreed to take them all through UCX.
+            _ if op.peer == me => self.ucx.as_mut().map(|ucx| ucx.rma(op)),
             _ => None,
         };
         self.collect();

@@ -203,7 +203,7 @@ settings! {
         default: "auto",
         kind: Kind::Choice(&["auto", "on", "off"]),
         hint: false,
-        meaning: "how window puts and gets to peers reached over ucx travel: on, as UCX RMA (ucp_put_nbx/ucp_get_nbx with keys exchanged at tether_win_create, no target involvement where the network registers memory); off, as frames the target applies; auto, as UCX RMA with every peer where UCX has an RDMA network here, else with peers on this host only (over UCX's tcp its emulated RMA is slower than frames). Read at start",
+        meaning: "how window operations to peers reached over ucx travel: on, as UCX RMA (ucp_put_nbx/ucp_get_nbx with keys exchanged at tether_win_create, no target involvement where the network registers memory; integer atomics as ucp_atomic_op_nbx on windows whose members all reach each other so); off, as frames the target applies; auto, as UCX RMA with every peer where UCX has an RDMA network here, else with peers on this host only (over UCX's tcp its emulated RMA is slower than frames). Read at start",
     };
     host_id as HostId: Text = Setting {
         key: "HOST_ID",

@@ -202,6 +202,9 @@ struct Window {
     /// The origins of puts whose payload is being read into the memory,
     /// one entry a put.
     writing: Vec<u32>,
+    /// Every member agreed that the window's native atomics go to the
+    /// transport, this process's own included (`onesided/direct.rs`).
+    native_atomics: bool,
 }
 
 /// The origin's book of one target of one window.
@@ -345,6 +348,7 @@ impl Engine {
             targets,
             applies: 0,
             writing: Vec::new(),
+            native_atomics: false,
         };
         self.onesided.windows.insert(win, window);
         Ok(())

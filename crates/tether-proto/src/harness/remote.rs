@@ -4,9 +4,9 @@
 //! as the test's model says.
 
 use super::World;
-use crate::rma::{PutSource, RmaKind, RmaOp, RmaStatus};
+use crate::rma::{Atomic, AtomicCode, PutSource, RmaKind, RmaOp, RmaStatus};
 
-/// How the world's remote memory operations end.
+/// How the world's remote memory operations end (atomics as puts).
 #[derive(Debug, Clone, Copy)]
 pub struct RemoteModel {
     pub puts: RmaStatus,
@@ -61,7 +61,7 @@ impl World {
             .expect("the engine asks only for accesses inside the key");
         let remote = address as *mut u8;
         match &op.kind {
-            RmaKind::Put(_) if model.puts != RmaStatus::Done => model.puts,
+            RmaKind::Put(_) | RmaKind::Atomic(_) if model.puts != RmaStatus::Done => model.puts,
             RmaKind::Get(_) if model.gets != RmaStatus::Done => model.gets,
             // SAFETY: the key names a live buffer of another engine of this
             // world (checked above to hold the access), and the source is
@@ -81,6 +81,44 @@ impl World {
                 std::ptr::copy_nonoverlapping(remote, r.ptr, r.len);
                 RmaStatus::Done
             },
+            // SAFETY: as above; the result region is the origin's, valid
+            // until `rma_done`.
+            RmaKind::Atomic(a) => unsafe {
+                let size = usize::from(a.size);
+                let mut old = [0u8; 8];
+                std::ptr::copy_nonoverlapping(remote, old.as_mut_ptr(), size);
+                let new = atomic_value(a, u64::from_le_bytes(old));
+                if let Some(result) = a.result {
+                    std::ptr::copy_nonoverlapping(old.as_ptr(), result.ptr, size);
+                }
+                std::ptr::copy_nonoverlapping(new.to_le_bytes().as_ptr(), remote, size);
+                RmaStatus::Done
+            },
         }
+    }
+}
+
+/// The value an atomic leaves where the value was `old` (the low
+/// `size` bytes count).
+fn atomic_value(a: &Atomic, old: u64) -> u64 {
+    let operand = u64::from_le_bytes(a.operand);
+    match a.code {
+        AtomicCode::Add => old.wrapping_add(operand),
+        AtomicCode::Swap => operand,
+        AtomicCode::CompareSwap => {
+            let mask = if a.size == 8 {
+                u64::MAX
+            } else {
+                u64::from(u32::MAX)
+            };
+            if old & mask == operand & mask {
+                u64::from_le_bytes(a.swap)
+            } else {
+                old
+            }
+        }
+        AtomicCode::And => old & operand,
+        AtomicCode::Or => old | operand,
+        AtomicCode::Xor => old ^ operand,
     }
 }

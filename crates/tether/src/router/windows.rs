@@ -21,6 +21,21 @@ impl Router {
         }
     }
 
+    /// Whether window operations to `peer` go by the transport's keys: its
+    /// route is settled, over UCX, with UCX RMA chosen for it.
+    pub fn window_rma_route(&self, peer: u32) -> bool {
+        matches!(self.peers.route(peer), Some(super::Route::Ucx))
+            && self
+                .ucx
+                .as_ref()
+                .is_some_and(|ucx| ucx.window_rma(peer).is_some())
+    }
+
+    /// Whether `peer`'s route is chosen (not waiting for its address).
+    pub fn route_settled(&self, peer: u32) -> bool {
+        !matches!(self.peers.route(peer), Some(super::Route::Pending(_)))
+    }
+
     /// Member `peer`'s key of its part of window `win`.
     pub fn window_key(&mut self, win: u32, peer: u32, key: Vec<u8>) {
         if let Some(ucx) = self.ucx.as_mut() {

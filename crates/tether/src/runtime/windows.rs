@@ -17,6 +17,7 @@
 //! computed here (`windows/apply.rs`).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashMap as HashMap;
 use tether_proto::{Engine, Reduction, Region, ReqId, RmaError, RmaTarget};
@@ -26,12 +27,18 @@ use crate::datatype::{self, byte_len, Datatype};
 use crate::error::{err, Error, ErrorClass, Result};
 
 mod apply;
+mod native;
 pub use apply::{AccOp, NO_OP, REPLACE};
 
 /// No window: what `tether_win_free` leaves in the handle.
 pub const WIN_NULL: i32 = 0;
 
 /// This process's record of one window.
+/// Words each member contributes when a window is created: its size,
+/// address, transport key length, and whether it could take native
+/// atomics.
+const WORDS: usize = 4;
+
 pub(super) struct Window {
     /// The window's own communicator (see the module documentation).
     comm: i32,
@@ -39,6 +46,9 @@ pub(super) struct Window {
     members: Arc<[u32]>,
     /// Each member's window size in bytes, by rank.
     sizes: Vec<u64>,
+    /// Its members agreed that its atomics go to the transport
+    /// (`windows/native.rs`).
+    native_atomics: bool,
 }
 
 /// Windows by handle.
@@ -79,14 +89,17 @@ impl Runtime {
         // SAFETY: the caller keeps the memory until the window is freed,
         // which unregisters it first.
         let key = unsafe { self.transport.router_mut().window_created(id, base, len) };
-        // Every member's size, address and transport key length, three
-        // words each, then (where any member has a key) the keys.
-        let mut gathered = vec![0u64; 3 * members.len()];
-        gathered[3 * my_rank] = len as u64;
-        gathered[3 * my_rank + 1] = base as u64;
-        gathered[3 * my_rank + 2] = key.len() as u64;
+        let native_here = !key.is_empty() && self.reaches_by_transport_keys(&members);
+        // Every member's size, address, transport key length and whether
+        // it could take native atomics, four words each, then (where any
+        // member has a key) the keys.
+        let mut gathered = vec![0u64; WORDS * members.len()];
+        gathered[WORDS * my_rank] = len as u64;
+        gathered[WORDS * my_rank + 1] = base as u64;
+        gathered[WORDS * my_rank + 2] = key.len() as u64;
+        gathered[WORDS * my_rank + 3] = u64::from(native_here);
         let gathered_keys = self
-            .allgather_words(&mut gathered, 3, own)
+            .allgather_words(&mut gathered, WORDS as i64, own)
             .and_then(|()| self.allgather_keys(&gathered, key, my_rank, own));
         let keys = match gathered_keys {
             Ok(keys) => keys,
@@ -96,7 +109,8 @@ impl Runtime {
                 return Err(e);
             }
         };
-        let sizes: Vec<u64> = gathered.iter().step_by(3).copied().collect();
+        let sizes: Vec<u64> = gathered.iter().step_by(WORDS).copied().collect();
+        let native_atomics = gathered.iter().skip(3).step_by(WORDS).all(|&w| w == 1);
         let others: Vec<(u32, u64)> = members
             .iter()
             .zip(&sizes)
@@ -118,11 +132,14 @@ impl Runtime {
         for (rank, (&member, key)) in members.iter().zip(keys).enumerate() {
             if rank != my_rank && sizes[rank] > 0 {
                 self.engine
-                    .win_set_address(id, member, gathered[3 * rank + 1]);
+                    .win_set_address(id, member, gathered[WORDS * rank + 1]);
                 if !key.is_empty() {
                     self.transport.router_mut().window_key(id, member, key);
                 }
             }
+        }
+        if native_atomics {
+            self.engine.win_set_native_atomics(id);
         }
         let handle = id as i32;
         self.windows.table.insert(
@@ -131,6 +148,7 @@ impl Runtime {
                 comm: own,
                 members,
                 sizes,
+                native_atomics,
             },
         );
         self.barrier(own)?;
@@ -151,9 +169,36 @@ impl Runtime {
         done.and_then(|s| s.error.map_or(Ok(()), Err))
     }
 
+    /// Whether this process reaches every other member of a new window
+    /// with window operations by the transport's keys (UCX), settling the
+    /// routes not settled yet: only then may the window's atomics all go
+    /// to the transport (`windows/native.rs`).
+    ///
+    /// A route that waits for the member's address is waited for (the
+    /// creation is collective, so the member is there), at most
+    /// `TETHER_CONNECT_TIMEOUT`; one still unsettled then counts as not
+    /// reached.
+    fn reaches_by_transport_keys(&mut self, members: &[u32]) -> bool {
+        let others: Vec<u32> = members.iter().copied().filter(|&m| m != self.me).collect();
+        for &member in &others {
+            self.transport.reach(member, &mut self.engine);
+        }
+        let deadline = Instant::now() + Duration::from_secs(self.settings.connect_timeout());
+        while others
+            .iter()
+            .any(|&m| !self.transport.router().route_settled(m))
+            && Instant::now() < deadline
+        {
+            self.progress_once(Some(Duration::from_millis(1)));
+        }
+        others
+            .iter()
+            .all(|&member| self.transport.router().window_rma_route(member))
+    }
+
     /// Every member's transport key of the window being created (empty
     /// where it has none), given their lengths (the third of each
-    /// member's three `gathered` words): one more allgather, of the
+    /// member's `WORDS` gathered words): one more allgather, of the
     /// longest key's size, only where some member has a key, which every
     /// member knows alike.
     fn allgather_keys(
@@ -166,7 +211,7 @@ impl Runtime {
         let lengths: Vec<usize> = gathered
             .iter()
             .skip(2)
-            .step_by(3)
+            .step_by(WORDS)
             .map(|&l| l as usize)
             .collect();
         let longest = lengths.iter().copied().max().unwrap_or(0);
@@ -398,9 +443,33 @@ impl Runtime {
         let op = AccOp::from_handle(op)?;
         op.check(a.datatype)?;
         let source = region(origin.cast_mut(), a.len, "origin")?;
-        self.engine
-            .win_accumulate(a.at, source, reduction(a.datatype, op))
-            .map_err(|e| rma_error(e, "accumulate"))?;
+        let native = native::code(a.datatype, op)
+            .filter(|_| op != AccOp::NoOp && self.window(win).is_ok_and(|w| w.native_atomics))
+            .filter(|_| a.at.offset.is_multiple_of(a.datatype.size as u64));
+        match native {
+            // Element by element, each the transport's atomic: every
+            // update of a location on this window takes that path.
+            Some(code) => {
+                let size = a.datatype.size;
+                // SAFETY: the caller's origin holds `a.len` bytes, read
+                // now (each atomic copies its element).
+                let elements = unsafe { source.as_slice() };
+                for (i, element) in elements.chunks_exact(size).enumerate() {
+                    let at = RmaTarget {
+                        offset: a.at.offset + (i * size) as u64,
+                        ..a.at
+                    };
+                    let atomic = native::atomic(code, op, element, None);
+                    self.engine
+                        .win_native_atomic(at, atomic, reduction(a.datatype, op))
+                        .map_err(|e| rma_error(e, "accumulate"))?;
+                }
+            }
+            None => self
+                .engine
+                .win_accumulate(a.at, source, reduction(a.datatype, op))
+                .map_err(|e| rma_error(e, "accumulate"))?,
+        }
         self.after_issue();
         Ok(())
     }
@@ -430,9 +499,20 @@ impl Runtime {
         op.check(a.datatype)?;
         let operand = region(origin.cast_mut(), a.len, "origin")?;
         let result = region(result, a.len, "result")?;
-        self.engine
-            .win_fetch_and_op(a.at, operand, result, reduction(a.datatype, op))
-            .map_err(|e| rma_error(e, "fetch_and_op"))?;
+        let native = native::code(a.datatype, op)
+            .filter(|_| self.window(win).is_ok_and(|w| w.native_atomics));
+        match native {
+            Some(code) => {
+                // SAFETY: the caller's origin holds one element, read now.
+                let atomic = native::atomic(code, op, unsafe { operand.as_slice() }, Some(result));
+                self.engine
+                    .win_native_atomic(a.at, atomic, reduction(a.datatype, op))
+            }
+            None => self
+                .engine
+                .win_fetch_and_op(a.at, operand, result, reduction(a.datatype, op)),
+        }
+        .map_err(|e| rma_error(e, "fetch_and_op"))?;
         self.after_issue();
         Ok(())
     }
@@ -458,9 +538,32 @@ impl Runtime {
         let value = region(origin.cast_mut(), a.len, "origin")?;
         let compare = region(compare.cast_mut(), a.len, "compare")?;
         let result = region(result, a.len, "result")?;
-        self.engine
-            .win_compare_and_swap(a.at, value, compare, result, a.datatype.handle as u8)
-            .map_err(|e| rma_error(e, "compare_and_swap"))?;
+        // SAFETY: the caller's value and compare hold one element each,
+        // read now.
+        let native = self
+            .window(win)
+            .is_ok_and(|w| w.native_atomics)
+            .then(|| unsafe {
+                native::compare_and_swap(a.datatype, value.as_slice(), compare.as_slice(), result)
+            })
+            .flatten();
+        match native {
+            Some(atomic) => {
+                let same_op = Reduction {
+                    datatype: a.datatype.handle as u8,
+                    op: 0,
+                };
+                self.engine.win_native_atomic(a.at, atomic, same_op)
+            }
+            None => self.engine.win_compare_and_swap(
+                a.at,
+                value,
+                compare,
+                result,
+                a.datatype.handle as u8,
+            ),
+        }
+        .map_err(|e| rma_error(e, "compare_and_swap"))?;
         self.after_issue();
         Ok(())
     }
@@ -537,11 +640,10 @@ impl Runtime {
         // link: progress until the engine lets the window go, for at
         // most the finalize timeout (a reply to a peer that is lost
         // meanwhile is dropped, so this ends).
-        let deadline = std::time::Instant::now()
-            + std::time::Duration::from_secs(self.settings.finalize_timeout());
+        let deadline = Instant::now() + Duration::from_secs(self.settings.finalize_timeout());
         let mut freed = self.engine.win_free(win as u32);
-        while freed == Err(RmaError::Busy) && std::time::Instant::now() < deadline {
-            self.progress_once(Some(std::time::Duration::from_millis(1)));
+        while freed == Err(RmaError::Busy) && Instant::now() < deadline {
+            self.progress_once(Some(Duration::from_millis(1)));
             freed = self.engine.win_free(win as u32);
         }
         if freed == Err(RmaError::Busy) {

@@ -22,7 +22,7 @@
 use super::super::{Engine, Transmit, TransmitPayload};
 use super::{RmaTarget, TargetBook};
 use crate::request::{Region, ReqId};
-use crate::rma::{PutSource, RemoteKey, RmaKind, RmaOp, RmaOwner, RmaStatus};
+use crate::rma::{Atomic, PutSource, RemoteKey, RmaKind, RmaOp, RmaOwner, RmaStatus};
 use crate::wire::onesided::{RmaCode, RmaRequest};
 
 /// What a direct operation becomes if the system refuses it.
@@ -108,7 +108,30 @@ impl Engine {
             (RmaCode::Get, _, Some(dest)) => RmaKind::Get(dest),
             _ => return Err(payload),
         };
-        let id = frame.origin_op;
+        let fallback = Fallback {
+            peer: at.rank,
+            frame,
+            payload,
+            rput,
+            copy_if_blocked,
+        };
+        self.queue_keyed(at, address, size, kind, fallback);
+        Ok(())
+    }
+
+    /// Queues `kind` on `at` as the remote memory operation of one-sided
+    /// operation `fallback.frame.origin_op`, by the window's key (the
+    /// member's part at `address`, `size` bytes), keeping the frame it
+    /// becomes if the transport refuses it.
+    fn queue_keyed(
+        &mut self,
+        at: RmaTarget,
+        address: u64,
+        size: u64,
+        kind: RmaKind,
+        fallback: Fallback,
+    ) {
+        let id = fallback.frame.origin_op;
         self.rma.push_back(RmaOp {
             owner: RmaOwner::Window(id),
             peer: at.rank,
@@ -120,16 +143,50 @@ impl Engine {
             offset: at.offset,
             kind,
         });
-        self.onesided.direct.insert(
-            id,
-            Fallback {
-                peer: at.rank,
-                frame,
-                payload,
-                rput,
-                copy_if_blocked,
-            },
-        );
+        self.onesided.direct.insert(id, fallback);
+    }
+
+    /// Every member of window `win` agreed that its native atomics go to
+    /// the transport ([`Engine::win_native_atomic`]).
+    pub fn win_set_native_atomics(&mut self, win: u32) {
+        if let Some(window) = self.onesided.windows.get_mut(&win) {
+            window.native_atomics = true;
+        }
+    }
+
+    /// Queues operation `frame.origin_op` as the transport's atomic
+    /// `native` when its window agreed to that; otherwise gives the
+    /// payload back for the frame.
+    pub(super) fn try_native(
+        &mut self,
+        at: RmaTarget,
+        frame: RmaRequest,
+        payload: TransmitPayload,
+        native: Option<Atomic>,
+    ) -> Result<(), TransmitPayload> {
+        let Some(atomic) = native else {
+            return Err(payload);
+        };
+        let Some(window) = self.onesided.windows.get(&at.win) else {
+            return Err(payload);
+        };
+        let address = if at.rank == self.config.me {
+            Some(window.local.ptr as u64)
+        } else {
+            window.targets.get(&at.rank).and_then(|b| b.address)
+        };
+        let size = window.targets.get(&at.rank).map(|b| b.size);
+        let (true, Some(address), Some(size)) = (window.native_atomics, address, size) else {
+            return Err(payload);
+        };
+        let fallback = Fallback {
+            peer: at.rank,
+            frame,
+            payload,
+            rput: None,
+            copy_if_blocked: false,
+        };
+        self.queue_keyed(at, address, size, RmaKind::Atomic(atomic), fallback);
         Ok(())
     }
 
@@ -144,6 +201,9 @@ impl Engine {
                 let put = matches!(op.kind, RmaKind::Put(_));
                 self.counters.remote(op.peer, put, op.len() as u64);
                 self.answered(id, Ok(()));
+            }
+            RmaStatus::Refused if op.peer == self.config.me => {
+                self.apply_local(fallback.frame, fallback.payload);
             }
             RmaStatus::Refused => {
                 self.set_remote_memory(op.peer, 0);

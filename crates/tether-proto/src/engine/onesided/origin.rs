@@ -14,6 +14,7 @@ use crate::engine::{
     Engine, Kind, PayloadSink, Request, SinkToken, Token, Transmit, TransmitPayload,
 };
 use crate::request::{Completion, Region, ReqId};
+use crate::rma::{Atomic, AtomicCode};
 use crate::wire::onesided::{ReplyStatus, RmaCode, RmaReply, RmaRequest, MAX_ATOMIC_BYTES};
 use crate::wire::{FrameHeader, FrameKind, WireError};
 
@@ -25,6 +26,9 @@ struct Issue {
     payload: TransmitPayload,
     result: Option<Region>,
     request: bool,
+    /// The same operation as the transport's atomic, taken on a window
+    /// whose members agreed to it.
+    native: Option<Atomic>,
 }
 
 impl Engine {
@@ -68,6 +72,7 @@ impl Engine {
             payload: TransmitPayload::Borrowed(source),
             result: None,
             request: false,
+            native: None,
         };
         self.issue(at, issue).map(|_| ())
     }
@@ -92,6 +97,7 @@ impl Engine {
             payload: TransmitPayload::Owned(payload),
             result: Some(result),
             request: false,
+            native: None,
         };
         self.issue(at, issue).map(|_| ())
     }
@@ -125,6 +131,51 @@ impl Engine {
             payload: TransmitPayload::Owned(payload),
             result: Some(result),
             request: false,
+            native: None,
+        };
+        self.issue(at, issue).map(|_| ())
+    }
+
+    /// One fetch-and-op, compare-and-swap or one-element accumulate that
+    /// the transport may carry out as its own atomic (`atomic`, whose
+    /// `result` is the fetch's result buffer, borrowed until the flush):
+    /// on a window whose members agreed to it
+    /// ([`Engine::win_set_native_atomics`]) it goes so, this process's
+    /// own window included; elsewhere, and where the transport refuses,
+    /// it is the frame of the same operation with `reduction`.
+    pub fn win_native_atomic(
+        &mut self,
+        at: RmaTarget,
+        atomic: Atomic,
+        reduction: Reduction,
+    ) -> Result<(), RmaError> {
+        let size = usize::from(atomic.size);
+        if size != 4 && size != 8 || !at.offset.is_multiple_of(size as u64) {
+            return Err(RmaError::OutOfRange);
+        }
+        let operand = &atomic.operand[..size];
+        let (code, payload) = match (atomic.code, atomic.result) {
+            (AtomicCode::CompareSwap, _) => {
+                let mut payload = atomic.swap[..size].to_vec();
+                payload.extend_from_slice(operand);
+                (RmaCode::CompareAndSwap, payload)
+            }
+            (_, Some(_)) => (RmaCode::FetchAndOp, operand.to_vec()),
+            (_, None) => (RmaCode::Accumulate, operand.to_vec()),
+        };
+        if let Some(result) = atomic.result {
+            if result.len != size {
+                return Err(RmaError::OutOfRange);
+            }
+        }
+        let issue = Issue {
+            code,
+            len: size as u64,
+            reduction,
+            payload: TransmitPayload::Owned(payload),
+            result: atomic.result,
+            request: false,
+            native: Some(atomic),
         };
         self.issue(at, issue).map(|_| ())
     }
@@ -190,22 +241,20 @@ impl Engine {
             len: issue.len,
             origin_op: id,
         };
+        let payload = match self.try_native(at, frame, issue.payload, issue.native) {
+            Ok(()) => return Ok(request),
+            Err(payload) => payload,
+        };
         if at.rank == self.config.me {
-            self.apply_local(frame, issue.payload);
+            self.apply_local(frame, payload);
             return Ok(request);
         }
         // An rput completes when its frame is handed over; a small one
         // may be copied by a blocked transport, as an eager send is.
         let rput = request.filter(|_| issue.code == RmaCode::Put);
         let copy_if_blocked = rput.is_some() && issue.len <= self.eager_limit(at.rank);
-        let payload = match self.try_direct(
-            at,
-            frame,
-            issue.payload,
-            issue.result,
-            rput,
-            copy_if_blocked,
-        ) {
+        let payload = match self.try_direct(at, frame, payload, issue.result, rput, copy_if_blocked)
+        {
             Ok(()) => return Ok(request),
             Err(payload) => payload,
         };
@@ -372,6 +421,7 @@ fn put(source: Region, request: bool) -> Issue {
         payload: TransmitPayload::Borrowed(source),
         result: None,
         request,
+        native: None,
     }
 }
 
@@ -383,6 +433,7 @@ fn get(dest: Region, request: bool) -> Issue {
         payload: TransmitPayload::None,
         result: Some(dest),
         request,
+        native: None,
     }
 }
 

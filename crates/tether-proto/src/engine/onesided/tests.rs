@@ -12,7 +12,7 @@ use crate::engine::{
 use crate::harness::onesided::{compute, INT64, SHIFT, SUM};
 use crate::harness::{RailChoice, RemoteModel, WireModel, World, WorldConfig};
 use crate::request::{CompletionError, Region};
-use crate::rma::RmaStatus;
+use crate::rma::{Atomic, AtomicCode, RmaStatus};
 use crate::wire::onesided::{ReplyStatus, RmaCode, RmaReply};
 use crate::wire::{FrameKind, WireError};
 
@@ -986,4 +986,138 @@ fn a_window_address_that_wraps_is_not_used() {
     e.win_get(at(1, 56), region(&mut dest)).unwrap();
     let op = e.poll_rma().expect("by remote memory");
     assert_eq!(op.remote_address(), Some(u64::MAX - 8));
+}
+
+/// A world whose window [`WIN`] takes native atomics on every member
+/// (its members agreed), this process's own window included.
+fn native_world(sizes: &[usize], model: RemoteModel) -> (World, Vec<Vec<u8>>) {
+    let (mut world, memory) = direct_world(sizes, 0, model);
+    for engine in world.engines.iter_mut() {
+        engine.win_set_native_atomics(WIN);
+    }
+    (world, memory)
+}
+
+fn fetch_add(operand: &[u8; 8], result: &mut [u8; 8]) -> Atomic {
+    Atomic {
+        code: AtomicCode::Add,
+        size: 8,
+        operand: *operand,
+        swap: [0; 8],
+        result: Some(region(result)),
+    }
+}
+
+#[test]
+fn native_atomics_go_to_the_transport_on_an_agreed_window_own_included() {
+    const EACH: usize = 10;
+    let (mut world, mut memory) = native_world(&[8, 0, 0], DONE);
+    memory[0].fill(0);
+    let one = 1i64.to_le_bytes();
+    let mut fetched = vec![[[0u8; 8]; EACH]; 3];
+    for i in 0..EACH {
+        for (rank, results) in fetched.iter_mut().enumerate() {
+            world.engines[rank]
+                .win_native_atomic(at(0, 0), fetch_add(&one, &mut results[i]), int64(SUM))
+                .unwrap();
+        }
+    }
+    for rank in 0..3 {
+        assert_eq!(flush(&mut world, rank, None), Ok(()));
+    }
+    let mut seen: Vec<i64> = fetched
+        .iter()
+        .flatten()
+        .map(|b| i64::from_le_bytes(*b))
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..(3 * EACH) as i64).collect::<Vec<_>>());
+    assert_eq!(i64_at(&memory[0], 0), (3 * EACH) as i64);
+    assert_eq!(world.rma_log.len(), 3 * EACH, "every one by the transport");
+    assert!(
+        world.rma_log.iter().any(|r| r.rank == 0),
+        "rank 0's own atomics too"
+    );
+}
+
+#[test]
+fn native_atomics_on_a_window_without_agreement_go_as_frames() {
+    let (mut world, mut memory) = direct_world(&[8, 0], 0, DONE);
+    memory[0].fill(0);
+    let one = 1i64.to_le_bytes();
+    let mut result = [0u8; 8];
+    world.engines[1]
+        .win_native_atomic(at(0, 0), fetch_add(&one, &mut result), int64(SUM))
+        .unwrap();
+    assert_eq!(flush(&mut world, 1, Some(0)), Ok(()));
+    assert_eq!(i64_at(&memory[0], 0), 1);
+    assert!(world.rma_log.is_empty(), "a frame the target applied");
+}
+
+#[test]
+fn a_refused_native_atomic_goes_as_its_frame_and_applies_once() {
+    let refused = RemoteModel {
+        puts: RmaStatus::Refused,
+        gets: RmaStatus::Done,
+    };
+    let (mut world, mut memory) = native_world(&[8, 0], refused);
+    memory[0].fill(0);
+    let (mut own, mut theirs) = ([0xFFu8; 8], [0xFFu8; 8]);
+    let seven = 7i64.to_le_bytes();
+    world.engines[0]
+        .win_native_atomic(at(0, 0), fetch_add(&seven, &mut own), int64(SUM))
+        .unwrap();
+    world.engines[1]
+        .win_native_atomic(at(0, 0), fetch_add(&seven, &mut theirs), int64(SUM))
+        .unwrap();
+    assert_eq!(flush(&mut world, 0, None), Ok(()));
+    assert_eq!(flush(&mut world, 1, None), Ok(()));
+    assert_eq!(
+        i64_at(&memory[0], 0),
+        14,
+        "each applied once, by the target"
+    );
+    let mut fetched = [i64::from_le_bytes(own), i64::from_le_bytes(theirs)];
+    fetched.sort_unstable();
+    assert_eq!(fetched, [0, 7]);
+    assert_eq!(world.rma_log.len(), 2, "both refused, then frames");
+}
+
+#[test]
+fn a_native_compare_and_swap_returns_the_old_value() {
+    let (mut world, mut memory) = native_world(&[0, 16], DONE);
+    memory[1].fill(0);
+    let mut old = [0xFFu8; 8];
+    let cas = Atomic {
+        code: AtomicCode::CompareSwap,
+        size: 8,
+        operand: 0i64.to_le_bytes(),
+        swap: 5i64.to_le_bytes(),
+        result: Some(region(&mut old)),
+    };
+    world.engines[0]
+        .win_native_atomic(
+            at(1, 8),
+            cas,
+            Reduction {
+                datatype: INT64,
+                op: 0,
+            },
+        )
+        .unwrap();
+    assert_eq!(flush(&mut world, 0, Some(1)), Ok(()));
+    assert_eq!(i64::from_le_bytes(old), 0);
+    assert_eq!(i64_at(&memory[1], 1), 5);
+    assert_eq!(
+        world.engines[0].win_native_atomic(
+            at(1, 4),
+            cas,
+            Reduction {
+                datatype: INT64,
+                op: 0
+            }
+        ),
+        Err(RmaError::OutOfRange),
+        "misaligned"
+    );
 }

@@ -42,11 +42,13 @@ impl ShmTransport {
                 RmaKind::Put(PutSource::Region(r)) => cma::write(pid, r.ptr, address, r.len),
                 RmaKind::Put(PutSource::Gathered(g)) => cma::write_gathered(pid, g, address),
                 RmaKind::Get(r) => cma::read(pid, address, r.ptr, r.len),
+                // Cross-memory attach copies; it has no atomics.
+                RmaKind::Atomic(_) => return RmaStatus::Refused,
             }
         };
         let access = match op.kind {
             RmaKind::Put(_) => "writing to",
-            RmaKind::Get(_) => "reading from",
+            RmaKind::Get(_) | RmaKind::Atomic(_) => "reading from",
         };
         match result {
             Ok(()) => RmaStatus::Done,

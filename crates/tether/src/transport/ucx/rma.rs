@@ -1,10 +1,14 @@
-//! Window puts and gets as UCX RMA: the window's memory is registered
+//! Window puts, gets and atomics as UCX RMA: the window's memory is registered
 //! when it is created (`ucp_mem_map`), its packed key travels to the
 //! members with the window's other facts (the runtime's `win_create`),
 //! and an origin's put or get is `ucp_put_nbx`/`ucp_get_nbx` into the
 //! target's memory by that key, unpacked on the endpoint to the target
 //! the first time it is used. Where the network registers memory (RDMA)
 //! the target's NIC serves them and the target process does nothing.
+//! Atomics (`ucp_atomic_op_nbx`) come only on windows whose members all
+//! agreed to them (`runtime/windows/native.rs` says why), this process's
+//! own window included, through an endpoint to its own worker; each is
+//! fenced after what was issued before it, for MPI's accumulate order.
 //!
 //! Completion. UCX says an operation is visible at the target only once
 //! a flush of the endpoint that issued it is done, so each operation is
@@ -20,9 +24,11 @@
 //! and gets without the target), over `tcp` it is slower than the frames
 //! (docs/journal/2026-11-28-ucx-rma.md).
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::FxHashMap as HashMap;
-use tether_proto::{PutSource, RmaKind, RmaOp, RmaOwner, RmaStatus};
-use tether_ucx::{Completion, Context, MemRegion};
+use tether_proto::{Atomic, AtomicCode, PutSource, RmaKind, RmaOp, RmaOwner, RmaStatus};
+use tether_ucx::{AtomicOp, Completion, Context, Endpoint, ErrorMode, MemRegion, RemoteKey};
 
 use super::UcxTransport;
 use crate::error::ErrorClass;
@@ -102,7 +108,65 @@ pub(super) struct Windows {
     /// Members' packed keys, by window and universe rank.
     packed: HashMap<(u32, u32), Vec<u8>>,
     /// Operations whose flush UCX has not reported, by its token.
-    flushing: HashMap<u64, RmaOp>,
+    flushing: HashMap<u64, Flushing>,
+    /// An endpoint to this process's own worker, for atomics on its own
+    /// windows (they must take the same path as everyone else's).
+    self_ep: Option<Endpoint>,
+    /// This process's own windows' keys, unpacked on `self_ep`.
+    self_keys: HashMap<u32, RemoteKey>,
+}
+
+/// An operation UCX is completing, and what it reads until then.
+struct Flushing {
+    op: RmaOp,
+    /// An atomic's operand and reply space (boxed: UCX holds pointers
+    /// into it).
+    _scratch: Option<Box<[u8; 16]>>,
+}
+
+/// Issues `atomic` on `ep`; returns UCX's answer and the scratch memory
+/// the operation reads and writes, which must live until its flush.
+///
+/// # Safety
+/// As [`Endpoint::atomic_raw`]: the atomic's result region stays valid
+/// until the flush, and `remote` lies in `key`'s registered memory.
+unsafe fn issue_atomic(
+    ep: &Endpoint,
+    atomic: &Atomic,
+    remote: u64,
+    key: &RemoteKey,
+) -> (tether_ucx::Result<()>, Box<[u8; 16]>) {
+    let size = usize::from(atomic.size);
+    let mut scratch = Box::new([0u8; 16]);
+    scratch[..8].copy_from_slice(&atomic.operand);
+    // UCX's compare-and-swap takes the new value in its reply buffer and
+    // leaves the old one there; a swap and fetching operations reply.
+    let reply = match (atomic.code, atomic.result) {
+        (AtomicCode::CompareSwap, Some(result)) => {
+            // SAFETY: the result region holds `size` bytes, borrowed by
+            // the operation until its flush.
+            unsafe { std::ptr::copy_nonoverlapping(atomic.swap.as_ptr(), result.ptr, size) };
+            Some(result.ptr)
+        }
+        (AtomicCode::CompareSwap | AtomicCode::Swap, None) => {
+            scratch[8..8 + size].copy_from_slice(&atomic.swap[..size]);
+            Some(scratch[8..].as_mut_ptr())
+        }
+        (_, Some(result)) => Some(result.ptr),
+        (_, None) => None,
+    };
+    let op = match atomic.code {
+        AtomicCode::Add => AtomicOp::Add,
+        AtomicCode::Swap => AtomicOp::Swap,
+        AtomicCode::CompareSwap => AtomicOp::CompareSwap,
+        AtomicCode::And => AtomicOp::And,
+        AtomicCode::Or => AtomicOp::Or,
+        AtomicCode::Xor => AtomicOp::Xor,
+    };
+    // SAFETY: the operand is in `scratch`, which the caller keeps until
+    // the flush; the rest is the caller's contract.
+    let issued = unsafe { ep.atomic_raw(op, scratch.as_ptr(), size, remote, key, reply) };
+    (issued, scratch)
 }
 
 impl Windows {
@@ -115,6 +179,8 @@ impl Windows {
             regions: HashMap::default(),
             packed: HashMap::default(),
             flushing: HashMap::default(),
+            self_ep: None,
+            self_keys: HashMap::default(),
         })
     }
 }
@@ -122,7 +188,7 @@ impl Windows {
 impl UcxTransport {
     /// Whether window operations to `peer` go as UCX RMA: the smallest
     /// size for the engine ([`Caps::window_rma`](crate::transport::api::Caps)).
-    pub(super) fn window_rma(&self, peer: u32) -> Option<u64> {
+    pub fn window_rma(&self, peer: u32) -> Option<u64> {
         let same_host = || {
             self.addresses
                 .get(peer)
@@ -150,9 +216,11 @@ impl UcxTransport {
         }
         // SAFETY: the caller keeps the memory until the window is freed,
         // which drops the region first.
+        let me = self.universe.my_universe_rank();
         let packed = unsafe { windows.context.map(base, len) }.and_then(|region| {
             let packed = region.pack()?;
             windows.regions.insert(win, region);
+            windows.packed.insert((win, me), packed.clone());
             Ok(packed)
         });
         packed.unwrap_or_else(|e| {
@@ -175,6 +243,7 @@ impl UcxTransport {
             return;
         };
         windows.packed.retain(|&(w, _), _| w != win);
+        windows.self_keys.remove(&win);
         for p in self.peers.values_mut() {
             p.keys.remove(&win);
         }
@@ -185,6 +254,9 @@ impl UcxTransport {
     pub(super) fn start_rma(&mut self, op: &RmaOp) -> RmaOutcome {
         if self.windows.is_none() || !matches!(op.owner, RmaOwner::Window(_)) {
             return RmaOutcome::Now(RmaStatus::Refused);
+        }
+        if op.peer == self.me() {
+            return self.issue(op);
         }
         let p = self.peers.entry(op.peer).or_default();
         if p.finished {
@@ -213,7 +285,7 @@ impl UcxTransport {
     /// A flush UCX reported: the operation it completes, if it is one of
     /// the windows'.
     pub(super) fn flushed(&mut self, token: u64, result: tether_ucx::Result<()>) -> bool {
-        let Some(op) = self
+        let Some(Flushing { op, .. }) = self
             .windows
             .as_mut()
             .and_then(|w| w.flushing.remove(&token))
@@ -231,24 +303,51 @@ impl UcxTransport {
         true
     }
 
-    /// The put or get on the established endpoint to `op.peer`, then the
-    /// flush that completes it.
+    /// The operation on the established endpoint to `op.peer` (this
+    /// process's own endpoint for its own window), then the flush that
+    /// completes it.
     fn issue(&mut self, op: &RmaOp) -> RmaOutcome {
+        let refused = RmaOutcome::Now(RmaStatus::Refused);
         let RmaOwner::Window(_) = op.owner else {
-            return RmaOutcome::Now(RmaStatus::Refused);
+            return refused;
         };
+        let me = self.me();
         let win = op.key.id as u32;
-        let (Some(windows), Some(p)) = (self.windows.as_mut(), self.peers.get_mut(&op.peer)) else {
-            return RmaOutcome::Now(RmaStatus::Refused);
+        let Some(windows) = self.windows.as_mut() else {
+            return refused;
         };
-        let (Some(ep), Some(remote)) = (p.ep.as_ref(), op.remote_address()) else {
-            return RmaOutcome::Now(RmaStatus::Refused);
+        if op.peer == me && windows.self_ep.is_none() {
+            match self.worker.connect(&self.address, ErrorMode::None) {
+                Ok(ep) => windows.self_ep = Some(ep),
+                Err(e) => {
+                    tracing::warn!("UCX cannot reach this process's own window memory ({e}); its atomics are applied here");
+                    return refused;
+                }
+            }
+        }
+        let Windows {
+            self_ep,
+            self_keys,
+            packed,
+            flushing,
+            ..
+        } = windows;
+        let (ep, keys) = if op.peer == me {
+            (self_ep.as_ref(), self_keys)
+        } else {
+            match self.peers.get_mut(&op.peer) {
+                Some(p) => (p.ep.as_ref(), &mut p.keys),
+                None => return refused,
+            }
         };
-        let key = match p.keys.entry(win) {
-            std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                let Some(packed) = windows.packed.get(&(win, op.peer)) else {
-                    return RmaOutcome::Now(RmaStatus::Refused);
+        let (Some(ep), Some(remote)) = (ep, op.remote_address()) else {
+            return refused;
+        };
+        let key = match keys.entry(win) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(slot) => {
+                let Some(packed) = packed.get(&(win, op.peer)) else {
+                    return refused;
                 };
                 match ep.unpack_key(packed) {
                     Ok(key) => slot.insert(key),
@@ -257,22 +356,35 @@ impl UcxTransport {
                             "window {win}: UCX cannot reach universe rank {}'s memory ({e}); its operations go as frames",
                             op.peer
                         );
-                        return RmaOutcome::Now(RmaStatus::Refused);
+                        return refused;
                     }
                 }
             }
         };
+        let mut scratch = None;
         // SAFETY: the engine keeps the operation's local memory valid until
         // it hears the outcome, which waits for the flush below; the
         // remote range lies in the key's extent (checked above) and the
-        // member registered that extent.
+        // member registered that extent; `scratch` lives until then too.
         let issued = unsafe {
             match &op.kind {
                 RmaKind::Put(PutSource::Region(source)) => {
                     ep.put_raw(source.ptr, source.len, remote, key)
                 }
                 RmaKind::Get(dest) => ep.get_raw(dest.ptr, dest.len, remote, key),
-                RmaKind::Put(PutSource::Gathered(_)) => return RmaOutcome::Now(RmaStatus::Refused),
+                RmaKind::Atomic(atomic) => {
+                    // Accumulates of one origin to one target are applied
+                    // in the order they were issued (MPI's default
+                    // ordering); UCX keeps none without a fence.
+                    if let Err(e) = self.worker.fence() {
+                        tracing::warn!("UCX could not order an atomic ({e}); it goes as a frame");
+                        return refused;
+                    }
+                    let (issued, kept) = issue_atomic(ep, atomic, remote, key);
+                    scratch = Some(kept);
+                    issued
+                }
+                RmaKind::Put(PutSource::Gathered(_)) => return refused,
             }
         };
         if let Err(e) = issued {
@@ -280,12 +392,18 @@ impl UcxTransport {
                 "a UCX RMA operation to universe rank {} failed ({e}); it goes as a frame",
                 op.peer
             );
-            return RmaOutcome::Now(RmaStatus::Refused);
+            return refused;
         }
         match ep.flush() {
             Ok(Completion::Done(())) => RmaOutcome::Now(RmaStatus::Done),
             Ok(Completion::Pending(token)) => {
-                windows.flushing.insert(token.0, op.clone());
+                flushing.insert(
+                    token.0,
+                    Flushing {
+                        op: op.clone(),
+                        _scratch: scratch,
+                    },
+                );
                 RmaOutcome::Reported
             }
             Err(e) => {
