@@ -193,6 +193,9 @@ struct Arrival {
 /// What this transport knows of one peer.
 #[derive(Default)]
 struct Peer {
+    /// Its windows' keys, unpacked on `ep` (declared first: dropped
+    /// before it), by window.
+    keys: HashMap<u32, RemoteKey>,
     /// Our endpoint to the peer's worker.
     ep: Option<Endpoint>,
     /// The pair's link (we are its connector when our rank is the lower).
@@ -236,8 +239,6 @@ struct Peer {
     /// Its process has ended: once what it sent is taken in, it is lost
     /// unless it said goodbye.
     exited: bool,
-    /// Its windows' keys, unpacked on `ep` (dropped before it), by window.
-    keys: HashMap<u32, RemoteKey>,
     /// Window operations waiting for the link (`rma.rs`).
     rma_waiting: Vec<RmaOp>,
 }

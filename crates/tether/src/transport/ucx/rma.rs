@@ -1,5 +1,5 @@
-//! Window puts, gets and atomics as UCX RMA: the window's memory is registered
-//! when it is created (`ucp_mem_map`), its packed key travels to the
+//! Window puts, gets and atomics as UCX RMA: the window's memory is
+//! registered when it is created (`ucp_mem_map`), its packed key travels to the
 //! members with the window's other facts (the runtime's `win_create`),
 //! and an origin's put or get is `ucp_put_nbx`/`ucp_get_nbx` into the
 //! target's memory by that key, unpacked on the endpoint to the target
@@ -109,11 +109,12 @@ pub(super) struct Windows {
     packed: HashMap<(u32, u32), Vec<u8>>,
     /// Operations whose flush UCX has not reported, by its token.
     flushing: HashMap<u64, Flushing>,
+    /// This process's own windows' keys, unpacked on `self_ep` (dropped
+    /// before it).
+    self_keys: HashMap<u32, RemoteKey>,
     /// An endpoint to this process's own worker, for atomics on its own
     /// windows (they must take the same path as everyone else's).
     self_ep: Option<Endpoint>,
-    /// This process's own windows' keys, unpacked on `self_ep`.
-    self_keys: HashMap<u32, RemoteKey>,
 }
 
 /// An operation UCX is completing, and what it reads until then.
