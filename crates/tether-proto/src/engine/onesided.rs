@@ -110,6 +110,11 @@ pub enum RmaError {
     /// still outstanding or being applied (free).
     #[error("the window is busy")]
     Busy,
+    /// The transport could not complete an operation on this process's
+    /// own window (by its own key, where the window's atomics go
+    /// through the transport): `TETHER_ERR_TRANSPORT`.
+    #[error("the transport could not complete it on this process's own window")]
+    Transport,
 }
 
 impl RmaError {

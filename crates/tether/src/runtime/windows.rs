@@ -725,6 +725,7 @@ fn rma_error(e: RmaError, what: &str) -> Error {
         RmaError::OutOfRange | RmaError::TargetNoWindow => ErrorClass::RmaRange,
         RmaError::Refused => ErrorClass::Op,
         RmaError::PeerLost => ErrorClass::PeerLost,
+        RmaError::Transport => ErrorClass::Transport,
         RmaError::NoWindow | RmaError::NotMember | RmaError::Busy => ErrorClass::Arg,
     };
     err(class, format!("{what}: {e}"))

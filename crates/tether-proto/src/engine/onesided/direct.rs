@@ -20,7 +20,7 @@
 //! later, once they are complete at the target (a flush of its own).
 
 use super::super::{Engine, Transmit, TransmitPayload};
-use super::{RmaTarget, TargetBook};
+use super::{RmaError, RmaTarget, TargetBook};
 use crate::request::{Region, ReqId};
 use crate::rma::{Atomic, PutSource, RemoteKey, RmaKind, RmaOp, RmaOwner, RmaStatus};
 use crate::wire::onesided::{RmaCode, RmaRequest};
@@ -215,6 +215,11 @@ impl Engine {
                     completes: fallback.rput,
                     copy_if_blocked: fallback.copy_if_blocked,
                 });
+            }
+            // This process is never lost to itself: an operation on its
+            // own window that the transport could not complete fails now.
+            RmaStatus::Failed if op.peer == self.config.me => {
+                self.answered(id, Err(RmaError::Transport));
             }
             // The transport reports the peer lost, which fails the
             // operation (it is still outstanding).

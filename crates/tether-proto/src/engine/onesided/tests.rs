@@ -1121,3 +1121,18 @@ fn a_native_compare_and_swap_returns_the_old_value() {
         "misaligned"
     );
 }
+
+#[test]
+fn a_native_atomic_on_the_own_window_that_fails_fails_its_flush_instead_of_waiting() {
+    let failed = RemoteModel {
+        puts: RmaStatus::Failed,
+        gets: RmaStatus::Done,
+    };
+    let (mut world, _memory) = native_world(&[8, 0], failed);
+    let one = 1i64.to_le_bytes();
+    let mut result = [0u8; 8];
+    world.engines[0]
+        .win_native_atomic(at(0, 0), fetch_add(&one, &mut result), int64(SUM))
+        .unwrap();
+    assert_eq!(flush(&mut world, 0, Some(0)), Err(RmaError::Transport));
+}
