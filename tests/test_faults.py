@@ -91,6 +91,19 @@ class Universe:
             outs[name] = (p.returncode, self.out[name].read_text(), self.err[name].read_text())
         return outs
 
+    def state(self):
+        """What the proxies and processes show, for a failed wait (a flake
+        seen once in CI: no proxied connection carried 256 KiB in 30 s)."""
+        parts = []
+        for name, proxy in self.proxies.items():
+            with proxy.lock:
+                conns = [(c.carried, c.closed) for c in proxy.connections]
+            parts.append(f"proxy {name}: connections (carried, closed) {conns}")
+        for name, p in self.procs.items():
+            parts.append(f"{name}: exit {p.poll()}, out {self.out[name].read_text()[-400:]!r}, "
+                         f"err {self.err[name].read_text()[-800:]!r}")
+        return "; ".join(parts)
+
     def close(self):
         for p in self.procs.values():
             if p.poll() is None:
@@ -252,7 +265,7 @@ def test_a_stall_shorter_than_any_timeout_resumes_with_nothing_lost(built, progr
         u.open_gate()
         deadline = time.monotonic() + 30
         while not any(c.carried > 256 << 10 for p in u.proxies.values() for c in p.live()):
-            assert time.monotonic() < deadline, "no traffic through the proxies"
+            assert time.monotonic() < deadline, "no traffic through the proxies: " + u.state()
             time.sleep(0.01)
         for p in u.proxies.values():
             p.stall()
