@@ -13,7 +13,14 @@ Prints a Markdown table of medians (min-max) and the ratios the issue's
 targets are stated in (latency: Tether / raw, lower is better; bandwidth:
 Tether / raw, higher is better). Run it on idle CPUs.
 
+With --rma, one-sided operations instead: benches/ucx/putflush.c (an 8 B
+ucp_put_nbx, ucp_get_nbx or fetching ucp_atomic_op_nbx ADD into memory
+the target mapped, each followed by an endpoint flush) against `tether
+bench put|get|fetch_op --transport ucx --sizes 8` with TETHER_UCX_RMA=on
+(a put, get or fetch_and_op, then a flush of the target).
+
     python3 benches/ucx/compare.py --rounds 5
+    python3 benches/ucx/compare.py --rma --rounds 5
 """
 
 import argparse
@@ -28,18 +35,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TETHER = ROOT / "build" / "bin" / "tether"
 RAW = ROOT / "target" / "ampingpong_c"
+RAW_RMA = ROOT / "target" / "putflush_c"
 TLS = {"tcp": {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "lo"}, "sm": {"UCX_TLS": "sm"}}
 
 
-def build_raw():
-    if not RAW.exists() or RAW.stat().st_mtime < (ROOT / "benches/ucx/ampingpong.c").stat().st_mtime:
-        subprocess.run(["cc", "-O2", "-Wall", "-o", str(RAW), str(ROOT / "benches/ucx/ampingpong.c"),
-                        "-lucp", "-lucs"], check=True)
+def build_raw(binary, source):
+    source = ROOT / "benches" / "ucx" / source
+    if not binary.exists() or binary.stat().st_mtime < source.stat().st_mtime:
+        subprocess.run(["cc", "-O2", "-Wall", "-o", str(binary), str(source), "-lucp", "-lucs"], check=True)
 
 
-def env_for(tls):
+def env_for(tls, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "UCX_"))}
     env.update(TLS[tls])
+    env.update(extra)
     return env
 
 
@@ -50,10 +59,16 @@ def raw(tls, iters, bw_iters):
     return float(m.group(1)), float(m.group(2))
 
 
-def tether(tls, mode, size, iters, extra=()):
+def raw_rma(tls, iters):
+    out = subprocess.run([str(RAW_RMA), str(iters)], env=env_for(tls), capture_output=True, text=True,
+                         check=True, timeout=600).stdout
+    return {op: float(re.search(rf"{op}_8B_us=([\d.]+)", out).group(1)) for op in ("put", "get", "fadd")}
+
+
+def tether(tls, mode, size, iters, extra=(), env=None):
     cmd = [str(TETHER), "bench", mode, "--transport", "ucx", "--sizes", size, "--reps", "1",
            "--baselines", "none", "--json", "--iters", str(iters), *extra]
-    out = subprocess.run(cmd, env=env_for(tls), capture_output=True, text=True, check=True,
+    out = subprocess.run(cmd, env=env or env_for(tls), capture_output=True, text=True, check=True,
                          timeout=600).stdout
     series = json.loads(out)["series"][0]
     return series["points"][0]["median"]
@@ -69,8 +84,11 @@ def main():
     parser.add_argument("--iters", type=int, default=10000, help="latency round trips")
     parser.add_argument("--bw-iters", type=int, default=20, help="16 MiB transfers")
     parser.add_argument("--tls", default="tcp,sm")
+    parser.add_argument("--rma", action="store_true", help="one-sided operations (see above)")
     args = parser.parse_args()
-    build_raw()
+    if args.rma:
+        return compare_rma(args)
+    build_raw(RAW, "ampingpong.c")
     rows = []
     for tls in args.tls.split(","):
         got = {"raw_lat": [], "raw_bw": [], "lat": [], "bw": []}
@@ -87,6 +105,29 @@ def main():
     for tls, got, lat_ratio, bw_ratio in rows:
         print(f"| {tls} | {summary(got['raw_lat'])} | {summary(got['lat'])} | {lat_ratio:.2f} | "
               f"{summary(got['raw_bw'])} | {summary(got['bw'])} | {bw_ratio:.2f} |")
+    print(f"\n{args.rounds} alternating rounds, medians (min-max); "
+          f"load average at the end: {os.getloadavg()[0]:.2f}")
+
+
+# Tether's benchmark of each raw operation.
+RMA_MODES = {"put": "put", "get": "get", "fadd": "fetch_op"}
+
+
+def compare_rma(args):
+    build_raw(RAW_RMA, "putflush.c")
+    print("| UCX_TLS | operation, 8 B, then a flush | raw UCX (us) | Tether, TETHER_UCX_RMA=on (us) | ratio |")
+    print("|---|---|---:|---:|---:|")
+    for tls in args.tls.split(","):
+        raw_us = {op: [] for op in RMA_MODES}
+        ours = {op: [] for op in RMA_MODES}
+        for _ in range(args.rounds):
+            for op, us in raw_rma(tls, args.iters).items():
+                raw_us[op].append(us)
+            for op, mode in RMA_MODES.items():
+                ours[op].append(tether(tls, mode, "8", args.iters, env=env_for(tls, TETHER_UCX_RMA="on")))
+        for op, mode in RMA_MODES.items():
+            ratio = statistics.median(ours[op]) / statistics.median(raw_us[op])
+            print(f"| {tls} | {mode} | {summary(raw_us[op])} | {summary(ours[op])} | {ratio:.2f} |")
     print(f"\n{args.rounds} alternating rounds, medians (min-max); "
           f"load average at the end: {os.getloadavg()[0]:.2f}")
 
