@@ -33,12 +33,12 @@ pub use apply::{AccOp, NO_OP, REPLACE};
 /// No window: what `tether_win_free` leaves in the handle.
 pub const WIN_NULL: i32 = 0;
 
-/// This process's record of one window.
 /// Words each member contributes when a window is created: its size,
 /// address, transport key length, and whether it could take native
 /// atomics.
 const WORDS: usize = 4;
 
+/// This process's record of one window.
 pub(super) struct Window {
     /// The window's own communicator (see the module documentation).
     comm: i32,
@@ -126,9 +126,10 @@ impl Runtime {
             },
             len,
         };
-        self.engine
-            .win_create(id, local, &others)
-            .map_err(|e| rma_error(e, "creating a window"))?;
+        if let Err(e) = self.engine.win_create(id, local, &others) {
+            self.transport.router_mut().window_freed(id);
+            return Err(rma_error(e, "creating a window"));
+        }
         for (rank, (&member, key)) in members.iter().zip(keys).enumerate() {
             if rank != my_rank && sizes[rank] > 0 {
                 self.engine
