@@ -7,6 +7,12 @@
 use super::Router;
 
 impl Router {
+    /// Whether some transport registers windows' memory itself (UCX with
+    /// window RMA for some peers).
+    pub fn registers_windows(&self) -> bool {
+        self.ucx.as_ref().is_some_and(|ucx| ucx.registers_windows())
+    }
+
     /// Registers this process's part of window `win` with such a
     /// transport and returns the key the members pass to it (empty:
     /// window operations to this process go as frames).

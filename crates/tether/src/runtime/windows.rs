@@ -86,10 +86,18 @@ impl Runtime {
             (c.members.clone(), c.my_rank as usize)
         };
         let id = self.comms.get(own)?.context;
-        // SAFETY: the caller keeps the memory until the window is freed,
-        // which unregisters it first.
-        let key = unsafe { self.transport.router_mut().window_created(id, base, len) };
-        let native_here = !key.is_empty() && self.reaches_by_transport_keys(&members);
+        let (some, all) = self.reached_by_transport_keys(&members);
+        // Registered (UCX pins the memory on an RDMA network) only where
+        // a member is reached by the transport's keys, or this process's
+        // own atomics go through them.
+        let key = if some || all {
+            // SAFETY: the caller keeps the memory until the window is
+            // freed, which unregisters it first.
+            unsafe { self.transport.router_mut().window_created(id, base, len) }
+        } else {
+            Vec::new()
+        };
+        let native_here = all && !key.is_empty();
         // Every member's size, address, transport key length and whether
         // it could take native atomics, four words each, then (where any
         // member has a key) the keys.
@@ -170,16 +178,21 @@ impl Runtime {
         done.and_then(|s| s.error.map_or(Ok(()), Err))
     }
 
-    /// Whether this process reaches every other member of a new window
-    /// with window operations by the transport's keys (UCX), settling the
-    /// routes not settled yet: only then may the window's atomics all go
-    /// to the transport (`windows/native.rs`).
+    /// Whether this process reaches some, and whether it reaches every,
+    /// other member of a new window with window operations by the
+    /// transport's keys (UCX), settling the routes not settled yet. Only
+    /// where every member reaches every other so may the window's atomics
+    /// all go to the transport (`windows/native.rs`). Both are false
+    /// where no transport registers windows itself.
     ///
     /// A route that waits for the member's address is waited for (the
     /// creation is collective, so the member is there), at most
     /// `TETHER_CONNECT_TIMEOUT`; one still unsettled then counts as not
     /// reached.
-    fn reaches_by_transport_keys(&mut self, members: &[u32]) -> bool {
+    fn reached_by_transport_keys(&mut self, members: &[u32]) -> (bool, bool) {
+        if !self.transport.router().registers_windows() {
+            return (false, false);
+        }
         let others: Vec<u32> = members.iter().copied().filter(|&m| m != self.me).collect();
         for &member in &others {
             self.transport.reach(member, &mut self.engine);
@@ -192,9 +205,12 @@ impl Runtime {
         {
             self.progress_once(Some(Duration::from_millis(1)));
         }
-        others
+        let router = self.transport.router();
+        let reached = others
             .iter()
-            .all(|&member| self.transport.router().window_rma_route(member))
+            .filter(|&&m| router.window_rma_route(m))
+            .count();
+        (reached > 0, reached == others.len())
     }
 
     /// Every member's transport key of the window being created (empty

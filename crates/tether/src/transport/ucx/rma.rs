@@ -202,6 +202,11 @@ impl UcxTransport {
         }
     }
 
+    /// Whether window operations to some peers may go as UCX RMA.
+    pub fn registers_windows(&self) -> bool {
+        self.windows.is_some()
+    }
+
     /// Registers this process's part of window `win` and returns its
     /// packed key for the members (empty: window operations to this
     /// process go as frames).
