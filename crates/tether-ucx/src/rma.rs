@@ -33,9 +33,7 @@ use std::rc::Rc;
 use crate::context::{Context, ContextInner};
 use crate::error::{Error, Result};
 use crate::ffi::*;
-use crate::worker::{
-    send_cb, set_request_token, Completion, Core, Endpoint, SendOp, SendToken, Worker,
-};
+use crate::worker::{send_cb, Completion, Core, Endpoint, SendToken, Worker};
 
 /// Local memory registered with UCX for remote access, until dropped
 /// (`ucp_mem_unmap`).
@@ -364,19 +362,10 @@ impl Endpoint {
         if ucs_ptr_is_err(p) {
             return Err(Error::ucx(ucp, "ucp_ep_flush_nbx", ucs_ptr_status(p)));
         }
-        let mut s = self.core.state.borrow_mut();
-        let token = s.token();
-        // SAFETY: `p` is a request of this context; its callback runs only
-        // in a later progress call.
-        unsafe { set_request_token(p, token) };
-        s.sends.insert(
-            token,
-            SendOp {
-                req: p,
-                buffers: None,
-            },
-        );
-        Ok(Completion::Pending(SendToken(token)))
+        // SAFETY: `p` is an in-flight request UCX just returned.
+        Ok(Completion::Pending(unsafe {
+            self.core.track_send(p, None)
+        }))
     }
 
     /// The outcome of an operation whose completion a flush reports: an

@@ -264,9 +264,9 @@ enum RawEvent {
     },
 }
 
-pub(crate) struct SendOp {
-    pub(crate) req: *mut c_void,
-    pub(crate) buffers: Option<AmBuffers>,
+struct SendOp {
+    req: *mut c_void,
+    buffers: Option<AmBuffers>,
 }
 
 struct RecvOp {
@@ -289,7 +289,7 @@ struct HandlerArg {
 pub(crate) struct State {
     events: VecDeque<RawEvent>,
     next_token: u64,
-    pub(crate) sends: HashMap<u64, SendOp>,
+    sends: HashMap<u64, SendOp>,
     recvs: HashMap<u64, RecvOp>,
     /// Keyed by the `ucp_ep_h` address.
     eps: HashMap<usize, EpState>,
@@ -299,7 +299,7 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub(crate) fn token(&mut self) -> u64 {
+    fn token(&mut self) -> u64 {
         self.next_token += 1;
         self.next_token
     }
@@ -314,6 +314,48 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// Gives the in-flight request `p` a new token, written into its
+    /// reserved space where the callback reads it.
+    ///
+    /// # Safety
+    /// `p` is a request of this context (REQUEST_SPACE bytes) whose
+    /// callback has not run: callbacks run only in later progress calls.
+    unsafe fn new_token(&self, p: *mut c_void) -> u64 {
+        let token = self.state.borrow_mut().token();
+        // SAFETY: the caller's contract.
+        unsafe { set_request_token(p, token) };
+        token
+    }
+
+    /// Keeps the in-flight send-type request `p` (a send, a flush) and
+    /// the buffers it reads until its callback reports it.
+    ///
+    /// # Safety
+    /// As [`Core::new_token`].
+    pub(crate) unsafe fn track_send(
+        &self,
+        p: *mut c_void,
+        buffers: Option<AmBuffers>,
+    ) -> SendToken {
+        // SAFETY: the caller's contract.
+        let token = unsafe { self.new_token(p) };
+        let op = SendOp { req: p, buffers };
+        self.state.borrow_mut().sends.insert(token, op);
+        SendToken(token)
+    }
+
+    /// [`Core::track_send`] for a receive and the buffer it fills.
+    ///
+    /// # Safety
+    /// As [`Core::new_token`].
+    unsafe fn track_recv(&self, p: *mut c_void, buffer: Option<Vec<u8>>) -> RecvToken {
+        // SAFETY: the caller's contract.
+        let token = unsafe { self.new_token(p) };
+        let op = RecvOp { req: p, buffer };
+        self.state.borrow_mut().recvs.insert(token, op);
+        RecvToken(token)
+    }
+
     fn progress(&self) -> u32 {
         // SAFETY: live worker, used from its owning thread (Core is !Send).
         unsafe { (self.ucp.worker_progress)(self.handle) }
@@ -406,7 +448,7 @@ unsafe fn request_token(req: *mut c_void) -> u64 {
 
 /// # Safety
 /// As [`request_token`].
-pub(crate) unsafe fn set_request_token(req: *mut c_void, token: u64) {
+unsafe fn set_request_token(req: *mut c_void, token: u64) {
     const { assert!(REQUEST_SPACE >= 8) };
     // SAFETY: the caller guarantees REQUEST_SPACE (>= 8) bytes at `req`.
     unsafe { ptr::write_unaligned(req as *mut u64, token) }
@@ -892,19 +934,10 @@ impl Worker {
         if ucs_ptr_is_err(p) {
             return Err(Error::ucx(ucp, "ucp_am_recv_data_nbx", ucs_ptr_status(p)));
         }
-        let mut s = self.core.state.borrow_mut();
-        let token = s.token();
-        // SAFETY: `p` is a request of this context (REQUEST_SPACE bytes);
-        // its callback runs only in a later progress call.
-        unsafe { set_request_token(p, token) };
-        s.recvs.insert(
-            token,
-            RecvOp {
-                req: p,
-                buffer: owned,
-            },
-        );
-        Ok(Completion::Pending(RecvToken(token)))
+        // SAFETY: `p` is an in-flight request UCX just returned.
+        Ok(Completion::Pending(unsafe {
+            self.core.track_recv(p, owned)
+        }))
     }
 }
 
@@ -1051,19 +1084,10 @@ impl Endpoint {
         if ucs_ptr_is_err(p) {
             return Err(Error::ucx(ucp, "ucp_am_send_nbx", ucs_ptr_status(p)));
         }
-        let mut s = self.core.state.borrow_mut();
-        let token = s.token();
-        // SAFETY: `p` is a request of this context (REQUEST_SPACE bytes);
-        // its callback runs only in a later progress call.
-        unsafe { set_request_token(p, token) };
-        s.sends.insert(
-            token,
-            SendOp {
-                req: p,
-                buffers: owned,
-            },
-        );
-        Ok(Completion::Pending(SendToken(token)))
+        // SAFETY: `p` is an in-flight request UCX just returned.
+        Ok(Completion::Pending(unsafe {
+            self.core.track_send(p, owned)
+        }))
     }
 
     /// Closes the endpoint, progressing the worker for at most `timeout`.
