@@ -25,8 +25,6 @@
 //! [`Event::SendDone`]: crate::Event::SendDone
 
 use std::ffi::c_void;
-use std::io::Read;
-use std::os::fd::FromRawFd;
 use std::ptr;
 use std::rc::Rc;
 
@@ -91,31 +89,29 @@ impl Context {
     }
 }
 
-/// What `print` writes to a `FILE`, read back (through a temporary file).
+/// What `print` writes to a `FILE`, read back from memory
+/// (`open_memstream`: no file is made).
 fn print_to_string(print: impl FnOnce(*mut libc::FILE)) -> std::io::Result<String> {
-    // SAFETY: tmpfile returns an open stream or NULL.
-    let file = unsafe { libc::tmpfile() };
+    let mut buffer: *mut libc::c_char = std::ptr::null_mut();
+    let mut size: libc::size_t = 0;
+    // SAFETY: valid out-pointers, which the stream updates until closed.
+    let file = unsafe { libc::open_memstream(&mut buffer, &mut size) };
     if file.is_null() {
         return Err(std::io::Error::last_os_error());
     }
     print(file);
-    // SAFETY: `file` is open; its descriptor is duplicated so that closing
-    // the stream below leaves ours open.
-    let fd = unsafe {
-        libc::fflush(file);
-        let fd = libc::dup(libc::fileno(file));
+    // SAFETY: closing the open stream sets `buffer` and `size` to what was
+    // written; the buffer is ours to free, once, after copying it.
+    unsafe {
         libc::fclose(file);
-        fd
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
+        if buffer.is_null() {
+            return Ok(String::new());
+        }
+        let text = String::from_utf8_lossy(std::slice::from_raw_parts(buffer as *const u8, size))
+            .into_owned();
+        libc::free(buffer.cast());
+        Ok(text)
     }
-    // SAFETY: `fd` is a fresh descriptor owned by nobody else.
-    let mut reader = unsafe { std::fs::File::from_raw_fd(fd) };
-    std::io::Seek::rewind(&mut reader)?;
-    let mut text = String::new();
-    reader.read_to_string(&mut text)?;
-    Ok(text)
 }
 
 /// The transport names of `#      resource 1  :  md 1  dev 1  flags -- tcp/lo`
