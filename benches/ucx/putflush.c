@@ -13,65 +13,13 @@
  * memory UCX emulates these with messages the target serves), until rank
  * 0 says it is done over the pipe. UCX_TLS/UCX_NET_DEVICES come from the
  * environment. Build: see README.md. */
-#include <ucp/api/ucp.h>
+#include "pair.h"
+
 #include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <sys/wait.h>
-#include <time.h>
-
-static ucp_worker_h worker;
-
-static void die(const char *what, ucs_status_t s) {
-    fprintf(stderr, "%s: %s\n", what, ucs_status_string(s));
-    exit(1);
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void wait_req(void *r, const char *what) {
-    if (r == NULL) return;
-    if (UCS_PTR_IS_ERR(r)) die(what, UCS_PTR_STATUS(r));
-    while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(worker);
-    ucs_status_t s = ucp_request_check_status(r);
-    ucp_request_free(r);
-    if (s != UCS_OK) die(what, s);
-}
 
 static void flush(ucp_ep_h ep) {
     ucp_request_param_t p = {0};
     wait_req(ucp_ep_flush_nbx(ep, &p), "ucp_ep_flush_nbx");
-}
-
-static void xwrite(int fd, const void *b, size_t n) {
-    if (write(fd, b, n) != (ssize_t)n) { perror("write"); exit(1); }
-}
-static void xread(int fd, void *b, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, (char *)b + got, n - got);
-        if (r <= 0) { perror("read"); exit(1); }
-        got += r;
-    }
-}
-
-/* Sends `len` bytes with their length first. */
-static void send_blob(int fd, const void *b, size_t len) {
-    xwrite(fd, &len, sizeof len);
-    xwrite(fd, b, len);
-}
-static void *recv_blob(int fd) {
-    size_t len;
-    xread(fd, &len, sizeof len);
-    void *b = malloc(len);
-    xread(fd, b, len);
-    return b;
 }
 
 /* Times `iters` operations of kind `what` (after a tenth as warm-up): us each. */
@@ -103,32 +51,13 @@ static double timed(ucp_ep_h ep, ucp_rkey_h rkey, uint64_t remote, const char *w
     return us;
 }
 
-static void run(int rank, int rfd, int wfd, long iters) {
-    ucp_params_t cp = {0};
-    cp.field_mask = UCP_PARAM_FIELD_FEATURES;
-    cp.features = UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
-    ucp_config_t *cfg;
-    ucs_status_t s = ucp_config_read(NULL, NULL, &cfg);
-    if (s != UCS_OK) die("ucp_config_read", s);
-    ucp_context_h ctx;
-    s = ucp_init(&cp, cfg, &ctx);
-    ucp_config_release(cfg);
-    if (s != UCS_OK) die("ucp_init", s);
-    ucp_worker_params_t wp = {0};
-    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
-    if ((s = ucp_worker_create(ctx, &wp, &worker)) != UCS_OK) die("ucp_worker_create", s);
-    ucp_address_t *addr;
-    size_t alen;
-    if ((s = ucp_worker_get_address(worker, &addr, &alen)) != UCS_OK) die("get_address", s);
-    send_blob(wfd, addr, alen);
-    ucp_worker_release_address(worker, addr);
-    void *peer = recv_blob(rfd);
-    ucp_ep_params_t ep_p = {0};
-    ep_p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    ep_p.address = peer;
-    ucp_ep_h ep;
-    if ((s = ucp_ep_create(worker, &ep_p, &ep)) != UCS_OK) die("ucp_ep_create", s);
+static void run(int rank, int rfd, int wfd, void *arg) {
+    long iters = *(long *)arg;
+    ucp_context_h ctx =
+        start_worker(UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP);
+    void *peer;
+    ucp_ep_h ep = connect_pair(rfd, wfd, UCP_ERR_HANDLING_MODE_NONE, &peer);
+    ucs_status_t s;
 
     if (rank == 1) {
         size_t size = 4096;
@@ -169,31 +98,11 @@ static void run(int rank, int rfd, int wfd, long iters) {
         char byte = 0;
         xwrite(wfd, &byte, 1);
     }
-    ucp_request_param_t cp2 = {0};
-    cp2.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    cp2.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    void *r = ucp_ep_close_nbx(ep, &cp2);
-    if (r != NULL && !UCS_PTR_IS_ERR(r)) {
-        while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(worker);
-        ucp_request_free(r);
-    }
-    ucp_worker_destroy(worker);
-    ucp_cleanup(ctx);
+    stop_worker(ctx, ep);
     free(peer);
 }
 
 int main(int argc, char **argv) {
     long iters = argc > 1 ? atol(argv[1]) : 10000;
-    int a[2], b[2];
-    if (pipe(a) || pipe(b)) { perror("pipe"); return 1; }
-    pid_t pid = fork();
-    if (pid < 0) { perror("fork"); return 1; }
-    if (pid == 0) {
-        run(1, a[0], b[1], iters);
-        return 0;
-    }
-    run(0, b[0], a[1], iters);
-    int st;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+    return run_pair(run, &iters);
 }
