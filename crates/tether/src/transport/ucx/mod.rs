@@ -392,6 +392,7 @@ impl UcxTransport {
     /// is taken in; links' deadlines are checked when one is due.
     /// Returns whether anything happened.
     pub fn poll(&mut self) -> bool {
+        self.flush_issued();
         let mut moved = self.worker.progress() > 0;
         while let Some(event) = self.worker.next_event() {
             moved = true;

@@ -11,10 +11,13 @@
 //! fenced after what was issued before it, for MPI's accumulate order.
 //!
 //! Completion. UCX says an operation is visible at the target only once
-//! a flush of the endpoint that issued it is done, so each operation is
-//! followed by `ucp_ep_flush_nbx` and reported done (the engine's
-//! `rma_done`) when that flush completes. An operation to a peer whose
-//! link is still being set up waits for it, as frames do.
+//! a flush of the endpoint that issued it is done. So the operations
+//! issued to a peer since the last progress round are followed by one
+//! `ucp_ep_flush_nbx` at the start of the next, which is where anyone
+//! waiting for them is ([`UcxTransport::flush_issued`]: a window of puts
+//! issued between two rounds costs one flush, not one each), and are
+//! reported done (the engine's `rma_done`) when it completes. An operation to a
+//! peer whose link is still being set up waits for it, as frames do.
 //!
 //! When. `TETHER_UCX_RMA` decides at start ([`choose`]): `on` for every
 //! peer, `off` for none; `auto` for every peer where UCX has an RDMA
@@ -107,8 +110,10 @@ pub(super) struct Windows {
     regions: HashMap<u32, MemRegion>,
     /// Members' packed keys, by window and universe rank.
     packed: HashMap<(u32, u32), Vec<u8>>,
+    /// Operations issued and not flushed yet, in issue order.
+    issued: Vec<Flushing>,
     /// Operations whose flush UCX has not reported, by its token.
-    flushing: HashMap<u64, Flushing>,
+    flushing: HashMap<u64, Vec<Flushing>>,
     /// This process's own windows' keys, unpacked on `self_ep` (dropped
     /// before it).
     self_keys: HashMap<u32, RemoteKey>,
@@ -179,6 +184,7 @@ impl Windows {
             context,
             regions: HashMap::default(),
             packed: HashMap::default(),
+            issued: Vec::new(),
             flushing: HashMap::default(),
             self_ep: None,
             self_keys: HashMap::default(),
@@ -291,27 +297,70 @@ impl UcxTransport {
     /// A flush UCX reported: the operation it completes, if it is one of
     /// the windows'.
     pub(super) fn flushed(&mut self, token: u64, result: tether_ucx::Result<()>) -> bool {
-        let Some(Flushing { op, .. }) = self
+        let Some(ops) = self
             .windows
             .as_mut()
             .and_then(|w| w.flushing.remove(&token))
         else {
             return false;
         };
-        let status = match result {
-            Ok(()) => RmaStatus::Done,
-            Err(e) => {
-                self.flush_failed(op.peer, &e);
-                RmaStatus::Failed
-            }
-        };
-        self.events.rma_done.push((op, status));
+        self.ended(ops, result);
         true
     }
 
+    /// Flushes each endpoint that operations were issued on since the
+    /// last call, once (see the module documentation).
+    pub(super) fn flush_issued(&mut self) {
+        let Some(windows) = self.windows.as_mut() else {
+            return;
+        };
+        if windows.issued.is_empty() {
+            return;
+        }
+        let mut issued = std::mem::take(&mut windows.issued);
+        while let Some(first) = issued.first() {
+            let peer = first.op.peer;
+            let (ops, rest): (Vec<Flushing>, Vec<Flushing>) =
+                issued.into_iter().partition(|f| f.op.peer == peer);
+            issued = rest;
+            let ep = if peer == self.me() {
+                self.windows.as_ref().and_then(|w| w.self_ep.as_ref())
+            } else {
+                self.peers.get(&peer).and_then(|p| p.ep.as_ref())
+            };
+            // A peer forgotten meanwhile is reported lost, which fails its
+            // operations.
+            let flushed = ep.map_or(Ok(Completion::Done(())), Endpoint::flush);
+            match flushed {
+                Ok(Completion::Done(())) => self.ended(ops, Ok(())),
+                Ok(Completion::Pending(token)) => {
+                    if let Some(windows) = self.windows.as_mut() {
+                        windows.flushing.insert(token.0, ops);
+                    }
+                }
+                Err(e) => self.ended(ops, Err(e)),
+            }
+        }
+    }
+
+    /// `ops` ended as their flush did: done, or failed with the endpoint
+    /// (which loses the peer).
+    fn ended(&mut self, ops: Vec<Flushing>, result: tether_ucx::Result<()>) {
+        let status = match &result {
+            Ok(()) => RmaStatus::Done,
+            Err(_) => RmaStatus::Failed,
+        };
+        if let (Err(e), Some(first)) = (&result, ops.first()) {
+            self.flush_failed(first.op.peer, e);
+        }
+        self.events
+            .rma_done
+            .extend(ops.into_iter().map(|f| (f.op, status)));
+    }
+
     /// The operation on the established endpoint to `op.peer` (this
-    /// process's own endpoint for its own window), then the flush that
-    /// completes it.
+    /// process's own endpoint for its own window); the next progress
+    /// round flushes it.
     fn issue(&mut self, op: &RmaOp) -> RmaOutcome {
         let refused = RmaOutcome::Now(RmaStatus::Refused);
         let RmaOwner::Window(_) = op.owner else {
@@ -335,7 +384,7 @@ impl UcxTransport {
             self_ep,
             self_keys,
             packed,
-            flushing,
+            issued: unflushed,
             ..
         } = windows;
         let (ep, keys) = if op.peer == me {
@@ -369,7 +418,7 @@ impl UcxTransport {
         };
         let mut scratch = None;
         // SAFETY: the engine keeps the operation's local memory valid until
-        // it hears the outcome, which waits for the flush below; the
+        // it hears the outcome, which waits for the flush; the
         // remote range lies in the key's extent (checked above) and the
         // member registered that extent; `scratch` lives until then too.
         let issued = unsafe {
@@ -400,23 +449,11 @@ impl UcxTransport {
             );
             return refused;
         }
-        match ep.flush() {
-            Ok(Completion::Done(())) => RmaOutcome::Now(RmaStatus::Done),
-            Ok(Completion::Pending(token)) => {
-                flushing.insert(
-                    token.0,
-                    Flushing {
-                        op: op.clone(),
-                        _scratch: scratch,
-                    },
-                );
-                RmaOutcome::Reported
-            }
-            Err(e) => {
-                self.flush_failed(op.peer, &e);
-                RmaOutcome::Now(RmaStatus::Failed)
-            }
-        }
+        unflushed.push(Flushing {
+            op: op.clone(),
+            _scratch: scratch,
+        });
+        RmaOutcome::Reported
     }
 
     /// A flush failed: the endpoint is broken, so the peer is lost (which
