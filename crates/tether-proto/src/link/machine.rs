@@ -30,8 +30,14 @@ pub struct LinkConfig {
     pub auth: Option<LinkAuth>,
 }
 
-/// Where a link is. `Open` and `ByeReceived` may send engine frames;
-/// `Open` and `ByeSent` may receive them.
+/// The tag of a `Bye`: the process finalizes, or only retires this link
+/// (its peer stays reachable, over a link opened again on demand).
+pub const BYE_FINAL: i32 = 0;
+pub const BYE_RETIRE: i32 = 1;
+
+/// Where a link is. `Open` and `ByeReceived` may send engine frames
+/// (`ByeReceived` only after a final `Bye`); `Open` and `ByeSent` may
+/// receive them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkState {
     /// Connector: `Hello` queued or sent, waiting for the answer.
@@ -87,6 +93,11 @@ pub enum LinkEvent {
     /// The peer's `Bye` came: it sends nothing more. Call [`Link::close`]
     /// once this side has nothing more to send either.
     PeerClosing,
+    /// The peer's retiring `Bye` came: it sends nothing more on this link
+    /// and waits for this side's. Call [`Link::retire`] at once: what is
+    /// queued on the link before it still goes, and what comes after
+    /// waits for the next link.
+    PeerRetiring,
     /// Both sides said goodbye; the connection may be dropped.
     Closed,
 }
@@ -122,6 +133,9 @@ pub struct Link {
     unproved_hello: Option<Hello>,
     /// Connector: the acceptor proved the key (its `Challenge` checked).
     acceptor_proved: bool,
+    /// The tags of our `Bye` and of the peer's, once each passed.
+    our_bye: Option<i32>,
+    peer_bye: Option<i32>,
 }
 
 impl Link {
@@ -166,6 +180,8 @@ impl Link {
             peer_hello: Vec::new(),
             unproved_hello: None,
             acceptor_proved: false,
+            our_bye: None,
+            peer_bye: None,
             config,
             state,
             peer,
@@ -190,12 +206,38 @@ impl Link {
         PeerName(self.peer)
     }
 
+    /// Whether [`Link::stamp`] takes an engine frame now: the link is open,
+    /// or the peer said its final goodbye and this side has not yet.
+    pub fn takes_frames(&self) -> bool {
+        match self.state {
+            LinkState::Open => true,
+            LinkState::ByeReceived => self.peer_bye != Some(BYE_RETIRE),
+            _ => false,
+        }
+    }
+
+    /// Whether the link ended by a retire both sides agreed on: every
+    /// frame either side sent on it has arrived, and the peer stays
+    /// reachable over a new link. (A retire crossed by the peer's final
+    /// `Bye` is not: the peer finalizes.)
+    pub fn retired(&self) -> bool {
+        self.state == LinkState::Closed
+            && self.our_bye == Some(BYE_RETIRE)
+            && self.peer_bye == Some(BYE_RETIRE)
+    }
+
+    /// Whether this side has asked to retire the link (or answered the
+    /// peer's retire) and the link is not closed yet.
+    pub fn retiring(&self) -> bool {
+        self.our_bye == Some(BYE_RETIRE) && self.state == LinkState::ByeSent
+    }
+
     /// Stamps an engine frame with this link's next sequence number. The
     /// caller writes the frame before stamping the next one. Fails (and
-    /// stamps nothing) unless the link is `Open` or `ByeReceived`.
+    /// stamps nothing) unless [`Link::takes_frames`].
     pub fn stamp(&mut self, header: &mut FrameHeader) -> Result<(), LinkError> {
         match self.state {
-            LinkState::Open | LinkState::ByeReceived => {
+            LinkState::Open | LinkState::ByeReceived if self.takes_frames() => {
                 header.seq = self.next_send_seq();
                 Ok(())
             }
@@ -322,10 +364,15 @@ impl Link {
             }
             (FrameKind::Bye, LinkState::Open) => {
                 self.state = LinkState::ByeReceived;
-                self.events.push_back(LinkEvent::PeerClosing);
+                self.peer_bye = Some(header.tag);
+                self.events.push_back(match header.tag {
+                    BYE_RETIRE => LinkEvent::PeerRetiring,
+                    _ => LinkEvent::PeerClosing,
+                });
                 Ok(())
             }
             (FrameKind::Bye, LinkState::ByeSent) => {
+                self.peer_bye = Some(header.tag);
                 self.finish_goodbye();
                 Ok(())
             }
@@ -566,18 +613,19 @@ impl Link {
 
     /// This side sends nothing more: queues our `Bye`. From `Open`, the
     /// peer's `Bye` must come by `now + goodbye_timeout`; from
-    /// `ByeReceived` the link is closed at once. A link still in its
+    /// `ByeReceived` the link is closed at once; from a retire in
+    /// progress, the peer's answer must come by then. A link still in its
     /// handshake closes without a `Bye`; closed and failed links are left
     /// as they are.
     pub fn close(&mut self, now: Instant) {
         match self.state {
             LinkState::Open => {
-                self.control.push_back((FrameKind::Bye, 0, Vec::new()));
+                self.say_bye(BYE_FINAL);
                 self.state = LinkState::ByeSent;
                 self.deadline = Some(now + self.config.goodbye_timeout);
             }
             LinkState::ByeReceived => {
-                self.control.push_back((FrameKind::Bye, 0, Vec::new()));
+                self.say_bye(BYE_FINAL);
                 self.finish_goodbye();
             }
             LinkState::AwaitingAck
@@ -587,8 +635,46 @@ impl Link {
                 self.state = LinkState::Closed;
                 self.deadline = None;
             }
+            // A retire in progress: the peer's answer is now awaited as a
+            // goodbye is, within the goodbye timeout.
+            LinkState::ByeSent if self.deadline.is_none() => {
+                self.deadline = Some(now + self.config.goodbye_timeout);
+            }
             LinkState::ByeSent | LinkState::Closed | LinkState::Failed => {}
         }
+    }
+
+    /// Retires an open link, or answers the peer's retire: queues our
+    /// retiring `Bye`, after which this side stamps nothing more on the
+    /// link. Once both retiring `Bye`s passed ([`Link::retired`]) the
+    /// connection may be dropped, and a new link carries what follows, in
+    /// order after everything this one carried. Returns whether it did
+    /// either; any other state is left as it is (a link in its handshake
+    /// is not retired: it has not carried anything yet).
+    ///
+    /// No deadline runs: the peer answers when it next makes progress,
+    /// which a peer busy computing may not do for a long time, and which
+    /// is not a failure. A peer that is gone is found by the liveness
+    /// checks (heartbeats, the stream's end), as on an open link.
+    pub fn retire(&mut self) -> bool {
+        match self.state {
+            LinkState::Open => {
+                self.say_bye(BYE_RETIRE);
+                self.state = LinkState::ByeSent;
+                true
+            }
+            LinkState::ByeReceived if self.peer_bye == Some(BYE_RETIRE) => {
+                self.say_bye(BYE_RETIRE);
+                self.finish_goodbye();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn say_bye(&mut self, tag: i32) {
+        self.control.push_back((FrameKind::Bye, tag, Vec::new()));
+        self.our_bye = Some(tag);
     }
 
     fn finish_goodbye(&mut self) {

@@ -4,7 +4,8 @@
 //! connection, a shared-memory ring pair). [`Link`] is its state machine:
 //! the handshake (`Hello` → [`Challenge` → `Proof` →] `HelloAck` | `HelloReject` with a
 //! [`RejectCode`]), the per-link sequence numbers in every frame header,
-//! and the goodbye (`Bye` both ways). When two processes dial each other
+//! and the goodbye (`Bye` both ways: final when a process finalizes, or
+//! retiring one link whose peer stays reachable over a new one). When two processes dial each other
 //! at once, [`incoming_wins`] tells each acceptor which link to keep, so
 //! that both keep the same one. The TCP transport drives one `Link` per
 //! connection. A peer may be reached over several links at once (multi-rail);
@@ -57,6 +58,8 @@ mod tests;
 
 pub use auth::LinkAuth;
 pub use error::{LinkError, PeerName};
-pub use machine::{ControlFrame, Inbound, Link, LinkConfig, LinkEvent, LinkState};
+pub use machine::{
+    ControlFrame, Inbound, Link, LinkConfig, LinkEvent, LinkState, BYE_FINAL, BYE_RETIRE,
+};
 pub use reject::{incoming_wins, RejectCode, DUPLICATE_REASON};
 pub use resequence::{PeerSequence, Resequencer};

@@ -506,3 +506,85 @@ fn a_keyless_acceptor_that_answers_at_once_does_not_open_a_keyed_connector() {
     );
     assert_eq!(dialer.state(), LinkState::Failed);
 }
+
+/// Both ends of an open link, their `Established` events taken.
+fn open_pair(now: Instant) -> (Link, Link) {
+    let (mut dialer, mut answerer) = handshake(now);
+    assert!(matches!(
+        dialer.poll_event(),
+        Some(LinkEvent::Established { .. })
+    ));
+    assert!(matches!(
+        answerer.poll_event(),
+        Some(LinkEvent::Established { .. })
+    ));
+    (dialer, answerer)
+}
+
+#[test]
+fn a_retire_is_answered_in_kind_and_frames_sent_before_the_answer_still_arrive() {
+    let now = Instant::now();
+    let (mut a, mut b) = open_pair(now);
+    assert!(a.retire());
+    assert!(a.retiring() && !a.takes_frames());
+    assert_eq!(
+        a.poll_timeout(),
+        None,
+        "a busy peer answering late is no failure"
+    );
+    let mut refused = FrameHeader::new(FrameKind::Eager);
+    assert!(
+        a.stamp(&mut refused).is_err(),
+        "nothing follows our retiring Bye"
+    );
+    // B stamped a frame before it read the retire: it still arrives.
+    let mut before = FrameHeader::new(FrameKind::Eager);
+    b.stamp(&mut before).unwrap();
+    pipe(&mut a, &mut b).unwrap();
+    assert_eq!(b.poll_event(), Some(LinkEvent::PeerRetiring));
+    assert!(
+        !b.takes_frames(),
+        "frames after the peer's retire wait for a new link"
+    );
+    assert!(b.retire());
+    assert!(b.retired());
+    assert_eq!(b.poll_event(), Some(LinkEvent::Closed));
+    assert_eq!(a.on_header(&before.encode()), Ok(Inbound::Deliver(before)));
+    pipe(&mut b, &mut a).unwrap();
+    assert!(a.retired());
+    assert_eq!(a.poll_event(), Some(LinkEvent::Closed));
+    assert!(!a.retire(), "a closed link has nothing to retire");
+}
+
+#[test]
+fn retires_that_cross_close_both_ends_and_a_final_bye_crossing_one_is_no_retire() {
+    let now = Instant::now();
+    let (mut a, mut b) = open_pair(now);
+    assert!(a.retire() && b.retire());
+    pipe(&mut a, &mut b).unwrap();
+    pipe(&mut b, &mut a).unwrap();
+    assert!(a.retired() && b.retired());
+
+    // B finalizes as A's retire is on its way: the link closes, but the
+    // peer is not to be dialled again.
+    let (mut a, mut b) = open_pair(now);
+    assert!(a.retire());
+    b.close(now);
+    pipe(&mut a, &mut b).unwrap();
+    pipe(&mut b, &mut a).unwrap();
+    assert_eq!(
+        (a.state(), b.state()),
+        (LinkState::Closed, LinkState::Closed)
+    );
+    assert!(!a.retired() && !b.retired());
+
+    // A finalizes while its retire waits: the answer is now due within
+    // the goodbye timeout, and a link in its handshake is never retired.
+    let (mut a, _b) = open_pair(now);
+    assert!(a.retire());
+    a.close(now);
+    assert_eq!(a.poll_timeout(), Some(now + Duration::from_secs(1)));
+    let mut dialling = Link::connector(config(0), 1, now);
+    assert!(!dialling.retire());
+    assert_eq!(dialling.state(), LinkState::AwaitingAck);
+}
