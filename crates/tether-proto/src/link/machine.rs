@@ -31,9 +31,12 @@ pub struct LinkConfig {
 }
 
 /// The tag of a `Bye`: the process finalizes, or only retires this link
-/// (its peer stays reachable, over a link opened again on demand).
+/// (its peer stays reachable, over a link opened again on demand), or
+/// refuses the peer's retire (the link stays open, as if neither `Bye`
+/// had passed).
 pub const BYE_FINAL: i32 = 0;
 pub const BYE_RETIRE: i32 = 1;
+pub const BYE_STAY: i32 = 2;
 
 /// Where a link is. `Open` and `ByeReceived` may send engine frames
 /// (`ByeReceived` only after a final `Bye`); `Open` and `ByeSent` may
@@ -96,8 +99,11 @@ pub enum LinkEvent {
     /// The peer's retiring `Bye` came: it sends nothing more on this link
     /// and waits for this side's. Call [`Link::retire`] at once: what is
     /// queued on the link before it still goes, and what comes after
-    /// waits for the next link.
+    /// waits for the next link. Or refuse with [`Link::refuse_retire`].
     PeerRetiring,
+    /// The peer refused our retire: the link is open again, and what
+    /// waited for the next link may go on this one.
+    RetireRefused,
     /// Both sides said goodbye; the connection may be dropped.
     Closed,
 }
@@ -369,6 +375,14 @@ impl Link {
                     BYE_RETIRE => LinkEvent::PeerRetiring,
                     _ => LinkEvent::PeerClosing,
                 });
+                Ok(())
+            }
+            (FrameKind::Bye, LinkState::ByeSent)
+                if header.tag == BYE_STAY && self.our_bye == Some(BYE_RETIRE) =>
+            {
+                self.state = LinkState::Open;
+                self.our_bye = None;
+                self.events.push_back(LinkEvent::RetireRefused);
                 Ok(())
             }
             (FrameKind::Bye, LinkState::ByeSent) => {
@@ -670,6 +684,21 @@ impl Link {
             }
             _ => false,
         }
+    }
+
+    /// Refuses the peer's retire ([`LinkEvent::PeerRetiring`]): the link
+    /// is open again at both ends once our answer arrives, and no frame
+    /// either side sent is affected. Returns whether there was a retire
+    /// to refuse.
+    pub fn refuse_retire(&mut self) -> bool {
+        if self.state != LinkState::ByeReceived || self.peer_bye != Some(BYE_RETIRE) {
+            return false;
+        }
+        self.control
+            .push_back((FrameKind::Bye, BYE_STAY, Vec::new()));
+        self.state = LinkState::Open;
+        self.peer_bye = None;
+        true
     }
 
     fn say_bye(&mut self, tag: i32) {

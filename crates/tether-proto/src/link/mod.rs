@@ -59,7 +59,7 @@ mod tests;
 pub use auth::LinkAuth;
 pub use error::{LinkError, PeerName};
 pub use machine::{
-    ControlFrame, Inbound, Link, LinkConfig, LinkEvent, LinkState, BYE_FINAL, BYE_RETIRE,
+    ControlFrame, Inbound, Link, LinkConfig, LinkEvent, LinkState, BYE_FINAL, BYE_RETIRE, BYE_STAY,
 };
 pub use reject::{incoming_wins, RejectCode, DUPLICATE_REASON};
 pub use resequence::{PeerSequence, Resequencer};

@@ -588,3 +588,27 @@ fn retires_that_cross_close_both_ends_and_a_final_bye_crossing_one_is_no_retire(
     assert!(!dialling.retire());
     assert_eq!(dialling.state(), LinkState::AwaitingAck);
 }
+
+#[test]
+fn a_refused_retire_reopens_the_link_at_both_ends_and_the_numbering_goes_on() {
+    let now = Instant::now();
+    let (mut a, mut b) = open_pair(now);
+    assert!(a.retire());
+    pipe(&mut a, &mut b).unwrap();
+    assert_eq!(b.poll_event(), Some(LinkEvent::PeerRetiring));
+    assert!(b.refuse_retire());
+    assert!(b.takes_frames() && !b.refuse_retire());
+    pipe(&mut b, &mut a).unwrap();
+    let mut after = FrameHeader::new(FrameKind::Eager);
+    b.stamp(&mut after).unwrap();
+    assert_eq!(a.poll_event(), Some(LinkEvent::RetireRefused));
+    assert_eq!(a.state(), LinkState::Open);
+    assert_eq!(a.on_header(&after.encode()), Ok(Inbound::Deliver(after)));
+    let mut next = FrameHeader::new(FrameKind::Eager);
+    a.stamp(&mut next).unwrap();
+    assert_eq!(b.on_header(&next.encode()), Ok(Inbound::Deliver(next)));
+    // And it may be retired later all the same.
+    assert!(a.retire());
+    pipe(&mut a, &mut b).unwrap();
+    assert!(b.retire() && b.retired());
+}
