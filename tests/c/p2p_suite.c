@@ -398,6 +398,11 @@ static void errors(void) {
     CHECK(tether_hint_get("IN_KERNEL", value, sizeof value));
     EXPECT(strcmp(value, "1") == 0, "hint read back: %s", value);
     CHECK(tether_hint("IN_KERNEL", "0"));
+    EXPECT(tether_hint("MAX_LINKS", "-1") == TETHER_ERR_HINT_VALUE, "MAX_LINKS -1");
+    CHECK(tether_hint("MAX_LINKS", "4"));
+    CHECK(tether_hint_get("MAX_LINKS", value, sizeof value));
+    EXPECT(strcmp(value, "4") == 0, "MAX_LINKS read back: %s", value);
+    CHECK(tether_hint("MAX_LINKS", "0"));
     CHECK(tether_error_string(TETHER_ERR_PEER_LOST, msg, sizeof msg));
     EXPECT(strncmp(msg, "TETHER_ERR_PEER_LOST", 20) == 0, "error string: %s", msg);
     int size;

@@ -302,6 +302,8 @@ def identity(comm):
         (lambda: tether.program_universe_rank("nobody", 0), tether.ArgError, "nobody"),
         (lambda: tether.hint("RAILS", "2"), tether.UnknownHintError, "RAILS is a start-up setting"),
         (lambda: tether.hint("RAIL_POLICY", "fastest"), tether.HintValueError, "fastest"),
+        (lambda: tether.hint("MAX_LINKS", "many"), tether.HintValueError, "many"),
+        (lambda: tether.hint("MAX_LINKS", "-1"), tether.HintValueError, "-1"),
     ):
         try:
             call()
@@ -314,6 +316,10 @@ def identity(comm):
     tether.hint("RAIL_POLICY", "least_used")
     check(tether.hint_get("RAIL_POLICY") == "least_used", "rail policy hint")
     tether.hint("RAIL_POLICY", "round_robin")
+    check(tether.hint_get("MAX_LINKS") == "0", "no link cap by default")
+    tether.hint("MAX_LINKS", "4")
+    check(tether.hint_get("MAX_LINKS") == "4", "link cap hint")
+    tether.hint("MAX_LINKS", "0")
 
 
 def fail(comm):

@@ -11,7 +11,7 @@
 //! a header built from a few bytes with the sequence number the link
 //! expects, and for a handshake frame the peer's `Hello`, a changed one
 //! or raw bytes), accept or reject a `Hello`, stamp an engine frame,
-//! close, let time pass (with or without handing it to the deadlines),
+//! close, retire or refuse a retire, let time pass (with or without handing it to the deadlines),
 //! and push frames to or pop them from a resequencer.
 //!
 //! The caller's side of the contract (link/mod.rs) is kept: a control
@@ -154,6 +154,8 @@ struct Side {
     hello_received: bool,
     established: bool,
     peer_closing: bool,
+    /// The peer's retiring `Bye` came, and this side has not refused it.
+    peer_retiring: bool,
     closed: bool,
 }
 
@@ -206,6 +208,7 @@ impl Harness {
             hello_received: false,
             established: false,
             peer_closing: false,
+            peer_retiring: false,
             closed: false,
         };
         let connector = Link::connector(config(CONNECTOR), RANKS[ACCEPTOR], now);
@@ -266,9 +269,17 @@ impl Harness {
                 let len = input.u16()?;
                 self.stamp(side, b, len);
             }
-            7 => {
-                self.close(side);
-            }
+            7 => match input.u8()? % 3 {
+                0 => self.close(side),
+                1 => self.retire(side),
+                _ => {
+                    let s = &mut self.sides[side];
+                    if s.link.refuse_retire() {
+                        assert!(s.peer_retiring, "refused a retire that never came");
+                        s.peer_retiring = false;
+                    }
+                }
+            },
             8 => {
                 self.advance(input.u8()?);
                 self.handle_timeouts();
@@ -306,10 +317,23 @@ impl Harness {
         if in_handshake(state) {
             self.clean = false;
         }
-        if state == LinkState::Open {
+        if state == LinkState::Open || (state == LinkState::ByeSent && s.bye_at.is_none()) {
             s.bye_at = Some(self.now);
         }
         s.link.close(self.now);
+    }
+
+    /// This side asks to retire the link (or agrees to the peer's
+    /// retire): no deadline runs until it closes.
+    fn retire(&mut self, side: usize) {
+        let s = &mut self.sides[side];
+        let state = s.link.state();
+        let retired = s.link.retire();
+        assert_eq!(
+            retired,
+            state == LinkState::Open || (state == LinkState::ByeReceived && s.peer_retiring),
+            "retire from {state:?}"
+        );
     }
 
     /// Hands the time to every deadline, as a caller whose timers fired.
@@ -529,7 +553,8 @@ impl Harness {
         }
         let before = header;
         let state = s.link.state();
-        let may_send = matches!(state, LinkState::Open | LinkState::ByeReceived);
+        let may_send =
+            state == LinkState::Open || (state == LinkState::ByeReceived && !s.peer_retiring);
         match s.link.stamp(&mut header) {
             Ok(()) => {
                 assert!(may_send, "stamped in {state:?}");
@@ -765,11 +790,11 @@ impl Harness {
             | LinkState::AwaitingHello
             | LinkState::AwaitingProof
             | LinkState::Verifying => Some(s.created + s.config.handshake_timeout),
-            LinkState::ByeSent => {
-                let bye_at = s.bye_at.expect("ByeSent only by close() from Open");
+            // A retire waits without a deadline until the side closes.
+            LinkState::ByeSent => s.bye_at.map(|bye_at| {
                 assert!(bye_at <= now);
-                Some(bye_at + s.config.goodbye_timeout)
-            }
+                bye_at + s.config.goodbye_timeout
+            }),
             LinkState::Open | LinkState::ByeReceived | LinkState::Closed | LinkState::Failed => {
                 None
             }
@@ -797,6 +822,20 @@ impl Harness {
                 LinkEvent::PeerClosing => {
                     assert!(s.established && !s.peer_closing, "PeerClosing out of order");
                     s.peer_closing = true;
+                }
+                LinkEvent::PeerRetiring => {
+                    assert!(
+                        s.established && !s.peer_closing,
+                        "PeerRetiring out of order"
+                    );
+                    s.peer_retiring = true;
+                }
+                LinkEvent::RetireRefused => {
+                    assert!(
+                        s.established && !s.peer_closing,
+                        "RetireRefused out of order"
+                    );
+                    assert_eq!(state, LinkState::Open, "RetireRefused in {state:?}");
                 }
                 LinkEvent::Closed => {
                     assert!(s.established && !s.closed, "Closed out of order");

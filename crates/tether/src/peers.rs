@@ -56,6 +56,8 @@ struct Peer {
     hybrid: bool,
     /// Exchanged messages with this process while `IN_KERNEL` was set.
     kernel: bool,
+    /// The link cap's epoch of its last use (`router/link_cap.rs`).
+    last_use: u64,
     /// Why it can no longer be reached (the first reason found).
     lost: Option<Error>,
     /// Frames for it that its link could not take yet, in order.
@@ -201,6 +203,24 @@ impl Peers {
     /// Marks `peer` as used inside a communication kernel.
     pub fn mark_kernel(&mut self, peer: u32) {
         self.entry(peer).kernel = true;
+    }
+
+    /// Whether `peer` was used inside a communication kernel.
+    pub fn is_kernel(&self, peer: u32) -> bool {
+        self.table.get(&peer).is_some_and(|p| p.kernel)
+    }
+
+    /// Marks a use of `peer` in the link cap's `epoch`.
+    #[inline(always)]
+    pub(crate) fn touch(&mut self, peer: u32, epoch: u64) {
+        if let Some(p) = self.table.get_mut(&peer) {
+            p.last_use = epoch;
+        }
+    }
+
+    /// The link cap's epoch of `peer`'s last use (0: none marked).
+    pub(crate) fn last_use(&self, peer: u32) -> u64 {
+        self.table.get(&peer).map_or(0, |p| p.last_use)
     }
 
     /// The peers used inside a communication kernel, by rank.

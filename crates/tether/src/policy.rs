@@ -64,6 +64,8 @@ pub enum Effect {
     ConnectAll,
     /// Connect to these peers now.
     Connect(Vec<u32>),
+    /// The most TCP connections this process keeps (0: no cap).
+    MaxLinks(usize),
 }
 
 /// The connection policy of this process, from its settings and hints.
@@ -159,6 +161,7 @@ impl ConnectionPolicy {
                 self.in_kernel
                     .then(|| Effect::Connect(peers.kernel_peers()))
             }
+            Key::MaxLinks => Some(Effect::MaxLinks(settings.max_links() as usize)),
             // Read where they are used, at their next use (the progress
             // thread's by the C boundary, which owns the thread).
             Key::FieldQueue | Key::ProgressThread | Key::ProgressIntervalUs => None,
@@ -253,6 +256,7 @@ mod tests {
         assert_eq!(apply("CONNECT", "lazy"), None);
         assert_eq!(apply("CONNECT", "eager"), Some(Effect::ConnectAll));
         assert_eq!(apply("FIELD_QUEUE", "3"), None);
+        assert_eq!(apply("MAX_LINKS", "4"), Some(Effect::MaxLinks(4)));
         // The links' goodbye deadline follows TETHER_FINALIZE_TIMEOUT.
         assert!(matches!(
             apply("FINALIZE_TIMEOUT", "1"),

@@ -63,10 +63,12 @@ use crate::universe::{PeerAddress, Universe};
 
 mod files;
 mod hand_over;
+mod link_cap;
 mod short_path;
 mod windows;
 use files::FileSettings;
 pub use hand_over::Transports;
+use link_cap::{choose_retires, Candidate, LinkCap};
 pub use short_path::ShortPath;
 
 /// A busy-polling wait calls epoll once per this many progress calls
@@ -148,6 +150,8 @@ pub struct Router {
     route_retries: u64,
     /// Times a settled link gave a frame back as full (counters).
     link_full: u64,
+    /// `TETHER_MAX_LINKS` and the epochs of use it retires by.
+    cap: LinkCap,
 }
 
 /// Runs `$call` on the transport the oldest reported frame came from
@@ -418,6 +422,7 @@ impl Router {
             liveness,
             route_retries: 0,
             link_full: 0,
+            cap: LinkCap::new(settings.max_links() as usize),
         };
         router.start_file_inbox();
         router
@@ -470,6 +475,68 @@ impl Router {
     pub fn set_order(&mut self, order: Vec<String>) {
         self.order = order;
         self.start_file_inbox();
+    }
+
+    /// The most TCP connections to keep (0: no cap), from the next
+    /// round of progress on.
+    pub fn set_max_links(&mut self, max: usize) {
+        self.cap.set_max(max);
+    }
+
+    /// Marks `peer` as used inside a communication kernel: connected at
+    /// once when the next kernel starts, and its links kept whatever
+    /// `TETHER_MAX_LINKS` says (TCP refuses the peer's retires).
+    pub fn mark_kernel(&mut self, peer: u32) {
+        if !self.peers.is_kernel(peer) {
+            self.peers.mark_kernel(peer);
+            self.tcp.pin(peer);
+        }
+    }
+
+    /// Connections closed by a retire (`TETHER_MAX_LINKS`).
+    pub fn retires(&self) -> u64 {
+        self.tcp.retires()
+    }
+
+    /// The most dedicated links this process held at once: TCP
+    /// connections at their peak (per rail), plus the shared-memory and
+    /// UCX links, which are never retired.
+    pub fn links_peak(&self) -> u64 {
+        let kept = self
+            .links()
+            .iter()
+            .filter(|link| link.transport != "tcp")
+            .count();
+        self.tcp.links_peak() + kept as u64
+    }
+
+    /// Retires the least recently used idle connections that no kernel
+    /// used while there are more than the cap (`router/link_cap.rs`).
+    #[cold]
+    fn hold_the_cap(&mut self) {
+        let open = self.cap.open_links();
+        self.tcp.open_links(open);
+        let mut candidates: Vec<Candidate> = Vec::with_capacity(open.len());
+        for link in open.iter() {
+            match candidates.iter_mut().find(|c| c.peer == link.peer) {
+                Some(c) => {
+                    c.links += 1;
+                    c.idle &= link.idle;
+                }
+                None => candidates.push(Candidate {
+                    peer: link.peer,
+                    links: 1,
+                    idle: link.idle,
+                    pinned: link.kept_by_peer || self.peers.is_kernel(link.peer),
+                    last_use: self.peers.last_use(link.peer),
+                }),
+            }
+        }
+        let epoch = self.cap.epoch();
+        for peer in choose_retires(self.cap.max(), epoch, &mut candidates) {
+            self.tcp.retire(peer);
+        }
+        self.cap.next_epoch();
     }
 
     /// Hands TCP the timeouts of a hint ([`Effect::Timeouts`]); the
@@ -960,6 +1027,9 @@ impl Router {
             moved |= self.wait_ready(timeout, wants_sleep);
         }
         self.collect();
+        if self.cap.may_exceed(self.tcp.connections()) {
+            self.hold_the_cap();
+        }
         moved
     }
 
@@ -1161,6 +1231,9 @@ impl Transport for Router {
     /// reached yet is reached first; a frame for a lost peer is dropped.
     fn send(&mut self, t: Transmit) -> std::result::Result<(), NoResource> {
         let peer = t.peer;
+        if self.cap.active() {
+            self.peers.touch(peer, self.cap.epoch());
+        }
         if !self.peers.has_route(peer) && self.peers.lost(peer).is_none() {
             self.resolve(peer, None, None);
         }
@@ -1188,6 +1261,9 @@ impl Transport for Router {
     }
 
     fn place(&mut self, peer: u32, sink: PayloadSink) {
+        if self.cap.active() {
+            self.peers.touch(peer, self.cap.epoch());
+        }
         on_origin!(self, |t| t.place(peer, sink));
         self.collect();
     }

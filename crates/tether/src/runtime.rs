@@ -293,7 +293,7 @@ impl Runtime {
     #[inline(always)]
     fn note_peer(&mut self, peer: u32) {
         if self.transport.router().policy().in_kernel() {
-            self.transport.router_mut().peers_mut().mark_kernel(peer);
+            self.transport.router_mut().mark_kernel(peer);
         }
     }
 
@@ -709,6 +709,7 @@ impl Runtime {
             Effect::ChoosePolling => self.choose_polling(),
             Effect::SpinMax(max) => self.spin.set_max(max),
             Effect::TransportOrder(order) => self.transport.router_mut().set_order(order),
+            Effect::MaxLinks(max) => self.transport.router_mut().set_max_links(max),
             Effect::Rails { policy, stripe } => {
                 self.transport.router_mut().set_rails(policy, stripe)
             }

@@ -380,9 +380,15 @@ impl Link {
             (FrameKind::Bye, LinkState::ByeSent)
                 if header.tag == BYE_STAY && self.our_bye == Some(BYE_RETIRE) =>
             {
-                self.state = LinkState::Open;
-                self.our_bye = None;
-                self.events.push_back(LinkEvent::RetireRefused);
+                if self.deadline.is_some() {
+                    // This side began to finalize while its retire waited:
+                    // the goodbye goes now, its deadline as it was.
+                    self.say_bye(BYE_FINAL);
+                } else {
+                    self.state = LinkState::Open;
+                    self.our_bye = None;
+                    self.events.push_back(LinkEvent::RetireRefused);
+                }
                 Ok(())
             }
             (FrameKind::Bye, LinkState::ByeSent) => {

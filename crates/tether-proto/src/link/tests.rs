@@ -612,3 +612,29 @@ fn a_refused_retire_reopens_the_link_at_both_ends_and_the_numbering_goes_on() {
     pipe(&mut a, &mut b).unwrap();
     assert!(b.retire() && b.retired());
 }
+
+#[test]
+fn a_retire_refused_after_this_side_began_to_finalize_becomes_its_goodbye() {
+    let now = Instant::now();
+    let (mut a, mut b) = open_pair(now);
+    assert!(a.retire());
+    a.close(now);
+    pipe(&mut a, &mut b).unwrap();
+    assert_eq!(b.poll_event(), Some(LinkEvent::PeerRetiring));
+    assert!(b.refuse_retire());
+    pipe(&mut b, &mut a).unwrap();
+    assert_eq!(
+        a.poll_event(),
+        None,
+        "no reopening: the final Bye is queued instead"
+    );
+    assert_eq!(a.state(), LinkState::ByeSent);
+    pipe(&mut a, &mut b).unwrap();
+    assert_eq!(b.poll_event(), Some(LinkEvent::PeerClosing));
+    b.close(now);
+    pipe(&mut b, &mut a).unwrap();
+    assert_eq!(
+        (a.state(), b.state()),
+        (LinkState::Closed, LinkState::Closed)
+    );
+}

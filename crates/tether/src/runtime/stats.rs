@@ -20,6 +20,10 @@
 //!   buffers, the kernel's socket queues (`ss -m`'s r + w + f), ring
 //!   bytes mapped, and of those the resident ones
 //!   (`transport/resources.rs`);
+//! - `links_peak`: the most dedicated links held at once (TCP
+//!   connections at their peak, plus the other transports' links, which
+//!   are never retired); `link_retires`: TCP connections closed by a
+//!   retire (`TETHER_MAX_LINKS`), by either side;
 //! - `blocked_ns`: time spent in waits that did not complete at once;
 //! - `connect_retries`: connection set-up tries after a first that found
 //!   the peer not there yet (its address, listener or shared memory);
@@ -149,6 +153,9 @@ impl Runtime {
         }
         by_transport.sort_by_key(|(t, ..)| *t);
         out.push(("links".to_string(), links.len() as u64));
+        let router = self.transport.router();
+        out.push(("links_peak".to_string(), router.links_peak()));
+        out.push(("link_retires".to_string(), router.retires()));
         out.extend(
             total
                 .named()

@@ -10,7 +10,7 @@ use crate::error::{err, ErrorClass};
 use crate::transport::events::LinkEvent;
 use crate::transport::reactor::{Ready, TCP_TOKENS};
 use crate::transport::resources::LinkUse;
-use crate::transport::tcp::TcpTransport;
+use crate::transport::tcp::{OpenLink, TcpTransport};
 
 /// How often a connect that waits for a peer's address looks again.
 const HOME_LOOK: Duration = Duration::from_millis(1);
@@ -132,6 +132,41 @@ impl MultiRail<TcpTransport> {
         for rail in self.rails() {
             rail.links(out);
         }
+    }
+
+    /// Every rail's open connections (a peer once per rail it uses).
+    pub fn open_links(&self, out: &mut Vec<OpenLink>) {
+        for rail in self.rails() {
+            rail.open_links(out);
+        }
+    }
+
+    /// Retires `peer`'s connections on every rail that can retire its
+    /// own now; returns whether any did.
+    pub fn retire(&mut self, peer: u32) -> bool {
+        let mut any = false;
+        self.each(|rail| any |= rail.retire(peer));
+        any
+    }
+
+    /// Every rail's connections, in any state.
+    pub fn connections(&self) -> usize {
+        self.rails().iter().map(TcpTransport::connections).sum()
+    }
+
+    /// Pins `peer` on every rail (`TcpTransport::pin`).
+    pub fn pin(&mut self, peer: u32) {
+        self.each(|rail| rail.pin(peer));
+    }
+
+    /// Connections closed by a retire, on every rail.
+    pub fn retires(&self) -> u64 {
+        self.rails().iter().map(|rail| rail.retires).sum()
+    }
+
+    /// The most connections open at once on each rail, summed.
+    pub fn links_peak(&self) -> u64 {
+        self.rails().iter().map(|rail| rail.links_peak).sum()
     }
 
     pub fn connect_retries(&self) -> u64 {

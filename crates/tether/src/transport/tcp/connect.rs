@@ -187,6 +187,11 @@ impl TcpTransport {
         let entry = self.entries.get_mut(&token).expect("due");
         let remote = entry.conn.remote;
         let handshake = self.config.handshake_timeout.as_secs();
+        if entry.closing.is_some_and(|at| at <= now) && entry.link.retired() {
+            tracing::warn!("dropping the retired connection with {remote}: its goodbye could not be written within {} s", self.config.goodbye_timeout.as_secs());
+            self.close(token, None);
+            return;
+        }
         if entry.closing.is_some_and(|at| at <= now) {
             tracing::warn!("dropping connection with {remote}: no handshake within {handshake} s");
             self.close(token, None);

@@ -75,7 +75,18 @@ impl TcpTransport {
     fn fail_handshake(&mut self, token: Token, dialled: Option<u32>, error: ConnError) {
         let remote = self.entries[&token].conn.remote;
         let unreachable = matches!(&error, ConnError::Io(e) if refuses(e));
+        // The peer dials us while we dial it (after a retire, both sides
+        // may have frames waiting): the loser drops its own attempt, with
+        // our `Challenge` unread when we authenticate, which resets it.
+        let lost_a_race = dialled.is_some_and(|peer| {
+            self.peers.get(&peer).is_some_and(|p| {
+                p.connecting.is_some_and(|t| t != token) || p.established.is_some()
+            })
+        }) && matches!(&error, ConnError::Io(e) if e.kind() == std::io::ErrorKind::ConnectionReset);
         match &error {
+            ConnError::Io(e) if lost_a_race => {
+                tracing::debug!("connection from {remote} reset: {e}; the peer dropped it for ours")
+            }
             ConnError::Wire(w) => {
                 tracing::error!("protocol error from {remote}: {w}; connection closed")
             }

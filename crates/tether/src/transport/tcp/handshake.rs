@@ -35,6 +35,9 @@ impl TcpTransport {
                         self.peers.entry(peer).or_default().finished = true;
                     }
                 }
+                LinkEvent::PeerRetiring => self.answer_retire(token),
+                LinkEvent::RetireRefused => self.retire_refused(token),
+                LinkEvent::Closed if entry.link.retired() => self.link_retired(token),
                 // Both goodbyes passed: the peer closes the stream when it
                 // exits, which reports it finalized.
                 LinkEvent::Closed => {}
@@ -178,6 +181,12 @@ impl TcpTransport {
         p.connecting = None;
         p.attempt = None;
         let queued = std::mem::take(&mut p.queue);
+        let open = self
+            .peers
+            .values()
+            .filter(|p| p.established.is_some())
+            .count();
+        self.links_peak = self.links_peak.max(open as u64);
         let entry = self.entries.get_mut(&token).expect("driven");
         entry.conn.grow();
         tracing::debug!(

@@ -21,12 +21,16 @@
 //! reached within the connect timeout, a stream that ends without a
 //! goodbye, and a peer that breaks the protocol are reported as
 //! [`LinkEvent::Lost`] (`failure.rs`); a connection that never completes
-//! its handshake is dropped and logged without touching any peer.
+//! its handshake is dropped and logged without touching any peer. Under
+//! the link cap (`TETHER_MAX_LINKS`) the router may retire an idle
+//! connection whose peer stays reachable: a goodbye both sides agree on,
+//! after which the next frame dials again (`retire.rs`).
 
 mod conn;
 mod connect;
 mod failure;
 mod handshake;
+mod retire;
 
 use std::collections::VecDeque;
 use std::io;
@@ -53,6 +57,7 @@ use crate::transport::resources::{socket_kernel_bytes, LinkMemory, LinkUse};
 use crate::transport::retry::Retry;
 use crate::universe::Universe;
 use conn::{Conn, ConnError, Incoming};
+pub use retire::OpenLink;
 
 /// The listener's index in the transport's tokens.
 const LISTENER: usize = 0;
@@ -137,6 +142,12 @@ struct Peer {
     attempt: Option<Attempt>,
     /// Said goodbye or lost: no connection is made to it again.
     finished: bool,
+    /// A communication kernel of this process used it: its retires are
+    /// refused (`retire.rs`).
+    pinned: bool,
+    /// It refused our retire (a kernel of its own uses the link): the
+    /// link cap leaves it be.
+    kept_by_peer: bool,
 }
 
 struct Attempt {
@@ -196,6 +207,10 @@ pub struct TcpTransport {
     incoming: Vec<Incoming>,
     /// Connect tries after a first one failed (counters).
     pub connect_retries: u64,
+    /// Connections closed by a retire (counters).
+    pub retires: u64,
+    /// The most connections established at once (counters).
+    pub links_peak: u64,
 }
 
 impl TcpTransport {
@@ -261,6 +276,8 @@ impl TcpTransport {
             events: Events::default(),
             incoming: Vec::new(),
             connect_retries: 0,
+            retires: 0,
+            links_peak: 0,
         }
     }
 
@@ -537,6 +554,9 @@ impl TcpTransport {
                     p.connecting = None;
                 }
             }
+            if let Some(peer) = peer.filter(|_| entry.link.retired()) {
+                self.after_retire(peer);
+            }
         }
     }
 }
@@ -563,6 +583,14 @@ impl Transport for TcpTransport {
                     .entries
                     .get_mut(&token)
                     .expect("established link has an entry");
+                if entry.link.retiring() || entry.link.retired() {
+                    // The next link carries it, after everything this one did.
+                    if p.queue.len() >= LINK_QUEUE_FRAMES {
+                        return Err(NoResource(t));
+                    }
+                    p.queue.push_back(t);
+                    return Ok(());
+                }
                 if entry.conn.queued_frames() >= LINK_QUEUE_FRAMES {
                     return Err(NoResource(t));
                 }

@@ -260,8 +260,14 @@ impl UcxTransport {
             match event {
                 LinkEvent::HelloReceived(hello) => self.on_hello(peer, &hello),
                 LinkEvent::Established { .. } => self.establish(peer),
-                // The peer's Bye, before ours or after it.
-                LinkEvent::PeerClosing | LinkEvent::Closed => self.peer_closing(peer),
+                // The peer's Bye, before ours or after it. No Tether
+                // retires a UCX link (the link cap retires TCP's), so a
+                // retiring Bye ends the link as a goodbye does.
+                LinkEvent::PeerClosing | LinkEvent::PeerRetiring | LinkEvent::Closed => {
+                    self.peer_closing(peer)
+                }
+                // Only an answer to a retire of ours, which UCX never sends.
+                LinkEvent::RetireRefused => {}
             }
         }
         self.rearm();

@@ -1,0 +1,111 @@
+"""A stream of random sizes between every pair of processes under
+TETHER_MAX_LINKS: connections are retired and dialled again in the
+middle of it, and every message arrives once, intact and in order per
+sender (MPI's non-overtaking rule). Then a kernel: the peers it used
+keep their links while the others are retired.
+
+Arguments: messages each process sends. Prints `ok retire <rank>
+<retires> <links>`."""
+
+import random
+import sys
+import time
+
+import numpy as np
+
+import tether
+
+tether.init()
+world = tether.UNIVERSE
+me, n = world.rank, world.size
+count = int(sys.argv[1])
+# Eager and rendezvous sizes (the eager limit is 64 KiB by default).
+SIZES = [8, 8, 200, 5000, 70000, 300000]
+TAG = 1
+
+
+def schedule(rank):
+    """What `rank` sends, in order: (destination, bytes)."""
+    rng = random.Random(7919 * (rank + 1))
+    out = []
+    for _ in range(count):
+        dest = rng.randrange(n - 1)
+        out.append((dest + (dest >= rank), rng.choice(SIZES)))
+    return out
+
+
+def message(src, seq, size):
+    body = ((np.arange(size, dtype=np.uint32) * 7 + src * 13 + seq) % 251).astype(np.uint8)
+    body[:8] = np.frombuffer(np.int64(seq).tobytes(), dtype=np.uint8)
+    return body
+
+
+# What each sender sends this process, in its order: [(seq, size)].
+expected = {}
+for src in range(n):
+    if src != me:
+        expected[src] = [(seq, size) for seq, (dest, size) in enumerate(schedule(src)) if dest == me]
+next_of = {src: 0 for src in expected}
+left = sum(len(v) for v in expected.values())
+buf = np.zeros(max(SIZES), dtype=np.uint8)
+
+
+def receive_one():
+    status = world.Recv(buf, tether.ANY_SOURCE, TAG)
+    src = status.source
+    seq, size = expected[src][next_of[src]]
+    got = buf[:status.count]
+    assert status.count == size, f"from {src}: message {seq} has {status.count} bytes, expected {size}"
+    assert int(got[:8].view(np.int64)[0]) == seq, f"from {src}: message {int(got[:8].view(np.int64)[0])} came where {seq} was due"
+    assert np.array_equal(got, message(src, seq, size)), f"from {src}: message {seq} is damaged"
+    next_of[src] += 1
+
+
+rng = random.Random(me)
+sends = []
+for seq, (dest, size) in enumerate(schedule(me)):
+    sends.append(world.Isend(message(me, seq, size), dest, tag=TAG))
+    while left and world.Iprobe(tether.ANY_SOURCE, TAG) is not None:
+        receive_one()
+        left -= 1
+    if rng.random() < 0.1:
+        time.sleep(0.002)  # an idle gap, in which links may retire
+while left:
+    receive_one()
+    left -= 1
+for req in sends:
+    req.wait()
+assert all(next_of[src] == len(expected[src]) for src in expected), (next_of, expected)
+world.Barrier()
+
+# A kernel: a ring shift. Its two peers are pinned; after it, the
+# others go as the cap says (and nobody retires a pinned link: the
+# pinned side refuses).
+left_peer, right_peer = (me - 1) % n, (me + 1) % n
+out = np.full(1000, me, dtype=np.int32)
+into = np.zeros(1000, dtype=np.int32)
+with tether.kernel():
+    for _ in range(20):
+        req = world.Irecv(into, left_peer, tag=2)
+        world.Send(out, right_peer, tag=2)
+        req.wait()
+        assert (into == left_peer).all()
+world.Barrier()
+capped = tether.hint_get("MAX_LINKS") != "0"
+deadline = time.monotonic() + 10
+while capped:
+    stats = tether.stats()
+    kept = [p for p in (left_peer, right_peer) if f"peer.{p}.tcp.link_user_bytes" in stats]
+    others = [k for k in stats if k.startswith("peer.") and k.endswith(".tcp.link_user_bytes")
+              and int(k.split(".")[1]) not in (left_peer, right_peer)]
+    if not others or time.monotonic() > deadline:
+        break
+    world.Iprobe(tether.ANY_SOURCE, 99)  # progress, where the cap is held
+    time.sleep(0.001)
+stats = tether.stats()
+kept = [p for p in (left_peer, right_peer) if f"peer.{p}.tcp.link_user_bytes" in stats]
+assert sorted(kept) == sorted({left_peer, right_peer}), f"the kernel's links went: {kept}, {stats}"
+assert not capped or not others, f"links over the cap stayed after the kernel: {others}"
+world.Barrier()
+print(f"ok retire {me} {stats['link_retires']} {stats['links']}", flush=True)
+tether.finalize()

@@ -1,0 +1,39 @@
+"""TETHER_MAX_LINKS: TCP connections over the cap are retired and
+dialled again in the middle of a stream without losing or reordering a
+message, and a kernel's peers keep theirs (`tests/python/retire_stream.py`
+checks every message and the links left after a kernel)."""
+
+import re
+import sys
+
+import pytest
+
+from conftest import ROOT, clean_env, tether_run
+
+STREAM = str(ROOT / "tests" / "python" / "retire_stream.py")
+
+
+@pytest.mark.parametrize("layout", ["one program", "two programs on two rails"])
+def test_a_stream_between_six_processes_under_a_cap_of_one_loses_nothing(python_package, layout):
+    if layout == "one program":
+        args = ["--name", "s", "-n", "6", sys.executable, STREAM, "150"]
+        env = clean_env(TETHER_TRANSPORTS="tcp", TETHER_MAX_LINKS="1")
+    else:
+        args = ["--name", "a", "-n", "3", sys.executable, STREAM, "150", ":",
+                "--name", "b", "-n", "3", sys.executable, STREAM, "150"]
+        env = clean_env(TETHER_TRANSPORTS="tcp", TETHER_MAX_LINKS="2", TETHER_RAILS="2")
+    proc = tether_run(args, env=env)
+    text = proc.stdout + proc.stderr
+    done = re.findall(r"ok retire (\d+) (\d+) (\d+)", proc.stdout)
+    assert len(done) == 6, text
+    # Every process retired links: the stream crossed many retires.
+    assert all(int(retires) > 0 for _, retires, _ in done), done
+    # A retire is routine: it warns of nothing.
+    assert " WARN " not in text and " ERROR " not in text, text
+
+
+def test_without_a_cap_nothing_is_retired(python_package):
+    proc = tether_run(["--name", "s", "-n", "3", sys.executable, STREAM, "40", "uncapped"],
+                      env=clean_env(TETHER_TRANSPORTS="tcp"))
+    done = re.findall(r"ok retire (\d+) (\d+) (\d+)", proc.stdout)
+    assert len(done) == 3 and all(retires == "0" for _, retires, _ in done), proc.stdout + proc.stderr
