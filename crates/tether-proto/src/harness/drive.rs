@@ -4,7 +4,7 @@
 use super::wire_model::InFlight;
 use super::{Arrival, Failure, RailChoice, World};
 use crate::engine::{Engine, PayloadSink, Transmit, TransmitPayload};
-use crate::link::{Inbound, LinkError, LinkEvent, LinkState, PeerName};
+use crate::link::{Inbound, LinkError, LinkEvent, PeerName};
 use crate::wire::{WireError, FLAG_CHUNK, HEADER_LEN};
 
 impl World {
@@ -33,6 +33,7 @@ impl World {
             moved |= self.run_applies(rank);
             for peer in 0..self.engines.len() {
                 if peer != rank {
+                    moved |= self.reopen_retired(rank, peer);
                     moved |= self.write_control(rank, peer);
                     moved |= self.write_pending(rank, peer);
                 }
@@ -55,6 +56,41 @@ impl World {
         moved
     }
 
+    /// Links that both sides retired are replaced by new ones, the lower
+    /// rank dialling. Nothing is in flight on them: each side's `Bye`
+    /// was the last frame it wrote, and both arrived.
+    fn reopen_retired(&mut self, rank: usize, peer: usize) -> bool {
+        if rank > peer {
+            return false;
+        }
+        let mut moved = false;
+        for rail in 0..self.wires[rank][peer].len() {
+            let retired = |end: &Option<super::PeerEnd>| {
+                end.as_ref()
+                    .is_some_and(|end| !end.lost && end.links[rail].retired())
+            };
+            if !retired(&self.ends[rank][peer]) || !retired(&self.ends[peer][rank]) {
+                continue;
+            }
+            assert!(
+                self.wires[rank][peer][rail].next_arrival().is_none()
+                    && self.wires[peer][rank][rail].next_arrival().is_none(),
+                "a frame followed a retiring Bye"
+            );
+            let (dialler, answerer) = (
+                self.link_configs[rank].clone(),
+                self.link_configs[peer].clone(),
+            );
+            let end = self.ends[rank][peer].as_mut().expect("not the diagonal");
+            end.links[rail] = crate::link::Link::connector(dialler, peer as u32, self.now);
+            let end = self.ends[peer][rank].as_mut().expect("not the diagonal");
+            end.links[rail] = crate::link::Link::acceptor(answerer, self.now);
+            self.reopened += 1;
+            moved = true;
+        }
+        moved
+    }
+
     fn write_pending(&mut self, rank: usize, peer: usize) -> bool {
         let mut moved = false;
         loop {
@@ -64,12 +100,7 @@ impl World {
                 return moved;
             }
             let open: Vec<usize> = (0..end.links.len())
-                .filter(|&rail| {
-                    matches!(
-                        end.links[rail].state(),
-                        LinkState::Open | LinkState::ByeReceived
-                    )
-                })
+                .filter(|&rail| end.links[rail].takes_frames())
                 .collect();
             let rail = match self.rail_choice {
                 RailChoice::Random if !open.is_empty() => {
@@ -167,9 +198,17 @@ impl World {
     pub(super) fn answer_events(&mut self, rank: usize, peer: usize, rail: usize) {
         let end = self.ends[rank][peer].as_mut().expect("not the diagonal");
         let link = &mut end.links[rail];
+        let pinned = self.pinned.contains(&(rank as u32, peer as u32));
         while let Some(event) = link.poll_event() {
-            if matches!(event, LinkEvent::HelloReceived(_)) {
-                link.accept_hello();
+            match event {
+                LinkEvent::HelloReceived(_) => link.accept_hello(),
+                LinkEvent::PeerRetiring if pinned => {
+                    link.refuse_retire();
+                }
+                LinkEvent::PeerRetiring => {
+                    link.retire();
+                }
+                _ => {}
             }
             self.events.push((rank as u32, peer as u32, rail, event));
         }

@@ -137,6 +137,13 @@ pub struct World {
     /// Leaves one-sided applies with the engines instead of computing
     /// them ([`onesided::compute`]) as the runtime would.
     pub hold_applies: bool,
+    /// (rank, peer): `rank` refuses `peer`'s retires, as a transport
+    /// does for a peer its kernel used.
+    pub pinned: Vec<(u32, u32)>,
+    /// Links retired by both sides and opened again in their place.
+    pub reopened: usize,
+    /// Each rank's link settings, for the links opened after a retire.
+    link_configs: Vec<LinkConfig>,
 }
 
 impl World {
@@ -167,6 +174,7 @@ impl World {
             max_eager: config.eager,
             auth: None,
         };
+        let link_configs: Vec<LinkConfig> = (0..n).map(link_config).collect();
         let ends = (0..n)
             .map(|me| {
                 (0..n)
@@ -224,6 +232,9 @@ impl World {
             remote: None,
             rma_log: Vec::new(),
             hold_applies: false,
+            pinned: Vec::new(),
+            reopened: 0,
+            link_configs,
         }
     }
 
@@ -297,6 +308,23 @@ impl World {
         for rail in 0..rails {
             self.end_mut(rank, peer).links[rail].close(now);
             self.answer_events(rank as usize, peer as usize, rail);
+        }
+    }
+
+    /// `rank` asks to retire its links to `peer` (those that are open);
+    /// once both sides' retiring `Bye`s passed, new links take their
+    /// place (the lower rank dials), as a transport dials again for the
+    /// frames that waited.
+    /// A rank never retires a peer it pins.
+    pub fn retire(&mut self, rank: u32, peer: u32) {
+        if self.pinned.contains(&(rank, peer)) {
+            return;
+        }
+        let rails = self.end(rank, peer).links.len();
+        for rail in 0..rails {
+            if self.end_mut(rank, peer).links[rail].retire() {
+                self.answer_events(rank as usize, peer as usize, rail);
+            }
         }
     }
 

@@ -239,7 +239,14 @@ fn message(rng: &mut XorShift, source: u32, index: usize) -> Message {
 /// latency; sends and receives (specific, ANY_SOURCE, ANY_TAG, both)
 /// interleave with time passing, so messages meet both posted receives
 /// and the unexpected queue.
-fn run_order_scenario(seed: u64, stripe: Option<Stripe>) -> (World, Vec<Message>, Vec<Receive>) {
+/// With `retires`, a link of a random sender and the receiver is retired
+/// now and then, by either side, and opened again: the stream crosses
+/// the two links (and a refused retire where the receiver pins sender 1).
+fn run_order_scenario(
+    seed: u64,
+    stripe: Option<Stripe>,
+    retires: bool,
+) -> (World, Vec<Message>, Vec<Receive>) {
     let mut config = WorldConfig::new(3);
     config.rails = 2;
     config.seed = seed;
@@ -262,8 +269,18 @@ fn run_order_scenario(seed: u64, stripe: Option<Stripe>) -> (World, Vec<Message>
     let mut next_send = [0usize; SENDERS as usize];
     let total = SENDERS as usize * PER_SENDER;
     let mut sends = Vec::new();
+    if retires {
+        w.pinned.push((RECEIVER, 1));
+    }
     while receives.len() < total || next_send.iter().any(|&n| n < PER_SENDER) {
-        match rng.below(4) {
+        match rng.below(if retires { 5 } else { 4 }) {
+            4 => {
+                let s = rng.below(SENDERS as u64) as u32;
+                match rng.below(2) {
+                    0 => w.retire(s, RECEIVER),
+                    _ => w.retire(RECEIVER, s),
+                }
+            }
             0 | 1 => {
                 let s = rng.below(SENDERS as u64) as usize;
                 if next_send[s] < PER_SENDER {
@@ -363,7 +380,7 @@ fn check_order(seed: u64, receiver: &Engine, messages: &[Message], receives: &[R
 #[test]
 fn mpi_order_holds_when_two_links_reorder_a_peers_frames() {
     for seed in 1..=100 {
-        let (w, messages, receives) = run_order_scenario(seed, None);
+        let (w, messages, receives) = run_order_scenario(seed, None, false);
         assert!(
             w.overtaken > 10,
             "seed {seed}: only {} frames were overtaken; the links hardly reordered",
@@ -384,7 +401,7 @@ fn striped_data_lands_in_place_and_mpi_order_holds_when_chunks_arrive_out_of_ord
     };
     let mut reordered = 0;
     for seed in 1..=50 {
-        let (w, messages, receives) = run_order_scenario(seed, Some(stripe));
+        let (w, messages, receives) = run_order_scenario(seed, Some(stripe), false);
         check_order(seed, &w.engines[RECEIVER as usize], &messages, &receives);
         let mut last_offset: HashMap<u64, u64> = HashMap::new();
         for &(_, receive, offset) in &w.chunk_log {
@@ -402,4 +419,34 @@ fn striped_data_lands_in_place_and_mpi_order_holds_when_chunks_arrive_out_of_ord
         reordered > 100,
         "only {reordered} chunks arrived before an earlier one"
     );
+}
+
+/// MPI order and every byte across links retired in the middle of the
+/// stream and opened again (the lower rank dialling), with the frames
+/// emitted meanwhile waiting for the new link; a pinned peer's retires
+/// are refused and its links stay.
+#[test]
+fn mpi_order_holds_and_nothing_is_lost_across_retired_and_reopened_links() {
+    let mut reopened = 0;
+    let mut refused = 0;
+    for seed in 1..=100 {
+        let (w, messages, receives) = run_order_scenario(seed, None, true);
+        check_order(seed, &w.engines[RECEIVER as usize], &messages, &receives);
+        reopened += w.reopened;
+        refused += w
+            .events
+            .iter()
+            .filter(|(_, _, _, e)| *e == LinkEvent::RetireRefused)
+            .count();
+        let pinned_reopened = w
+            .events
+            .iter()
+            .any(|(rank, peer, _, e)| (*rank, *peer) == (1, RECEIVER) && *e == LinkEvent::Closed);
+        assert!(!pinned_reopened, "seed {seed}: a pinned link closed");
+    }
+    assert!(
+        reopened > 500,
+        "only {reopened} links were retired and opened again"
+    );
+    assert!(refused > 100, "only {refused} retires were refused");
 }
