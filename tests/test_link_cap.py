@@ -1,6 +1,7 @@
 """TETHER_MAX_LINKS: TCP connections over the cap are retired and
-dialled again in the middle of a stream without losing or reordering a
-message, and a kernel's peers keep theirs (`tests/python/retire_stream.py`
+dialled again in the middle of a stream, and shared-memory rings give
+their pages back, without losing or reordering a message; a kernel's
+peers keep theirs (`tests/python/retire_stream.py`
 checks every message and the links left after a kernel)."""
 
 import re
@@ -13,11 +14,12 @@ from conftest import ROOT, clean_env, tether_run
 STREAM = str(ROOT / "tests" / "python" / "retire_stream.py")
 
 
-@pytest.mark.parametrize("layout", ["one program", "two programs on two rails"])
+@pytest.mark.parametrize("layout", ["one program", "one program over shm", "two programs on two rails"])
 def test_a_stream_between_six_processes_under_a_cap_of_one_loses_nothing(python_package, layout):
-    if layout == "one program":
+    if layout.startswith("one program"):
         args = ["--name", "s", "-n", "6", sys.executable, STREAM, "150"]
-        env = clean_env(TETHER_TRANSPORTS="tcp", TETHER_MAX_LINKS="1")
+        transport = "shm" if layout.endswith("shm") else "tcp"
+        env = clean_env(TETHER_TRANSPORTS=transport, TETHER_MAX_LINKS="1")
     else:
         args = ["--name", "a", "-n", "3", sys.executable, STREAM, "150", ":",
                 "--name", "b", "-n", "3", sys.executable, STREAM, "150"]

@@ -7,7 +7,9 @@
  * kernel and in touched shared rings) and the kernel's time per shift;
  * benches/hints/kernel_shift.py runs it for growing process counts.
  *
- * Output (every rank): "memory_kib <k> links <l>" and, from rank 0,
+ * Output (every rank): "memory_kib <k> links <l> links_peak <p> retires
+ * <r>" (links now, the most at once, and retires under TETHER_MAX_LINKS)
+ * and, from rank 0,
  * "shift <bytes> <us per iteration>". */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -64,7 +66,9 @@ int main(int argc, char **argv) {
         if (hint) check(tether_hint("IN_KERNEL", "0"), "hint");
     }
     long kib = status_kib("VmHWM:") + (long)((stat_of("link_kernel_bytes") + stat_of("link_ring_resident_bytes")) / 1024);
-    printf("memory_kib %ld links %lld\n", kib, (long long)stat_of("links"));
+    printf("memory_kib %ld links %lld links_peak %lld retires %lld anon_kib %ld shmem_kib %ld\n", kib,
+           (long long)stat_of("links"), (long long)stat_of("links_peak"), (long long)stat_of("link_retires"),
+           status_kib("RssAnon:"), status_kib("RssShmem:"));
     fflush(stdout);
     check(tether_finalize(), "finalize");
     return 0;

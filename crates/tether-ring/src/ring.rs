@@ -106,6 +106,14 @@ impl<C: Deref<Target = RingControl>, B: Bytes> Producer<C, B> {
         self.bytes.capacity()
     }
 
+    /// Whether the consumer has released every byte written (reloads its
+    /// cursor): it reads none of the storage until the producer writes
+    /// again, so the storage may be given back meanwhile.
+    pub fn drained(&mut self) -> bool {
+        self.tail_seen = self.control.tail.0.load(Ordering::Acquire);
+        self.tail_seen == self.head
+    }
+
     /// Free bytes; reloads the consumer's cursor when fewer than `want`
     /// seem free.
     pub fn writable(&mut self, want: usize) -> usize {

@@ -213,3 +213,20 @@ fn release_stores_the_cursor_only_when_bytes_were_consumed() {
     assert!(!consumer.release(), "released already");
     assert_eq!(producer.writable(1), 10);
 }
+
+#[test]
+fn a_ring_is_drained_only_once_the_consumer_released_all_written() {
+    let (mut producer, mut consumer) = ring(64);
+    assert!(producer.drained(), "a fresh ring");
+    let mut buf = [0u8; 8];
+    // SAFETY: the sources and destinations are valid for their lengths.
+    unsafe {
+        producer.push([7u8; 8].as_ptr(), 8);
+        assert!(!producer.drained(), "written, not published");
+        producer.publish();
+        consumer.pop(buf.as_mut_ptr(), 8);
+    }
+    assert!(!producer.drained(), "read, not released");
+    consumer.release();
+    assert!(producer.drained());
+}

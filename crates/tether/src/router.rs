@@ -343,6 +343,7 @@ impl Router {
             cma: settings.shm_cma(),
             membarrier: settings.shm_membarrier(),
             key: key.clone(),
+            populate: settings.max_links() == 0,
         };
         let mut shm_problem = bound.shm_problem;
         let shm = bound.shm.and_then(|prepared| {
@@ -481,6 +482,9 @@ impl Router {
     /// round of progress on.
     pub fn set_max_links(&mut self, max: usize) {
         self.cap.set_max(max);
+        if let Some(shm) = self.shm.as_mut() {
+            shm.set_populate(max == 0);
+        }
     }
 
     /// Marks `peer` as used inside a communication kernel: connected at
@@ -493,21 +497,24 @@ impl Router {
         }
     }
 
-    /// Connections closed by a retire (`TETHER_MAX_LINKS`).
+    /// Links retired under `TETHER_MAX_LINKS`: TCP connections closed,
+    /// shared-memory rings whose pages were given back.
     pub fn retires(&self) -> u64 {
-        self.tcp.retires()
+        self.tcp.retires() + self.shm.as_ref().map_or(0, |shm| shm.retires)
     }
 
     /// The most dedicated links this process held at once: TCP
-    /// connections at their peak (per rail), plus the shared-memory and
-    /// UCX links, which are never retired.
+    /// connections at their peak (per rail), plus the shared-memory
+    /// channels it ever wrote to and the UCX links (an upper bound: a
+    /// ring given back and written again counts once).
     pub fn links_peak(&self) -> u64 {
-        let kept = self
-            .links()
-            .iter()
-            .filter(|link| link.transport != "tcp")
-            .count();
-        self.tcp.links_peak() + kept as u64
+        let ucx = self.ucx.as_ref().map_or(0, |ucx| {
+            let mut links = Vec::new();
+            ucx.links(&mut links);
+            links.len()
+        });
+        let shm = self.shm.as_ref().map_or(0, ShmTransport::channel_count);
+        self.tcp.links_peak() + (shm + ucx) as u64
     }
 
     /// Retires the least recently used idle connections that no kernel
@@ -516,6 +523,9 @@ impl Router {
     fn hold_the_cap(&mut self) {
         let open = self.cap.open_links();
         self.tcp.open_links(open);
+        if let Some(shm) = self.shm.as_mut() {
+            shm.open_links(open);
+        }
         let mut candidates: Vec<Candidate> = Vec::with_capacity(open.len());
         for link in open.iter() {
             match candidates.iter_mut().find(|c| c.peer == link.peer) {
@@ -534,7 +544,16 @@ impl Router {
         }
         let epoch = self.cap.epoch();
         for peer in choose_retires(self.cap.max(), epoch, &mut candidates) {
-            self.tcp.retire(peer);
+            match self.peers.route(peer) {
+                Some(Route::Shm) => {
+                    if let Some(shm) = self.shm.as_mut() {
+                        shm.retire(peer);
+                    }
+                }
+                _ => {
+                    self.tcp.retire(peer);
+                }
+            }
         }
         self.cap.next_epoch();
     }
@@ -1027,8 +1046,13 @@ impl Router {
             moved |= self.wait_ready(timeout, wants_sleep);
         }
         self.collect();
-        if self.cap.may_exceed(self.tcp.connections()) {
-            self.hold_the_cap();
+        // The cap is looked at every few rounds of a busy poll, and at
+        // each round of a wait that may sleep.
+        if (epoll_round || wants_sleep) && self.cap.active() {
+            let shm = self.shm.as_ref().map_or(0, ShmTransport::channel_count);
+            if self.cap.may_exceed(self.tcp.connections() + shm) {
+                self.hold_the_cap();
+            }
         }
         moved
     }

@@ -13,7 +13,7 @@
 //! when nothing waits to be written on it and it was not used since the
 //! previous check. No clock is read.
 
-use crate::transport::tcp::OpenLink;
+use crate::transport::resources::OpenLink;
 
 /// The cap and the epoch of use.
 #[derive(Debug, Default)]

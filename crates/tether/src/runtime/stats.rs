@@ -147,12 +147,13 @@ impl Runtime {
                     by_transport.len() - 1
                 }
             };
-            by_transport[slot].1 += 1;
+            by_transport[slot].1 += u64::from(link.dedicated);
             by_transport[slot].2.add(&link.memory);
             total.add(&link.memory);
         }
         by_transport.sort_by_key(|(t, ..)| *t);
-        out.push(("links".to_string(), links.len() as u64));
+        let dedicated = links.iter().filter(|link| link.dedicated).count();
+        out.push(("links".to_string(), dedicated as u64));
         let router = self.transport.router();
         out.push(("links_peak".to_string(), router.links_peak()));
         out.push(("link_retires".to_string(), router.retires()));
@@ -177,8 +178,9 @@ impl Runtime {
             let (peer, transport) = (group[0].peer, group[0].transport);
             let mut memory = LinkMemory::default();
             group.iter().for_each(|link| memory.add(&link.memory));
-            if group.len() > 1 {
-                out.push((format!("peer.{peer}.{transport}.links"), group.len() as u64));
+            let dedicated = group.iter().filter(|link| link.dedicated).count();
+            if dedicated > 1 {
+                out.push((format!("peer.{peer}.{transport}.links"), dedicated as u64));
             }
             out.extend(
                 memory

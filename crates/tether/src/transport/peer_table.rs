@@ -87,6 +87,10 @@ impl<T> PeerTable<T> {
     pub fn iter(&self) -> impl Iterator<Item = (&u32, &T)> {
         self.entries.iter().map(|(peer, value)| (peer, value))
     }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&u32, &mut T)> {
+        self.entries.iter_mut().map(|(peer, value)| (&*peer, value))
+    }
 }
 
 #[cfg(test)]

@@ -41,12 +41,30 @@ impl LinkMemory {
     }
 }
 
-/// One dedicated link: its peer, its transport and what it holds.
+/// One link: its peer, its transport and what it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkUse {
     pub peer: u32,
     pub transport: &'static str,
     pub memory: LinkMemory,
+    /// It holds resources of its own now (counted in `links`): a TCP
+    /// connection, a UCX endpoint, a shared-memory ring pair not given
+    /// back. A channel whose rings were given back under
+    /// `TETHER_MAX_LINKS` still shows its memory (its control page and
+    /// the page its reader polls) but is not a link.
+    pub dedicated: bool,
+}
+
+/// One dedicated link the link cap (`TETHER_MAX_LINKS`) may retire: a
+/// TCP connection, or a shared-memory ring holding pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenLink {
+    pub peer: u32,
+    /// Retiring it now delays no frame: nothing waits to be written on
+    /// it (shared memory: and it moved nothing since the last check).
+    pub idle: bool,
+    /// The peer refused to retire it: not to be asked again.
+    pub kept_by_peer: bool,
 }
 
 /// Bytes the kernel holds for socket `fd` now (`SO_MEMINFO`: receive

@@ -10,7 +10,8 @@ use crate::error::{err, ErrorClass};
 use crate::transport::events::LinkEvent;
 use crate::transport::reactor::{Ready, TCP_TOKENS};
 use crate::transport::resources::LinkUse;
-use crate::transport::tcp::{OpenLink, TcpTransport};
+use crate::transport::resources::OpenLink;
+use crate::transport::tcp::TcpTransport;
 
 /// How often a connect that waits for a peer's address looks again.
 const HOME_LOOK: Duration = Duration::from_millis(1);

@@ -120,6 +120,9 @@ pub struct Outgoing {
     /// (a position in the ring's byte stream) is 0: the zeroed words the
     /// next frames end on, written ahead ([`Outgoing::zero_ahead`]).
     zeroed_to: u64,
+    /// The write position when the ring's pages were last given back
+    /// ([`Outgoing::give_back`]); it holds pages again once written past.
+    given_back_at: Option<u64>,
 }
 
 impl Outgoing {
@@ -158,6 +161,45 @@ impl Outgoing {
             out: VecDeque::new(),
             small: Box::new([0; PREFIX + SMALL_PAYLOAD]),
             zeroed_to,
+            given_back_at: None,
+        }
+    }
+
+    /// Frames written so far.
+    pub fn frames(&self) -> u64 {
+        self.seq
+    }
+
+    /// Whether the ring may hold pages this process wrote: it was written
+    /// since its pages were last given back.
+    pub fn holds_pages(&self) -> bool {
+        self.given_back_at != Some(self.producer.position())
+    }
+
+    /// Gives the ring's pages back to the system when nothing waits to be
+    /// written and the peer has read and released everything (so neither
+    /// side touches the ring's bytes until the next frame, whose pages
+    /// come back zeroed, the state an empty ring's words are in). The
+    /// link cap's retire of a shared-memory link (`TETHER_MAX_LINKS`):
+    /// no word with the peer is needed, as only this process writes the
+    /// ring. Returns whether it did.
+    pub fn give_back(&mut self) -> bool {
+        if !self.holds_pages() || !self.out.is_empty() || !self.producer.drained() {
+            return false;
+        }
+        // SAFETY: this process is the ring's one writer and writes
+        // nothing during the call; the consumer released every byte
+        // written (`drained`, Acquire), so it reads none of them again
+        // and polls only the zero word at its position, which stays 0.
+        match unsafe { self.producer.storage().give_back() } {
+            Ok(()) => {
+                self.given_back_at = Some(self.producer.position());
+                true
+            }
+            Err(e) => {
+                tracing::debug!("cannot give a ring's pages back: {e}");
+                false
+            }
         }
     }
 
@@ -589,6 +631,11 @@ pub struct Incoming {
 }
 
 impl Incoming {
+    /// Frames read so far.
+    pub fn frames(&self) -> u64 {
+        self.seq
+    }
+
     /// The ring this direction reads: its bytes, and its resident bytes.
     pub fn footprint(&self) -> (u64, u64) {
         self.consumer.storage().footprint()

@@ -53,7 +53,7 @@ use crate::transport::api::{Caps, NoResource, RmaOutcome, Transport, LINK_QUEUE_
 use crate::transport::events::{Events, LinkEvent};
 use crate::transport::peer_table::PeerTable;
 use crate::transport::reactor::SHM_TOKENS;
-use crate::transport::resources::{LinkMemory, LinkUse};
+use crate::transport::resources::{LinkMemory, LinkUse, OpenLink};
 use crate::universe::Universe;
 use bell::{Bell, Ringer};
 use channel::{Delivered, Incoming, Outgoing};
@@ -84,6 +84,11 @@ pub struct ShmConfig {
     /// and the owner reads no ring whose writer did not
     /// (`segment.rs`).
     pub key: Option<Arc<tether_auth::Key>>,
+    /// Whether a writer faults its whole ring in when it attaches
+    /// (`RingBytes::populate_for_writing`): faster first lap, but every
+    /// peer ever written to holds a full ring. Off under
+    /// `TETHER_MAX_LINKS`, where pages come as they are written.
+    pub populate: bool,
 }
 
 /// What exists before the universe is known: the segment's descriptor and
@@ -152,6 +157,9 @@ struct Channel {
     bye_sent: bool,
     bye_received: bool,
     lost: bool,
+    /// Frames written and read at the link cap's last look: moved
+    /// since then, the link is not idle (`ShmTransport::open_links`).
+    frames_seen: (u64, u64),
 }
 
 pub struct ShmTransport {
@@ -180,6 +188,8 @@ pub struct ShmTransport {
     delivered: Vec<Delivered>,
     /// The sleep barrier failed once (said once in the log).
     barrier_failed: bool,
+    /// Outgoing rings whose pages were given back (counters).
+    pub retires: u64,
 }
 
 impl ShmTransport {
@@ -238,6 +248,7 @@ impl ShmTransport {
             suspects: Vec::new(),
             delivered: Vec::new(),
             barrier_failed: false,
+            retires: 0,
         })
     }
 
@@ -260,12 +271,70 @@ impl ShmTransport {
                 memory.ring_bytes += ring;
                 memory.ring_resident_bytes += resident;
             }
+            // Rings given back both ways (`TETHER_MAX_LINKS`) keep at
+            // most the page the reader polls for the next frame.
+            let given_back = channel.out.as_ref().is_none_or(|o| !o.holds_pages());
+            let incoming = channel.inc.as_ref().map_or(0, |i| i.footprint().1);
             out.push(LinkUse {
                 peer: *peer,
                 transport: "shm",
                 memory,
+                dedicated: !given_back || incoming > segment::PAGE as u64,
             });
         }
+    }
+
+    /// The channels whose outgoing ring was written since its pages were
+    /// last given back (the links `TETHER_MAX_LINKS` counts), each idle
+    /// when no frame moved either way since the previous look (whether
+    /// the ring is drained is checked when it is retired).
+    pub fn open_links(&mut self, out: &mut Vec<OpenLink>) {
+        for (&peer, channel) in self.channels.iter_mut() {
+            let Some(outgoing) = channel.out.as_ref().filter(|o| o.holds_pages()) else {
+                continue;
+            };
+            if channel.lost {
+                continue;
+            }
+            let frames = (
+                outgoing.frames(),
+                channel.inc.as_ref().map_or(0, Incoming::frames),
+            );
+            let moved = frames != channel.frames_seen;
+            channel.frames_seen = frames;
+            out.push(OpenLink {
+                peer,
+                idle: !moved,
+                kept_by_peer: false,
+            });
+        }
+    }
+
+    /// Whether rings attached from now on are faulted in whole
+    /// ([`ShmConfig::populate`]).
+    pub fn set_populate(&mut self, populate: bool) {
+        self.config.populate = populate;
+    }
+
+    /// Channels with an outgoing ring (an upper bound of
+    /// [`ShmTransport::open_links`], which costs a look at each).
+    pub fn channel_count(&self) -> usize {
+        self.channels.len()
+    }
+
+    /// Retires the link to `peer`: gives its outgoing ring's pages back
+    /// when the peer has read everything (`Outgoing::give_back`); the
+    /// next frame brings them back. The incoming ring is the peer's to
+    /// give back. Returns whether it did.
+    pub fn retire(&mut self, peer: u32) -> bool {
+        let done = self
+            .channels
+            .get_mut(&peer)
+            .filter(|c| !c.lost)
+            .and_then(|c| c.out.as_mut())
+            .is_some_and(Outgoing::give_back);
+        self.retires += u64::from(done);
+        done
     }
 
     /// Whether frames for `peer` can be sent now.
@@ -305,7 +374,9 @@ impl ShmTransport {
             .reach(pid, start)
             .map_err(|e| AttachError::Unusable(format!("cannot reach its doorbell: {e}")))?;
         let (control, bytes) = mapping.ring(self.me_rank());
-        bytes.populate_for_writing();
+        if self.config.populate {
+            bytes.populate_for_writing();
+        }
         // SAFETY: the slot was claimed for this process by `attach`, so
         // this is the ring's only producer.
         let producer = unsafe { Producer::new(control, bytes) };
@@ -336,6 +407,7 @@ impl ShmTransport {
                 bye_sent: false,
                 bye_received: false,
                 lost: false,
+                frames_seen: (0, 0),
             }
         })
     }

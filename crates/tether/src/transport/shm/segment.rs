@@ -47,7 +47,7 @@ use memmap2::{MmapOptions, MmapRaw};
 use tether_ring::{Bytes, Doorbell, RingControl};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"TTHRSHM2");
-const PAGE: usize = 4096;
+pub const PAGE: usize = 4096;
 const GENERATION_AT: usize = 256;
 const DOORBELL_AT: usize = 320;
 const OWNER_NONCE_AT: usize = 128;
@@ -190,6 +190,22 @@ impl RingBytes {
         // value keeps alive.
         let resident = unsafe { crate::transport::resources::resident_bytes(self.ptr, self.len) };
         (self.len as u64, resident)
+    }
+
+    /// Gives the ring's pages back to the system (`MADV_REMOVE`: the
+    /// memfd's pages are freed for every process that maps them); they
+    /// come back zeroed when next touched.
+    ///
+    /// # Safety
+    /// Nothing reads or writes the ring's bytes meanwhile, and nothing
+    /// written there is still to be read: its producer calls this, after
+    /// the consumer released everything ([`tether_ring::Producer::drained`]).
+    pub unsafe fn give_back(&self) -> std::io::Result<()> {
+        if libc::madvise(self.ptr.cast(), self.len, libc::MADV_REMOVE) == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
     }
 
     /// The word at byte `at` of the ring (a line's first word, which a

@@ -57,7 +57,6 @@ use crate::transport::resources::{socket_kernel_bytes, LinkMemory, LinkUse};
 use crate::transport::retry::Retry;
 use crate::universe::Universe;
 use conn::{Conn, ConnError, Incoming};
-pub use retire::OpenLink;
 
 /// The listener's index in the transport's tokens.
 const LISTENER: usize = 0;
@@ -296,6 +295,7 @@ impl TcpTransport {
                     kernel_bytes: socket_kernel_bytes(entry.conn.stream.as_raw_fd()),
                     ..LinkMemory::default()
                 },
+                dedicated: true,
             });
         }
     }

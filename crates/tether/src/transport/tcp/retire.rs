@@ -15,16 +15,7 @@ use std::time::Instant;
 use mio::Token;
 
 use super::TcpTransport;
-
-/// One established connection the link cap may retire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OpenLink {
-    pub peer: u32,
-    /// Nothing waits to be written on it: retiring it now delays no frame.
-    pub idle: bool,
-    /// The peer refused to retire it: not to be asked again.
-    pub kept_by_peer: bool,
-}
+use crate::transport::resources::OpenLink;
 
 impl TcpTransport {
     /// The established connections that are open (not retiring, not

@@ -448,6 +448,7 @@ impl UcxTransport {
                         user_bytes,
                         ..LinkMemory::default()
                     },
+                    dedicated: true,
                 });
             }
         }
