@@ -394,7 +394,7 @@ settings! {
         default: "0",
         kind: Kind::Flag,
         hint: true,
-        meaning: "1 while the program is in a communication kernel: waits spin longer instead of sleeping, the peers used inside keep their connections whatever TETHER_MAX_LINKS says, and they are connected at once the next time a kernel starts",
+        meaning: "1 while the program is in a communication kernel: waits spin longer instead of sleeping, the peers used inside keep their links whatever TETHER_MAX_LINKS says, and they are connected at once the next time a kernel starts",
     };
     max_links as MaxLinks: Number = Setting {
         key: "MAX_LINKS",
@@ -404,7 +404,7 @@ settings! {
             max: 1_000_000,
         },
         hint: true,
-        meaning: "at most this many TCP connections per process (0: no cap): beyond it, the least recently used idle ones that no IN_KERNEL region used are retired through a goodbye both sides agree on (nothing lost or reordered) and opened again on demand; shared-memory rings and UCX endpoints are not capped",
+        meaning: "at most this many dedicated links per process (0: no cap): beyond it, the least recently used idle ones that no IN_KERNEL region used are retired (TCP: closed through a goodbye both sides agree on, nothing lost or reordered, and dialled again on demand; shared memory: the ring's pages given back, to come back as it is written) (docs/hints.md); UCX endpoints are not capped",
     };
     rma_direct_bytes as RmaDirectBytes: Number = Setting {
         key: "RMA_DIRECT_BYTES",
