@@ -146,6 +146,15 @@ impl Peers {
             .is_some_and(|p| matches!(p.route, Some(Route::Shm)) && p.waiting.is_empty())
     }
 
+    /// Whether `peer`'s route is UCX with nothing waiting for it: the
+    /// short path of a blocking call may use its link.
+    #[inline(always)]
+    pub(crate) fn ucx_idle(&self, peer: u32) -> bool {
+        self.table
+            .get(&peer)
+            .is_some_and(|p| matches!(p.route, Some(Route::Ucx)) && p.waiting.is_empty())
+    }
+
     /// Keeps `t` for its peer, behind what waits (`front`: before it,
     /// where a frame taken off the front comes back).
     pub(crate) fn wait(&mut self, t: Transmit, front: bool) {

@@ -600,7 +600,7 @@ impl Router {
     /// apart from the rest of the router.
     #[inline(always)]
     pub fn short_path(&mut self) -> ShortPath<'_> {
-        ShortPath::new(&self.peers, self.shm.as_mut())
+        ShortPath::new(&self.peers, self.shm.as_mut(), self.ucx.as_mut())
     }
 
     pub fn has_route(&self, peer: u32) -> bool {

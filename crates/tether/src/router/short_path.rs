@@ -1,6 +1,6 @@
-//! The shared-memory short path of blocking calls and collectives
-//! (`runtime/direct.rs`), borrowed apart from the rest of the router: it
-//! needs only the peers' routes and the shared-memory transport, and
+//! The short path of blocking calls and collectives (`runtime/direct.rs`)
+//! over shared memory and UCX, borrowed apart from the rest of the
+//! router: it needs only the peers' routes and those two transports, and
 //! borrowing just those lets the caller read the peer records beside it
 //! (an activity that names why a peer was lost while it uses the path).
 
@@ -8,16 +8,22 @@ use tether_proto::Region;
 
 use crate::peers::Peers;
 use crate::transport::shm::{Direct, ShmTransport, Wanted};
+use crate::transport::ucx::UcxTransport;
 
 pub struct ShortPath<'a> {
     peers: &'a Peers,
     shm: Option<&'a mut ShmTransport>,
+    ucx: Option<&'a mut UcxTransport>,
 }
 
 impl<'a> ShortPath<'a> {
     #[inline(always)]
-    pub(super) fn new(peers: &'a Peers, shm: Option<&'a mut ShmTransport>) -> ShortPath<'a> {
-        ShortPath { peers, shm }
+    pub(super) fn new(
+        peers: &'a Peers,
+        shm: Option<&'a mut ShmTransport>,
+        ucx: Option<&'a mut UcxTransport>,
+    ) -> ShortPath<'a> {
+        ShortPath { peers, shm, ucx }
     }
 
     /// The peer records, for as long as the path is borrowed.
@@ -28,13 +34,19 @@ impl<'a> ShortPath<'a> {
 
     /// The short path of a blocking send: writes an eager message with
     /// `context` and `tag` to `peer` at once when its route is shared
-    /// memory and the ring takes it; returns whether it did. Nothing is
+    /// memory and the ring takes it, or UCX and its link sends it now;
+    /// returns whether it did. Nothing is
     /// sent otherwise, and the send takes the engine's path.
     #[inline(always)]
     pub fn send_eager(&mut self, peer: u32, context: u32, tag: i32, payload: Region) -> bool {
         match self.shm.as_deref_mut() {
             Some(shm) if self.peers.shm_idle(peer) => shm.send_eager(peer, context, tag, payload),
-            _ => false,
+            _ => match self.ucx.as_deref_mut() {
+                Some(ucx) if self.peers.ucx_idle(peer) => {
+                    ucx.send_eager(peer, context, tag, payload)
+                }
+                _ => false,
+            },
         }
     }
 
@@ -56,7 +68,12 @@ impl<'a> ShortPath<'a> {
     ) -> Direct {
         match self.shm.as_deref_mut() {
             Some(shm) if self.peers.shm_idle(peer) => shm.take_eager(peer, buf, polls, pause, want),
-            _ => Direct::Other,
+            _ => match self.ucx.as_deref_mut() {
+                Some(ucx) if self.peers.ucx_idle(peer) => {
+                    ucx.take_eager(peer, buf, polls, pause, want)
+                }
+                _ => Direct::Other,
+            },
         }
     }
 }

@@ -554,7 +554,7 @@ pub struct Wanted {
 
 impl Wanted {
     #[inline(always)]
-    fn accepts(self, context: u32, tag: i32) -> bool {
+    pub fn accepts(self, context: u32, tag: i32) -> bool {
         context == self.context && self.tag.is_none_or(|t| t == tag)
     }
 }

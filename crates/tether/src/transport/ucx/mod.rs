@@ -51,8 +51,10 @@ mod am;
 mod receive;
 mod rma;
 mod send;
+mod short_path;
 
 pub use rma::{RmaChoice, RmaPeers};
+pub use short_path::SHORT_PATH_MAX;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -319,6 +321,9 @@ pub struct UcxTransport {
     timer: Option<Instant>,
     /// What happened since the router last drained it.
     pub events: Events,
+    /// A short-path receive is polling this peer: its arrivals wait in
+    /// its map for the receive to look at (`short_path.rs`).
+    holding: Option<u32>,
 }
 
 // SAFETY: as for `Prepared`: the transport owns every handle of its UCX
@@ -373,6 +378,7 @@ impl UcxTransport {
             config,
             timer: None,
             events: Events::default(),
+            holding: None,
         })
     }
 

@@ -125,7 +125,11 @@ impl UcxTransport {
         let arrival = Arrival { am: frame, data };
         // The usual case, a frame in order that the link may take now,
         // skips the map.
-        if frame.seq() == p.next_seq && p.arrived.is_empty() && p.may_take() {
+        if frame.seq() == p.next_seq
+            && p.arrived.is_empty()
+            && p.may_take()
+            && self.holding != Some(from)
+        {
             p.next_seq += 1;
             if !self.feed(from, arrival) {
                 return;
@@ -176,6 +180,9 @@ impl UcxTransport {
 
     /// The arrival `peer`'s link takes next, if it may take one now.
     fn next_arrival(&mut self, peer: u32) -> Option<Arrival> {
+        if self.holding == Some(peer) {
+            return None;
+        }
         let p = self.peers.get_mut(&peer)?;
         if !p.may_take() {
             return None;

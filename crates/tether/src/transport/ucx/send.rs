@@ -30,22 +30,25 @@ impl UcxTransport {
             return;
         };
         match link.stamp(&mut header) {
-            Ok(()) => self.send_frame(peer, &header, payload, completes),
+            Ok(()) => {
+                self.send_frame(peer, &header, payload, completes);
+            }
             Err(error) => tracing::debug!("{:?} frame not sent: {error}", header.kind),
         }
     }
 
     /// Sends one stamped frame as a `FRAMES` active message. A connector's
     /// `Hello` carries this worker's address in front of its payload.
+    /// Returns the send's token while UCX has not finished it.
     pub(super) fn send_frame(
         &mut self,
         peer: u32,
         header: &FrameHeader,
         payload: TransmitPayload,
         completes: Option<ReqId>,
-    ) {
+    ) -> Option<u64> {
         if !self.ensure_endpoint(peer) {
-            return;
+            return None;
         }
         let mut header = *header;
         header.payload_len = payload.len() as u64;
@@ -108,6 +111,7 @@ impl UcxTransport {
                 if let Some(req) = completes {
                     self.events.sent.push(req);
                 }
+                None
             }
             Ok(Completion::Pending(token)) => {
                 p.in_flight += 1;
@@ -120,11 +124,13 @@ impl UcxTransport {
                         payload: owned,
                     },
                 );
+                Some(token.0)
             }
             Err(e) => {
                 self.lose_with(peer, ErrorClass::PeerLost, |who| {
                     format!("UCX cannot send to {who}: {e}")
                 });
+                None
             }
         }
     }

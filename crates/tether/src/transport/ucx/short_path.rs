@@ -1,0 +1,168 @@
+//! The short path of blocking calls over UCX (`runtime/direct.rs`): a
+//! small eager message goes from the user's buffer into
+//! `ucp_am_send_nbx`, and comes from the next in-order arrival of the
+//! peer's link into the user's buffer, without an engine request, the
+//! router's queues or a full progress round. The frames are the ones the
+//! engine's path makes and takes, stamped and checked by the same link,
+//! so neither side can tell which path the other took.
+//!
+//! While a receive polls, the peer's in-order arrivals stay in its map
+//! (`Peer::arrived`) instead of going to the link at once, so that the
+//! short path can look at the next one before the link takes it: an
+//! eager message that the receive accepts and that fits its buffer is
+//! taken; anything else is left for the engine's path, which the
+//! arrivals are handed to as the receive ends. Other peers' arrivals and
+//! the worker's other events take their usual way meanwhile, into this
+//! transport's events for the router's next drain.
+
+use tether_proto::link::Inbound;
+use tether_proto::{FrameHeader, FrameKind, Region, TransmitPayload};
+use tether_ucx::AmData;
+
+use super::{Peer, UcxTransport};
+use crate::transport::api::LINK_QUEUE_FRAMES;
+use crate::transport::shm::{Direct, Wanted};
+
+/// Largest payload the short path sends: UCX's short and buffered-copy
+/// protocols complete such a send within the call on every transport,
+/// so the user's buffer is free when it returns; larger ones may go by
+/// zero-copy, which holds the buffer until the peer took it.
+pub const SHORT_PATH_MAX: usize = 4096;
+
+impl Peer {
+    /// Whether a frame stamped now goes out at once, in order: the link
+    /// is open and takes frames, and nothing waits before it.
+    fn sends_now(&self) -> bool {
+        self.established
+            && self.queue.is_empty()
+            && self.rma_waiting.is_empty()
+            && self.in_flight < LINK_QUEUE_FRAMES
+            && self.link.as_ref().is_some_and(|l| l.takes_frames())
+    }
+}
+
+impl UcxTransport {
+    /// Sends an eager message of `payload` with `context` and `tag` to
+    /// `peer` now, if its link is open with nothing waiting before it and
+    /// the payload is at most [`SHORT_PATH_MAX`]; returns whether it did
+    /// (then the buffer may be reused). A send UCX has not finished
+    /// within the call is waited for here, progressing the worker.
+    pub fn send_eager(&mut self, peer: u32, context: u32, tag: i32, payload: Region) -> bool {
+        if payload.len > SHORT_PATH_MAX {
+            return false;
+        }
+        let Some(p) = self.peers.get_mut(&peer).filter(|p| p.sends_now()) else {
+            return false;
+        };
+        let mut header = FrameHeader::new(FrameKind::Eager);
+        header.context = context;
+        header.tag = tag;
+        header.msg_size = payload.len as u64;
+        let link = p.link.as_mut().expect("sends_now checked it");
+        if link.stamp(&mut header).is_err() {
+            return false;
+        }
+        if let Some(token) =
+            self.send_frame(peer, &header, TransmitPayload::Borrowed(payload), None)
+        {
+            // The buffer is UCX's until the send is done (or the peer is
+            // lost, which ends the send too).
+            while self.sends.contains_key(&token) {
+                self.progress_worker();
+            }
+        }
+        true
+    }
+
+    /// Takes `peer`'s next frame into `buf` when it is an `Eager` frame
+    /// that `want` accepts and that fits, progressing the worker up to
+    /// `polls` times (at least once) while none has arrived, with
+    /// `pause()` between; `Other` when the next frame is anything else,
+    /// or the link may not take a frame now.
+    pub fn take_eager(
+        &mut self,
+        peer: u32,
+        buf: Region,
+        polls: u32,
+        mut pause: impl FnMut(),
+        want: Wanted,
+    ) -> Direct {
+        match self.peers.get(&peer) {
+            Some(p) if p.established && p.may_take() => {}
+            _ => return Direct::Other,
+        }
+        self.holding = Some(peer);
+        let mut found = self.take_arrived(peer, buf, want);
+        for _ in 0..polls.max(1) {
+            if !matches!(found, Direct::Empty) {
+                break;
+            }
+            self.progress_worker();
+            found = self.take_arrived(peer, buf, want);
+            if matches!(found, Direct::Empty) {
+                pause();
+            }
+        }
+        self.holding = None;
+        self.advance(peer);
+        found
+    }
+
+    /// The short path's look at `peer`'s next arrival (see
+    /// [`UcxTransport::take_eager`]).
+    fn take_arrived(&mut self, peer: u32, buf: Region, want: Wanted) -> Direct {
+        let Some(p) = self.peers.get_mut(&peer).filter(|p| p.may_take()) else {
+            return Direct::Other;
+        };
+        let Some(arrival) = p.arrived.get(&p.next_seq) else {
+            return Direct::Empty;
+        };
+        let Ok(header) = FrameHeader::decode(&arrival.am.frame, arrival.am.seq(), u64::MAX) else {
+            return Direct::Other;
+        };
+        let bytes = match &arrival.data {
+            AmData::Empty => Some(&[][..]),
+            AmData::Bytes(bytes) => Some(&bytes[..]),
+            AmData::Held(desc) => desc.bytes(),
+        };
+        let takes = header.kind == FrameKind::Eager
+            && want.accepts(header.context, header.tag)
+            && header.payload_len as usize <= buf.len
+            && bytes.is_some_and(|b| b.len() as u64 == header.payload_len);
+        if !takes {
+            return Direct::Other;
+        }
+        let arrival = p.arrived.remove(&p.next_seq).expect("looked at above");
+        p.next_seq += 1;
+        let link = p.link.as_mut().expect("may_take checked it");
+        match link.on_header(&arrival.am.frame) {
+            Ok(Inbound::Deliver(header)) => {
+                let bytes = match &arrival.data {
+                    AmData::Empty => &[][..],
+                    AmData::Bytes(bytes) => &bytes[..],
+                    AmData::Held(desc) => desc.bytes().expect("checked above"),
+                };
+                // SAFETY: the receive's buffer is valid for `buf.len`
+                // writes during the call, and the payload fits it.
+                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.ptr, bytes.len()) };
+                Direct::Taken {
+                    tag: header.tag,
+                    bytes: header.payload_len,
+                }
+            }
+            Ok(Inbound::Control(_)) => unreachable!("an Eager frame is no control frame"),
+            Err(error) => {
+                self.link_failed(peer, error);
+                Direct::Other
+            }
+        }
+    }
+
+    /// One progress of the worker, its events taken in.
+    fn progress_worker(&mut self) {
+        self.worker.progress();
+        while let Some(event) = self.worker.next_event() {
+            self.on_event(event);
+        }
+    }
+}
