@@ -46,7 +46,9 @@ impl UcxTransport {
     /// `peer` now, if its link is open with nothing waiting before it and
     /// the payload is at most [`SHORT_PATH_MAX`]; returns whether it did
     /// (then the buffer may be reused). A send UCX has not finished
-    /// within the call is waited for here, progressing the worker.
+    /// within the call is waited for here, progressing the worker. False
+    /// also when the peer was lost during the call: the engine's path
+    /// then fails the send with the loss.
     pub fn send_eager(&mut self, peer: u32, context: u32, tag: i32, payload: Region) -> bool {
         if payload.len > SHORT_PATH_MAX {
             return false;
@@ -62,16 +64,17 @@ impl UcxTransport {
         if link.stamp(&mut header).is_err() {
             return false;
         }
-        if let Some(token) =
-            self.send_frame(peer, &header, TransmitPayload::Borrowed(payload), None)
-        {
-            // The buffer is UCX's until the send is done (or the peer is
-            // lost, which ends the send too).
-            while self.sends.contains_key(&token) {
+        let pending = self.send_frame(peer, &header, TransmitPayload::Borrowed(payload), None);
+        let live = |t: &UcxTransport| t.peers.get(&peer).is_some_and(|p| !p.finished);
+        if let Some(token) = pending {
+            // The buffer is UCX's until the send is done, or the peer is
+            // lost (its endpoint closed, which ends the send too).
+            while self.sends.contains_key(&token) && live(self) {
                 self.progress_worker();
             }
         }
-        true
+        // A peer lost meanwhile: the engine's path reports it.
+        live(self)
     }
 
     /// Takes `peer`'s next frame into `buf` when it is an `Eager` frame
