@@ -321,9 +321,11 @@ pub struct UcxTransport {
     timer: Option<Instant>,
     /// What happened since the router last drained it.
     pub events: Events,
-    /// A short-path receive is polling this peer: its arrivals wait in
-    /// its map for the receive to look at (`short_path.rs`).
+    /// A short-path receive is polling this peer: its arrivals wait for
+    /// the receive to look at (`short_path.rs`), the next in order in
+    /// `held`, the others in its map.
     holding: Option<u32>,
+    held: Option<Arrival>,
 }
 
 // SAFETY: as for `Prepared`: the transport owns every handle of its UCX
@@ -379,6 +381,7 @@ impl UcxTransport {
             timer: None,
             events: Events::default(),
             holding: None,
+            held: None,
         })
     }
 

@@ -6,9 +6,10 @@
 //! engine's path makes and takes, stamped and checked by the same link,
 //! so neither side can tell which path the other took.
 //!
-//! While a receive polls, the peer's in-order arrivals stay in its map
-//! (`Peer::arrived`) instead of going to the link at once, so that the
-//! short path can look at the next one before the link takes it: an
+//! While a receive polls, the peer's arrivals stay out of its link (the
+//! next in order in `UcxTransport::held`, the others in the peer's map)
+//! instead of going to the link at once, so that the short path can
+//! look at the next one before the link takes it: an
 //! eager message that the receive accepts and that fits its buffer is
 //! taken; anything else is left for the engine's path, which the
 //! arrivals are handed to as the receive ends. Other peers' arrivals and
@@ -95,29 +96,45 @@ impl UcxTransport {
             _ => return Direct::Other,
         }
         self.holding = Some(peer);
-        let mut found = self.take_arrived(peer, buf, want);
+        // Arrivals before this call are in the map; those during it come
+        // to `held` first.
+        let mut found = self.take_arrived(peer, buf, want, true);
         for _ in 0..polls.max(1) {
             if !matches!(found, Direct::Empty) {
                 break;
             }
             self.progress_worker();
-            found = self.take_arrived(peer, buf, want);
+            found = match self.held.is_some() {
+                true => self.take_arrived(peer, buf, want, false),
+                false => Direct::Empty,
+            };
             if matches!(found, Direct::Empty) {
                 pause();
             }
         }
         self.holding = None;
+        if let Some(arrival) = self.held.take() {
+            if let Some(p) = self.peers.get_mut(&peer).filter(|p| !p.finished) {
+                p.arrived.insert(arrival.am.seq(), arrival);
+            }
+        }
         self.advance(peer);
         found
     }
 
     /// The short path's look at `peer`'s next arrival (see
-    /// [`UcxTransport::take_eager`]).
-    fn take_arrived(&mut self, peer: u32, buf: Region, want: Wanted) -> Direct {
+    /// [`UcxTransport::take_eager`]): the one `held`, or with `in_map`
+    /// the one the map holds.
+    fn take_arrived(&mut self, peer: u32, buf: Region, want: Wanted, in_map: bool) -> Direct {
         let Some(p) = self.peers.get_mut(&peer).filter(|p| p.may_take()) else {
             return Direct::Other;
         };
-        let Some(arrival) = p.arrived.get(&p.next_seq) else {
+        if in_map {
+            if let Some(arrival) = p.arrived.remove(&p.next_seq) {
+                self.held = Some(arrival);
+            }
+        }
+        let Some(arrival) = self.held.as_ref() else {
             return Direct::Empty;
         };
         let Ok(header) = FrameHeader::decode(&arrival.am.frame, arrival.am.seq(), u64::MAX) else {
@@ -135,7 +152,7 @@ impl UcxTransport {
         if !takes {
             return Direct::Other;
         }
-        let arrival = p.arrived.remove(&p.next_seq).expect("looked at above");
+        let arrival = self.held.take().expect("looked at above");
         p.next_seq += 1;
         let link = p.link.as_mut().expect("may_take checked it");
         match link.on_header(&arrival.am.frame) {
