@@ -1340,4 +1340,46 @@ mod tests {
             Direct::Taken { tag: 99, bytes: 41 }
         ));
     }
+
+    #[test]
+    fn a_ring_given_back_frees_its_pages_only_once_read_and_still_carries_frames() {
+        let (_segment, mut out, mut inc, ringer) = channel();
+        let mut buf = vec![0u8; 300];
+        assert!(out.holds_pages(), "a fresh ring may hold pages");
+        let payload = [5u8; 200];
+        send(&mut out, &ringer, 1, &payload);
+        assert!(!out.give_back(), "the reader has not read it yet");
+        assert!(matches!(
+            take(&mut inc, &mut buf),
+            Direct::Taken { tag: 1, .. }
+        ));
+        assert!(!out.give_back(), "read, but not released");
+        inc.release_taken(true);
+        assert!(out.footprint().1 > 0, "the frame's page is resident");
+        assert!(out.give_back());
+        assert!(
+            !out.holds_pages() && !out.give_back(),
+            "nothing more to give back"
+        );
+        assert_eq!(out.footprint().1, 0, "the pages went");
+        // The reader polls a zero word, and the next frames come as ever.
+        assert!(matches!(take(&mut inc, &mut buf), Direct::Empty));
+        for tag in 2..40 {
+            let payload: Vec<u8> = (0..tag as usize * 5)
+                .map(|i| (i + tag as usize) as u8)
+                .collect();
+            send(&mut out, &ringer, tag, &payload);
+            assert!(out.holds_pages());
+            let got = take(&mut inc, &mut buf);
+            assert!(
+                matches!(got, Direct::Taken { tag: t, bytes } if t == tag && bytes == payload.len() as u64),
+                "{tag}: {got:?}"
+            );
+            assert_eq!(&buf[..payload.len()], &payload[..]);
+            if tag % 7 == 0 {
+                inc.release_taken(true);
+                assert!(out.give_back());
+            }
+        }
+    }
 }
