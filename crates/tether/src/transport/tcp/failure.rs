@@ -188,18 +188,16 @@ impl TcpTransport {
     /// from it again, and nothing is reported (the router reports the
     /// loss).
     pub fn abandon(&mut self, peer: u32) {
-        let tokens: Vec<_> = self
-            .peers
-            .get(&peer)
-            .map(|p| p.established.into_iter().chain(p.connecting).collect())
-            .unwrap_or_default();
-        for token in tokens {
-            self.close(token, Some(peer));
-        }
+        // Finished before its connections close, so that closing one it
+        // was retiring dials nothing again.
         let p = self.peers.entry(peer).or_default();
         p.finished = true;
         p.attempt = None;
         p.queue.clear();
+        let tokens: Vec<_> = p.established.into_iter().chain(p.connecting).collect();
+        for token in tokens {
+            self.close(token, Some(peer));
+        }
     }
 
     pub(super) fn lose(&mut self, peer: u32, error: Error) {
