@@ -1046,11 +1046,12 @@ impl Router {
             moved |= self.wait_ready(timeout, wants_sleep);
         }
         self.collect();
-        // The cap is looked at every few rounds of a busy poll, and at
-        // each round of a wait that may sleep.
+        // The cap is looked at once per period at most: its clock is read
+        // every few rounds of a busy poll and at each round of a wait
+        // that may sleep.
         if (epoll_round || wants_sleep) && self.cap.active() {
             let shm = self.shm.as_ref().map_or(0, ShmTransport::channel_count);
-            if self.cap.may_exceed(self.tcp.connections() + shm) {
+            if self.cap.may_exceed(self.tcp.connections() + shm) && self.cap.due(Instant::now()) {
                 self.hold_the_cap();
             }
         }

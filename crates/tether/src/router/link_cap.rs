@@ -7,13 +7,22 @@
 //! the cap may be exceeded while more peers than that are pinned, or
 //! while the others are busy.
 //!
-//! Use is counted in epochs, not time: the router marks a peer with the
-//! current epoch whenever it sends it a frame or places a frame from it,
-//! and each check of the cap starts a new epoch. A connection is idle
-//! when nothing waits to be written on it and it was not used since the
-//! previous check. No clock is read.
+//! Use is counted in epochs: the router marks a peer with the current
+//! epoch whenever it sends it a frame or places a frame from it, and each
+//! check of the cap starts a new epoch. A connection is idle when nothing
+//! waits to be written on it and it was not used since the previous
+//! check. Checks are [`CHECK_PERIOD`] apart at least: a check looks at
+//! every link, and made every 64 rounds of a busy poll it cost a kernel's
+//! 100-byte shift over shared memory about 30% (4 processes; within the
+//! runs' noise once a period apart: docs/journal/2026-11-28-link-cap.md).
+
+use std::time::{Duration, Instant};
 
 use crate::transport::resources::OpenLink;
+
+/// The shortest time between two checks of the cap: so a link is idle
+/// when unused for at least this long.
+pub const CHECK_PERIOD: Duration = Duration::from_millis(1);
 
 /// The cap and the epoch of use.
 #[derive(Debug, Default)]
@@ -23,6 +32,8 @@ pub struct LinkCap {
     epoch: u64,
     /// The open links of the last check (kept to reuse their memory).
     open: Vec<OpenLink>,
+    /// When the next check may run.
+    next_check: Option<Instant>,
 }
 
 /// What the cap knows of one peer with an open link.
@@ -44,7 +55,18 @@ impl LinkCap {
             max,
             epoch: 1,
             open: Vec::new(),
+            next_check: None,
         }
+    }
+
+    /// Whether a check may run at `now`; if so, the next may not before
+    /// [`CHECK_PERIOD`] has passed.
+    pub fn due(&mut self, now: Instant) -> bool {
+        if self.next_check.is_some_and(|at| now < at) {
+            return false;
+        }
+        self.next_check = Some(now + CHECK_PERIOD);
+        true
     }
 
     pub fn set_max(&mut self, max: usize) {
@@ -151,6 +173,15 @@ mod tests {
         ];
         assert_eq!(choose_retires(1, 9, &mut links), vec![4]);
         assert_eq!(choose_retires(1, 10, &mut links), vec![4, 3]);
+    }
+
+    #[test]
+    fn checks_are_a_period_apart() {
+        let mut cap = LinkCap::new(1);
+        let t = Instant::now();
+        assert!(cap.due(t));
+        assert!(!cap.due(t + CHECK_PERIOD / 2));
+        assert!(cap.due(t + CHECK_PERIOD));
     }
 
     #[test]
