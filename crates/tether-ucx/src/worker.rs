@@ -129,6 +129,16 @@ impl AmData {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The payload's bytes, wherever they are kept; `None` for data
+    /// still on the sender (rendezvous).
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            AmData::Empty => Some(&[]),
+            AmData::Bytes(b) => Some(b),
+            AmData::Held(d) => d.bytes(),
+        }
+    }
 }
 
 /// An active message that arrived on one of the worker's handler ids.

@@ -17,9 +17,8 @@ use crate::transport::events::LinkEvent;
 /// it in; `None` for data UCX left on the sender (rendezvous).
 fn small_bytes(data: AmData) -> Option<Vec<u8>> {
     match data {
-        AmData::Empty => Some(Vec::new()),
         AmData::Bytes(bytes) => Some(bytes),
-        AmData::Held(desc) => desc.bytes().map(<[u8]>::to_vec),
+        other => other.bytes().map(<[u8]>::to_vec),
     }
 }
 

@@ -18,7 +18,6 @@
 
 use tether_proto::link::Inbound;
 use tether_proto::{FrameHeader, FrameKind, Region, TransmitPayload};
-use tether_ucx::AmData;
 
 use super::{Peer, UcxTransport};
 use crate::transport::api::LINK_QUEUE_FRAMES;
@@ -140,15 +139,13 @@ impl UcxTransport {
         let Ok(header) = FrameHeader::decode(&arrival.am.frame, arrival.am.seq(), u64::MAX) else {
             return Direct::Other;
         };
-        let bytes = match &arrival.data {
-            AmData::Empty => Some(&[][..]),
-            AmData::Bytes(bytes) => Some(&bytes[..]),
-            AmData::Held(desc) => desc.bytes(),
-        };
         let takes = header.kind == FrameKind::Eager
             && want.accepts(header.context, header.tag)
             && header.payload_len as usize <= buf.len
-            && bytes.is_some_and(|b| b.len() as u64 == header.payload_len);
+            && arrival
+                .data
+                .bytes()
+                .is_some_and(|b| b.len() as u64 == header.payload_len);
         if !takes {
             return Direct::Other;
         }
@@ -157,11 +154,7 @@ impl UcxTransport {
         let link = p.link.as_mut().expect("may_take checked it");
         match link.on_header(&arrival.am.frame) {
             Ok(Inbound::Deliver(header)) => {
-                let bytes = match &arrival.data {
-                    AmData::Empty => &[][..],
-                    AmData::Bytes(bytes) => &bytes[..],
-                    AmData::Held(desc) => desc.bytes().expect("checked above"),
-                };
+                let bytes = arrival.data.bytes().expect("checked above");
                 // SAFETY: the receive's buffer is valid for `buf.len`
                 // writes during the call, and the payload fits it.
                 unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.ptr, bytes.len()) };
