@@ -64,7 +64,7 @@ pub enum Effect {
     ConnectAll,
     /// Connect to these peers now.
     Connect(Vec<u32>),
-    /// The most TCP connections this process keeps (0: no cap).
+    /// The most dedicated links this process keeps (0: no cap).
     MaxLinks(usize),
 }
 

@@ -478,8 +478,9 @@ impl Router {
         self.start_file_inbox();
     }
 
-    /// The most TCP connections to keep (0: no cap), from the next
-    /// round of progress on.
+    /// The most dedicated links to keep (0: no cap), from the next
+    /// check of the cap on; rings attached from now on are faulted in
+    /// whole only without a cap.
     pub fn set_max_links(&mut self, max: usize) {
         self.cap.set_max(max);
         if let Some(shm) = self.shm.as_mut() {
@@ -508,11 +509,7 @@ impl Router {
     /// channels it ever wrote to and the UCX links (an upper bound: a
     /// ring given back and written again counts once).
     pub fn links_peak(&self) -> u64 {
-        let ucx = self.ucx.as_ref().map_or(0, |ucx| {
-            let mut links = Vec::new();
-            ucx.links(&mut links);
-            links.len()
-        });
+        let ucx = self.ucx.as_ref().map_or(0, UcxTransport::link_count);
         let shm = self.shm.as_ref().map_or(0, ShmTransport::channel_count);
         self.tcp.links_peak() + (shm + ucx) as u64
     }

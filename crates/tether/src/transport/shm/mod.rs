@@ -266,20 +266,21 @@ impl ShmTransport {
                 memory.ring_resident_bytes += resident;
                 memory.user_bytes += user;
             }
+            let mut incoming_resident = 0;
             if let Some(incoming) = &channel.inc {
                 let (ring, resident) = incoming.footprint();
                 memory.ring_bytes += ring;
                 memory.ring_resident_bytes += resident;
+                incoming_resident = resident;
             }
             // Rings given back both ways (`TETHER_MAX_LINKS`) keep at
             // most the page the reader polls for the next frame.
             let given_back = channel.out.as_ref().is_none_or(|o| !o.holds_pages());
-            let incoming = channel.inc.as_ref().map_or(0, |i| i.footprint().1);
             out.push(LinkUse {
                 peer: *peer,
                 transport: "shm",
                 memory,
-                dedicated: !given_back || incoming > segment::PAGE as u64,
+                dedicated: !given_back || incoming_resident > segment::PAGE as u64,
             });
         }
     }

@@ -441,6 +441,11 @@ impl UcxTransport {
 
     /// The established links (UCX holds their buffers: what this
     /// transport holds is the sends it keeps payload copies of).
+    /// Established links (none is ever retired).
+    pub fn link_count(&self) -> usize {
+        self.peers.values().filter(|p| p.established).count()
+    }
+
     pub fn links(&self, out: &mut Vec<LinkUse>) {
         for (&peer, p) in &self.peers {
             if p.established {
