@@ -35,7 +35,7 @@ def test_a_stream_between_six_processes_under_a_cap_of_one_loses_nothing(python_
 
 
 def test_without_a_cap_nothing_is_retired(python_package):
-    proc = tether_run(["--name", "s", "-n", "3", sys.executable, STREAM, "40", "uncapped"],
+    proc = tether_run(["--name", "s", "-n", "3", sys.executable, STREAM, "40"],
                       env=clean_env(TETHER_TRANSPORTS="tcp"))
     done = re.findall(r"ok retire (\d+) (\d+) (\d+)", proc.stdout)
     assert len(done) == 3 and all(retires == "0" for _, retires, _ in done), proc.stdout + proc.stderr
