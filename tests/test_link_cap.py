@@ -26,10 +26,17 @@ def test_a_stream_between_six_processes_under_a_cap_of_one_loses_nothing(python_
         env = clean_env(TETHER_TRANSPORTS="tcp", TETHER_MAX_LINKS="2", TETHER_RAILS="2")
     proc = tether_run(args, env=env)
     text = proc.stdout + proc.stderr
-    done = re.findall(r"ok retire (\d+) (\d+) (\d+)", proc.stdout)
+    done = re.findall(r"ok retire (\d+) (\d+) (\d+) mailbox (\d+) (\d+)", proc.stdout)
     assert len(done) == 6, text
     # Every process retired links: the stream crossed many retires.
-    assert all(int(retires) > 0 for _, retires, _ in done), done
+    assert all(int(retires) > 0 for _, retires, *_ in done), done
+    # Over shared memory, small frames to peers without a ring went
+    # through their mailbox, and rings opened and closed around them.
+    mailbox = [(int(sent), int(read)) for *_, sent, read in done]
+    if layout.endswith("shm"):
+        assert all(sent > 0 and read > 0 for sent, read in mailbox), done
+    else:
+        assert mailbox == [(0, 0)] * 6, done
     # A retire is routine: it warns of nothing.
     assert " WARN " not in text and " ERROR " not in text, text
 
@@ -37,5 +44,5 @@ def test_a_stream_between_six_processes_under_a_cap_of_one_loses_nothing(python_
 def test_without_a_cap_nothing_is_retired(python_package):
     proc = tether_run(["--name", "s", "-n", "3", sys.executable, STREAM, "40"],
                       env=clean_env(TETHER_TRANSPORTS="tcp"))
-    done = re.findall(r"ok retire (\d+) (\d+) (\d+)", proc.stdout)
-    assert len(done) == 3 and all(retires == "0" for _, retires, _ in done), proc.stdout + proc.stderr
+    done = re.findall(r"ok retire (\d+) (\d+) (\d+) mailbox (\d+) (\d+)", proc.stdout)
+    assert len(done) == 3 and all(retires == "0" for _, retires, *_ in done), proc.stdout + proc.stderr

@@ -65,7 +65,9 @@ int main(int argc, char **argv) {
         }
         if (hint) check(tether_hint("IN_KERNEL", "0"), "hint");
     }
-    long kib = status_kib("VmHWM:") + (long)((stat_of("link_kernel_bytes") + stat_of("link_ring_resident_bytes")) / 1024);
+    long kib = status_kib("VmHWM:") + (long)((stat_of("link_kernel_bytes") + stat_of("link_ring_resident_bytes") +
+                                              stat_of("mailbox_resident_bytes")) /
+                                             1024);
     printf("memory_kib %ld links %lld links_peak %lld retires %lld anon_kib %ld shmem_kib %ld\n", kib,
            (long long)stat_of("links"), (long long)stat_of("links_peak"), (long long)stat_of("link_retires"),
            status_kib("RssAnon:"), status_kib("RssShmem:"));

@@ -5,7 +5,8 @@ sender (MPI's non-overtaking rule). Then a kernel: the peers it used
 keep their links while the others are retired.
 
 Arguments: messages each process sends. Prints `ok retire <rank>
-<retires> <links>`."""
+<retires> <links> mailbox <records sent> <records received>` (the
+shared-memory mailbox's records: the frames that went without a ring)."""
 
 import os
 import random
@@ -149,5 +150,6 @@ if capped:
     if "tcp.links" in stats:
         assert tcp_connections() == 2, f"{tcp_connections()} TCP connections for tcp.links=2: {stats}"
 world.Barrier()
-print(f"ok retire {me} {stats['link_retires']} {stats['links']}", flush=True)
+print(f"ok retire {me} {stats['link_retires']} {stats['links']} "
+      f"mailbox {stats['mailbox_records_sent']} {stats['mailbox_records_received']}", flush=True)
 tether.finalize()

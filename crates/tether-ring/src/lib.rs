@@ -1,5 +1,6 @@
-//! A single-producer single-consumer byte ring and the doorbell protocol
-//! that lets its consumer sleep, for rings that live in memory shared
+//! A single-producer single-consumer byte ring, the mailbox (a ring that
+//! many producers share under a lock word), and the doorbell protocol
+//! that lets a consumer sleep, for rings that live in memory shared
 //! between processes.
 //!
 //! The crate holds only the synchronisation: where the ring's bytes and
@@ -11,10 +12,12 @@
 //! explore every interleaving the memory model allows.
 
 mod doorbell;
+mod mailbox;
 mod ring;
 mod sync;
 
 pub use doorbell::Doorbell;
+pub use mailbox::{MailboxControl, Refused};
 pub use ring::{Bytes, Consumer, Producer, RingControl};
 /// The memory orderings of [`Bytes`] word accesses (std's, which loom shares).
 pub use std::sync::atomic::Ordering;

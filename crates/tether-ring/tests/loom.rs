@@ -11,7 +11,7 @@ use loom::sync::atomic::AtomicU64;
 use loom::sync::Arc;
 use loom::thread;
 
-use tether_ring::{Bytes, Consumer, Doorbell, Ordering, Producer, RingControl};
+use tether_ring::{Bytes, Consumer, Doorbell, MailboxControl, Ordering, Producer, RingControl};
 
 /// Byte cells, and the atomic words at multiples of 8 apart from them (a
 /// test touches each position one way only: marker words as words, frame
@@ -174,4 +174,88 @@ fn doorbell_never_loses_a_wakeup() {
         let rang = writer.join().unwrap();
         assert!(saw_data || rang, "lost wake-up");
     });
+}
+
+/// Two writers share a mailbox of four bytes, each writing one record of
+/// two (its id, then 7): a second thread, and the main thread before it
+/// reads as the consumer. Under every interleaving of the lock, the room
+/// check and the copies, both records arrive whole, once each: the lock
+/// hands each writer the head its predecessor published.
+#[test]
+fn mailbox_writers_take_turns_and_records_arrive_whole() {
+    model(|| {
+        let control = Arc::new(MailboxControl::new());
+        let storage = cells(4);
+        let write = |control: &MailboxControl, storage: &Cells, id: u8| {
+            // SAFETY: `storage` is the mailbox's storage.
+            while unsafe { control.write(storage, u64::from(id), &[&[id, 7]]) }.is_err() {
+                thread::yield_now();
+            }
+        };
+        let other = {
+            let (control, storage) = (control.clone(), storage.clone());
+            thread::spawn(move || write(&control, &storage, 1))
+        };
+        write(&control, &storage, 2);
+        // SAFETY: the only consumer, over the mailbox's storage.
+        let mut consumer = unsafe { Consumer::new(MailboxRing(control.clone()), storage) };
+        let mut seen = [false; 3];
+        for _ in 0..2 {
+            let mut record = [0u8; 2];
+            // SAFETY: `record` is valid for 2 writes.
+            while unsafe { consumer.peek(record.as_mut_ptr(), 2) } < 2 {
+                thread::yield_now();
+            }
+            consumer.skip(2);
+            consumer.release();
+            assert_eq!(record[1], 7, "record {record:?}");
+            assert!(!seen[record[0] as usize], "record {record:?} twice");
+            seen[record[0] as usize] = true;
+        }
+        other.join().unwrap();
+    });
+}
+
+/// A writer refused for room writes once the consumer released it: a
+/// mailbox of two bytes, two records of two through it.
+#[test]
+fn mailbox_writer_refused_for_room_writes_once_the_consumer_reads() {
+    model(|| {
+        let control = Arc::new(MailboxControl::new());
+        let storage = cells(2);
+        let writer = {
+            let (control, storage) = (control.clone(), storage.clone());
+            thread::spawn(move || {
+                for n in 0..2u8 {
+                    // SAFETY: `storage` is the mailbox's storage.
+                    while unsafe { control.write(&storage, 1, &[&[n, n]]) }.is_err() {
+                        thread::yield_now();
+                    }
+                }
+            })
+        };
+        // SAFETY: the only consumer, over the mailbox's storage.
+        let mut consumer = unsafe { Consumer::new(MailboxRing(control.clone()), storage) };
+        for n in 0..2u8 {
+            let mut record = [0u8; 2];
+            // SAFETY: `record` is valid for 2 writes.
+            while unsafe { consumer.peek(record.as_mut_ptr(), 2) } < 2 {
+                thread::yield_now();
+            }
+            consumer.skip(2);
+            consumer.release();
+            assert_eq!(record, [n, n]);
+        }
+        writer.join().unwrap();
+    });
+}
+
+/// The ring of a shared mailbox, for its consumer.
+struct MailboxRing(Arc<MailboxControl>);
+
+impl std::ops::Deref for MailboxRing {
+    type Target = RingControl;
+    fn deref(&self) -> &RingControl {
+        self.0.ring()
+    }
 }

@@ -344,6 +344,7 @@ impl Router {
             membarrier: settings.shm_membarrier(),
             key: key.clone(),
             populate: settings.max_links() == 0,
+            mailbox: settings.max_links() != 0,
         };
         let mut shm_problem = bound.shm_problem;
         let shm = bound.shm.and_then(|prepared| {
@@ -484,7 +485,7 @@ impl Router {
     pub fn set_max_links(&mut self, max: usize) {
         self.cap.set_max(max);
         if let Some(shm) = self.shm.as_mut() {
-            shm.set_populate(max == 0);
+            shm.set_capped(max != 0);
         }
     }
 
@@ -495,6 +496,9 @@ impl Router {
         if !self.peers.is_kernel(peer) {
             self.peers.mark_kernel(peer);
             self.tcp.pin(peer);
+            if let Some(shm) = self.shm.as_mut() {
+                shm.pin(peer);
+            }
         }
     }
 
@@ -512,6 +516,22 @@ impl Router {
         let ucx = self.ucx.as_ref().map_or(0, UcxTransport::link_count);
         let shm = self.shm.as_ref().map_or(0, ShmTransport::channel_count);
         self.tcp.links_peak() + (shm + ucx) as u64
+    }
+
+    /// The shared-memory mailbox's bytes and resident bytes (0 without
+    /// shared memory).
+    pub fn mailbox_footprint(&self) -> (u64, u64) {
+        self.shm
+            .as_ref()
+            .map_or((0, 0), ShmTransport::mailbox_footprint)
+    }
+
+    /// Shared-memory mailbox records written and read (0 without shared
+    /// memory).
+    pub fn mailbox_records(&self) -> (u64, u64) {
+        self.shm
+            .as_ref()
+            .map_or((0, 0), ShmTransport::mailbox_records)
     }
 
     /// Retires the least recently used idle connections that no kernel

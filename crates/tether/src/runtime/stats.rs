@@ -24,6 +24,11 @@
 //!   connections at their peak, plus the other transports' links, which
 //!   are never retired); `link_retires`: TCP connections closed by a
 //!   retire (`TETHER_MAX_LINKS`), by either side;
+//! - `mailbox_bytes`, `mailbox_resident_bytes`: this process's
+//!   shared-memory mailbox, which every peer without a ring of its own
+//!   writes to (`TETHER_MAX_LINKS`), and its pages present now;
+//!   `mailbox_records_sent`, `mailbox_records_received`: records this
+//!   process wrote to its peers' mailboxes and read from its own;
 //! - `blocked_ns`: time spent in waits that did not complete at once;
 //! - `connect_retries`: connection set-up tries after a first that found
 //!   the peer not there yet (its address, listener or shared memory);
@@ -157,6 +162,12 @@ impl Runtime {
         let router = self.transport.router();
         out.push(("links_peak".to_string(), router.links_peak()));
         out.push(("link_retires".to_string(), router.retires()));
+        let (mailbox, mailbox_resident) = router.mailbox_footprint();
+        out.push(("mailbox_bytes".to_string(), mailbox));
+        out.push(("mailbox_resident_bytes".to_string(), mailbox_resident));
+        let (written, read) = router.mailbox_records();
+        out.push(("mailbox_records_sent".to_string(), written));
+        out.push(("mailbox_records_received".to_string(), read));
         out.extend(
             total
                 .named()

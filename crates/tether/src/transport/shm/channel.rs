@@ -170,6 +170,12 @@ impl Outgoing {
         self.seq
     }
 
+    /// Marks the ring as given back before it was ever written: a writer
+    /// that starts with the peer's mailbox (`mailbox.rs`) holds no page.
+    pub fn start_closed(&mut self) {
+        self.given_back_at = Some(self.producer.position());
+    }
+
     /// Whether the ring may hold pages this process wrote: it was written
     /// since its pages were last given back.
     pub fn holds_pages(&self) -> bool {

@@ -23,6 +23,15 @@
 //! variant where they do not and a sleeper issues `membarrier(2)` instead
 //! (`barrier.rs`) is switched off, the kernel's barrier can skip a writer.
 //!
+//! The mailbox (`mailbox.rs`): under `TETHER_MAX_LINKS`, a writer whose
+//! ring to a peer is closed (never opened, or retired by the cap) sends
+//! its small frames through the peer's one mailbox, which every such
+//! writer shares, instead of a ring of its own; a peer used inside
+//! `IN_KERNEL` ([`ShmTransport::pin`]) or a larger frame opens the ring.
+//! The owner copies each record out into the writer's channel (its
+//! *stash*), and reports and places the stashed frames one at a time, in
+//! order with what the writer's ring carries.
+//!
 //! Liveness: each channel knows its peer's pid and start time. A pidfd in
 //! the same epoll reports its exit at once; where pidfds are missing, the
 //! process table is checked every [`LIVENESS_PERIOD`]. When a peer is
@@ -34,9 +43,11 @@ mod bell;
 mod channel;
 mod cma;
 mod line;
+mod mailbox;
 mod remote;
 mod segment;
 
+use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -44,7 +55,10 @@ use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
-use tether_proto::{FrameKind, PayloadSink, Region, RmaOp, Transmit, TransmitPayload, WireError};
+use tether_proto::{
+    classify, Class, FrameHeader, FrameKind, LinkKind, PayloadSink, Region, ReqId, RmaOp,
+    SinkToken, Transmit, TransmitPayload, WireError,
+};
 use tether_ring::{Consumer, Doorbell, Producer};
 
 use crate::error::{err, ErrorClass};
@@ -58,6 +72,7 @@ use crate::universe::Universe;
 use bell::{Bell, Ringer};
 use channel::{Delivered, Incoming, Outgoing};
 pub use channel::{Direct, Wanted};
+use mailbox::{Body, Kind, MailboxIn, MailboxOut, Pending, Unreadable};
 pub use segment::AttachError;
 use segment::{Segment, Shared, Writer};
 
@@ -89,6 +104,10 @@ pub struct ShmConfig {
     /// peer ever written to holds a full ring. Off under
     /// `TETHER_MAX_LINKS`, where pages come as they are written.
     pub populate: bool,
+    /// Whether small frames to peers not pinned by a kernel go through
+    /// the peer's mailbox while this process's ring to it is closed
+    /// (`mailbox.rs`): under `TETHER_MAX_LINKS`.
+    pub mailbox: bool,
 }
 
 /// What exists before the universe is known: the segment's descriptor and
@@ -111,6 +130,7 @@ impl Prepared {
             pid,
             start,
             segment_fd: segment.fd(),
+            ring_open: true,
         };
         Ok(Prepared { segment, bell, me })
     }
@@ -152,7 +172,24 @@ struct Channel {
     pid: u32,
     start: u64,
     out: Option<Outgoing>,
+    /// This process's side of the peer's mailbox (beside `out`).
+    mail: Option<MailboxOut>,
+    /// This process writes its frames to its ring in the peer's segment
+    /// (else to the peer's mailbox).
+    ring_open_out: bool,
+    /// A kernel (`IN_KERNEL`) used the peer: frames to it take the ring.
+    pinned: bool,
     inc: Option<Incoming>,
+    /// The peer writes to its ring in this process's segment: read it
+    /// (else it writes to this process's mailbox).
+    ring_open_in: bool,
+    /// What the peer's mailbox records carried, in order, until reported
+    /// and placed.
+    stash: VecDeque<Stashed>,
+    /// The stash's first frame was reported: it waits for its place.
+    stash_reported: bool,
+    /// The peer's next mailbox record number.
+    mailbox_seq: u64,
     pidfd: Option<OwnedFd>,
     bye_sent: bool,
     bye_received: bool,
@@ -162,8 +199,21 @@ struct Channel {
     frames_seen: (u64, u64),
 }
 
+/// A frame a mailbox record carried.
+enum Stashed {
+    Frame(FrameHeader, Vec<u8>),
+    Bye,
+    Abort(i32),
+}
+
 pub struct ShmTransport {
     segment: Segment,
+    /// This process's mailbox (`mailbox.rs`).
+    mailbox: MailboxIn,
+    /// A record in it did not parse: it is read no more.
+    mailbox_broken: bool,
+    /// Peers pinned before a channel to them existed.
+    pinned: Vec<u32>,
     own_bell: Shared<Doorbell>,
     generation: Shared<AtomicU64>,
     generation_seen: u64,
@@ -222,6 +272,8 @@ impl ShmTransport {
         )?;
         let own_bell = mapping.doorbell();
         let generation = mapping.generation();
+        let (mailbox_control, mailbox_bytes) = mapping.mailbox();
+        let mailbox = MailboxIn::new(mailbox_control, mailbox_bytes);
         registry.register(&mut prepared.bell.socket, BELL, Interest::READABLE)?;
         if config.cma {
             if let Err(e) = cma::probe() {
@@ -231,6 +283,9 @@ impl ShmTransport {
         }
         Ok(ShmTransport {
             segment: prepared.segment,
+            mailbox,
+            mailbox_broken: false,
+            pinned: Vec::new(),
             own_bell,
             generation,
             generation_seen: 0,
@@ -266,6 +321,15 @@ impl ShmTransport {
                 memory.ring_resident_bytes += resident;
                 memory.user_bytes += user;
             }
+            memory.user_bytes += channel.mail.as_ref().map_or(0, MailboxOut::queued_bytes);
+            memory.user_bytes += channel
+                .stash
+                .iter()
+                .map(|s| match s {
+                    Stashed::Frame(_, payload) => payload.capacity() as u64,
+                    _ => 0,
+                })
+                .sum::<u64>();
             let mut incoming_resident = 0;
             if let Some(incoming) = &channel.inc {
                 let (ring, resident) = incoming.footprint();
@@ -283,6 +347,22 @@ impl ShmTransport {
                 dedicated: !given_back || incoming_resident > segment::PAGE as u64,
             });
         }
+    }
+
+    /// This process's mailbox: its bytes, and those resident now.
+    pub fn mailbox_footprint(&self) -> (u64, u64) {
+        self.mailbox.footprint()
+    }
+
+    /// Mailbox records this process wrote to its peers' mailboxes, and
+    /// read from its own.
+    pub fn mailbox_records(&self) -> (u64, u64) {
+        self.channels.values().fold((0, 0), |(sent, read), c| {
+            (
+                sent + c.mail.as_ref().map_or(0, MailboxOut::records),
+                read + c.mailbox_seq,
+            )
+        })
     }
 
     /// The channels whose outgoing ring was written since its pages were
@@ -311,10 +391,23 @@ impl ShmTransport {
         }
     }
 
-    /// Whether rings attached from now on are faulted in whole
-    /// ([`ShmConfig::populate`]).
-    pub fn set_populate(&mut self, populate: bool) {
-        self.config.populate = populate;
+    /// Under a link cap (`TETHER_MAX_LINKS`) or not: with one, rings
+    /// attached from now on are not faulted in whole
+    /// ([`ShmConfig::populate`]) and frames to peers whose ring is closed
+    /// go through their mailbox ([`ShmConfig::mailbox`]).
+    pub fn set_capped(&mut self, capped: bool) {
+        self.config.populate = !capped;
+        self.config.mailbox = capped;
+    }
+
+    /// Frames to `peer` take its ring from now on, whatever the cap: a
+    /// kernel (`IN_KERNEL`) uses it.
+    pub fn pin(&mut self, peer: u32) {
+        match self.channels.get_mut(&peer) {
+            Some(channel) => channel.pinned = true,
+            None if !self.pinned.contains(&peer) => self.pinned.push(peer),
+            None => {}
+        }
     }
 
     /// Channels with an outgoing ring (an upper bound of
@@ -324,16 +417,27 @@ impl ShmTransport {
     }
 
     /// Retires the link to `peer`: gives its outgoing ring's pages back
-    /// when the peer has read everything (`Outgoing::give_back`); the
-    /// next frame brings them back. The incoming ring is the peer's to
-    /// give back. Returns whether it did.
+    /// when the peer has read everything (`Outgoing::give_back`) and
+    /// closes it: frames go through the peer's mailbox from now on, the
+    /// first of them saying so, until a frame needs the ring again. The
+    /// incoming ring is the peer's to give back. Returns whether it did.
     pub fn retire(&mut self, peer: u32) -> bool {
-        let done = self
-            .channels
-            .get_mut(&peer)
-            .filter(|c| !c.lost)
-            .and_then(|c| c.out.as_mut())
-            .is_some_and(Outgoing::give_back);
+        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
+            return false;
+        };
+        let done = channel.out.as_mut().is_some_and(Outgoing::give_back);
+        if done {
+            if let Some(mail) = channel.mail.as_mut() {
+                channel.ring_open_out = false;
+                mail.pending.push_back(Pending::RingClosed);
+                drain_mail(
+                    channel,
+                    self.config.mailbox,
+                    &self.ringer,
+                    &mut self.events.sent,
+                );
+            }
+        }
         self.retires += u64::from(done);
         done
     }
@@ -364,7 +468,13 @@ impl ShmTransport {
             )));
         }
         let key = self.config.key.as_deref();
-        let mapping = segment::attach(pid, fd, self.universe.id, self.me_rank(), self.me, key)?;
+        let pinned = self.pinned.contains(&peer);
+        let ring_open = !self.config.mailbox || pinned;
+        let me = Writer {
+            ring_open,
+            ..self.me
+        };
+        let mapping = segment::attach(pid, fd, self.universe.id, self.me_rank(), me, key)?;
         if !host::is_alive(pid, start) {
             return Err(AttachError::Gone(format!(
                 "its process {pid} ended while attaching"
@@ -382,9 +492,18 @@ impl ShmTransport {
         // this is the ring's only producer.
         let producer = unsafe { Producer::new(control, bytes) };
         let unfenced = self.config.membarrier && mapping.owner_sleeps_with_barrier();
-        let out = Outgoing::new(producer, mapping.doorbell(), bell_addr, unfenced);
+        let mut out = Outgoing::new(producer, mapping.doorbell(), bell_addr, unfenced);
+        if !ring_open {
+            out.start_closed();
+        }
+        let (mailbox_control, mailbox_bytes) = mapping.mailbox();
+        let id = mailbox::writer_id(self.me.pid, self.me.start);
+        let mail = MailboxOut::new(mailbox_control, mailbox_bytes, id, self.me_rank());
         let channel = self.channel(peer, pid, start, registry);
         channel.out = Some(out);
+        channel.mail = Some(mail);
+        channel.ring_open_out = ring_open;
+        channel.pinned |= pinned;
         tracing::info!(
             "reaching {} over shm (pid {pid})",
             self.universe.describe(peer)
@@ -403,7 +522,14 @@ impl ShmTransport {
                 pid,
                 start,
                 out: None,
+                mail: None,
+                ring_open_out: true,
+                pinned: false,
                 inc: None,
+                ring_open_in: true,
+                stash: VecDeque::new(),
+                stash_reported: false,
+                mailbox_seq: 0,
                 pidfd,
                 bye_sent: false,
                 bye_received: false,
@@ -424,6 +550,26 @@ impl ShmTransport {
             t.payload = TransmitPayload::Owned(unsafe { g.to_vec() });
         }
         let peer = t.peer;
+        if let Some(channel) = self
+            .channels
+            .get_mut(&peer)
+            .filter(|c| !c.lost && !c.takes_ring_frames())
+        {
+            let Some(mail) = channel.mail.as_mut() else {
+                return Ok(());
+            };
+            if mail.pending.len() >= LINK_QUEUE_FRAMES {
+                return Err(NoResource(t));
+            }
+            mail.pending.push_back(Pending::Frame(t));
+            drain_mail(
+                channel,
+                self.config.mailbox,
+                &self.ringer,
+                &mut self.events.sent,
+            );
+            return Ok(());
+        }
         let Some(out) = live_out(&mut self.channels, peer) else {
             return Ok(());
         };
@@ -476,7 +622,7 @@ impl ShmTransport {
         let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
             return Direct::Other;
         };
-        if channel.out.as_ref().is_some_and(Outgoing::has_output) {
+        if channel.out.as_ref().is_some_and(Outgoing::has_output) || !channel.reads_ring() {
             return Direct::Other;
         }
         let Some(inc) = channel.inc.as_mut() else {
@@ -510,11 +656,19 @@ impl ShmTransport {
     /// Returns whether bytes moved.
     pub fn poll(&mut self, registry: &Registry) -> bool {
         self.discover(registry);
-        let mut moved = false;
+        let mut moved = self.read_mailbox();
         for i in 0..self.incoming.len() {
             moved |= self.read(self.incoming[i]);
         }
         for channel in self.channels.values_mut().filter(|c| !c.lost) {
+            if channel.mail.as_ref().is_some_and(|m| !m.pending.is_empty()) {
+                moved |= drain_mail(
+                    channel,
+                    self.config.mailbox,
+                    &self.ringer,
+                    &mut self.events.sent,
+                );
+            }
             if let Some(out) = channel.out.as_mut().filter(|o| o.has_output()) {
                 moved |= out.flush(&self.ringer, &mut self.events.sent);
             }
@@ -528,6 +682,9 @@ impl ShmTransport {
             let now = Instant::now();
             if now >= self.next_check {
                 self.next_check = now + LIVENESS_PERIOD;
+                for mail in self.channels.values_mut().filter_map(|c| c.mail.as_mut()) {
+                    mail.free_if_holder_gone();
+                }
                 let peers: Vec<u32> = self.channels.keys().copied().collect();
                 for peer in peers {
                     self.check_peer(peer);
@@ -540,7 +697,11 @@ impl ShmTransport {
     /// Reads `peer`'s ring up to its next data-path frame (see
     /// [`Incoming::read`]) and reports what it found.
     fn read(&mut self, peer: u32) -> bool {
-        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
+        let Some(channel) = self
+            .channels
+            .get_mut(&peer)
+            .filter(|c| !c.lost && c.reads_ring())
+        else {
             return false;
         };
         let Some(inc) = channel.inc.as_mut() else {
@@ -626,7 +787,9 @@ impl ShmTransport {
             }
         }
         for (peer, writer, inc) in found {
-            self.channel(peer, writer.pid, writer.start, registry).inc = Some(inc);
+            let channel = self.channel(peer, writer.pid, writer.start, registry);
+            channel.inc = Some(inc);
+            channel.ring_open_in = writer.ring_open;
             self.incoming.push(peer);
             if let Err(e) = self.attach(peer, writer.pid, writer.start, writer.segment_fd, registry)
             {
@@ -657,11 +820,12 @@ impl ShmTransport {
         if host::is_alive(pid, start) {
             return;
         }
+        self.read_mailbox();
         while self.read(peer) {}
         let Some(channel) = self.channels.get(&peer).filter(|c| !c.lost) else {
             return;
         };
-        if channel.inc.as_ref().is_some_and(Incoming::awaits_place) {
+        if channel.inc.as_ref().is_some_and(Incoming::awaits_place) || !channel.stash.is_empty() {
             // What it wrote before it went is still being delivered: the
             // next poll looks again.
             self.suspects.push(peer);
@@ -688,6 +852,8 @@ impl ShmTransport {
         if let Some(channel) = self.channels.get_mut(&peer) {
             channel.lost = true;
             channel.out = None;
+            channel.mail = None;
+            channel.stash.clear();
             channel.pidfd = None;
         }
     }
@@ -699,6 +865,8 @@ impl ShmTransport {
             }
             channel.lost = true;
             channel.out = None;
+            channel.mail = None;
+            channel.stash.clear();
             channel.pidfd = None;
         }
         self.events.lost(peer, error);
@@ -732,11 +900,15 @@ impl ShmTransport {
                 return false;
             }
         }
+        // A writer waiting for a mailbox's lock or room polls: the owner
+        // cannot know whom to wake when it frees room.
         let pending = self.generation.load(Ordering::Relaxed) != self.generation_seen
+            || (!self.mailbox_broken && self.mailbox.has_data())
             || self.channels.values_mut().any(|c| {
                 !c.lost
                     && (c.inc.as_ref().is_some_and(Incoming::has_data)
-                        || c.out.as_mut().is_some_and(Outgoing::can_progress))
+                        || c.out.as_mut().is_some_and(Outgoing::can_progress)
+                        || c.mail.as_ref().is_some_and(|m| !m.pending.is_empty()))
             });
         if pending {
             self.own_bell.awake();
@@ -769,21 +941,31 @@ impl Transport for ShmTransport {
         RmaOutcome::Now(self.execute(op))
     }
 
-    /// Says where the payload of the data-path frame `peer`'s ring
-    /// reported goes, and reads on.
+    /// Says where the payload of the data-path frame reported from
+    /// `peer` goes (read from its ring, or copied from its stash), and
+    /// reads on.
     fn place(&mut self, peer: u32, sink: PayloadSink) {
-        let Some(inc) = self
-            .channels
-            .get_mut(&peer)
-            .filter(|c| !c.lost)
-            .and_then(|c| c.inc.as_mut())
-        else {
+        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
+            return;
+        };
+        let ring_waits = channel.inc.as_ref().is_some_and(Incoming::awaits_place);
+        if !ring_waits && channel.stash_reported {
+            channel.stash_reported = false;
+            if let Some(Stashed::Frame(_, payload)) = channel.stash.pop_front() {
+                fill(sink, &payload, &mut self.events.filled);
+            }
+            self.report_stash(peer);
+            self.read(peer);
+            return;
+        }
+        let Some(inc) = channel.inc.as_mut() else {
             return;
         };
         let placed = inc.place(sink, &mut self.delivered);
         self.report(peer);
         match placed {
             Ok(()) => {
+                self.report_stash(peer);
                 self.read(peer);
             }
             Err(e) => self.broke_protocol(peer, e),
@@ -802,11 +984,9 @@ impl Transport for ShmTransport {
         &mut self.events
     }
 
-    /// Whether frames wait for room in a ring.
+    /// Whether frames wait for room in a ring or a mailbox.
     fn has_output(&self) -> bool {
-        self.channels
-            .values()
-            .any(|c| !c.lost && c.out.as_ref().is_some_and(Outgoing::has_output))
+        self.channels.values().any(|c| !c.lost && c.has_output())
     }
 
     /// Queues a goodbye on every channel (once).
@@ -814,49 +994,325 @@ impl Transport for ShmTransport {
         let peers: Vec<u32> = self.channels.keys().copied().collect();
         for peer in peers {
             let channel = self.channels.get_mut(&peer).expect("listed");
-            if channel.bye_sent || channel.lost {
+            if channel.bye_sent || channel.lost || channel.out.is_none() {
                 continue;
             }
-            if let Some(out) = channel.out.as_mut() {
-                channel.bye_sent = true;
-                out.enqueue_control(FrameKind::Bye, 0);
-                self.flush(peer);
-            }
+            channel.bye_sent = true;
+            self.send_control(peer, FrameKind::Bye, 0);
         }
     }
 
     /// Whether every channel has said its goodbye and heard the peer's.
     fn all_goodbyes_heard(&self) -> bool {
-        self.channels.values().all(|c| {
-            c.lost
-                || c.out.is_none()
-                || (c.bye_received && !c.out.as_ref().is_some_and(Outgoing::has_output))
-        })
+        self.channels
+            .values()
+            .all(|c| c.lost || c.out.is_none() || (c.bye_received && !c.has_output()))
     }
 
     /// Queues an abort on every channel, best effort.
     fn broadcast_abort(&mut self, code: i32) {
         let peers: Vec<u32> = self.channels.keys().copied().collect();
         for peer in peers {
-            if let Some(out) = self
+            if self
                 .channels
-                .get_mut(&peer)
-                .filter(|c| !c.lost)
-                .and_then(|c| c.out.as_mut())
+                .get(&peer)
+                .is_some_and(|c| !c.lost && c.out.is_some())
             {
-                out.enqueue_control(FrameKind::Abort, code);
-                self.flush(peer);
+                self.send_control(peer, FrameKind::Abort, code);
             }
         }
     }
 }
 
-/// The ring this process writes to `peer`, unless the peer is lost.
+impl ShmTransport {
+    /// Sends a frame of the channel itself (goodbye, abort) the way the
+    /// channel's frames go now: never refused for a full queue.
+    fn send_control(&mut self, peer: u32, kind: FrameKind, tag: i32) {
+        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
+            return;
+        };
+        if channel.takes_ring_frames() {
+            if let Some(out) = channel.out.as_mut() {
+                out.enqueue_control(kind, tag);
+            }
+            self.flush(peer);
+            return;
+        }
+        let mut header = FrameHeader::new(kind);
+        header.tag = tag;
+        if let Some(mail) = channel.mail.as_mut() {
+            mail.pending.push_back(Pending::Frame(Transmit {
+                peer,
+                header,
+                payload: TransmitPayload::None,
+                completes: None,
+                copy_if_blocked: false,
+            }));
+            drain_mail(
+                channel,
+                self.config.mailbox,
+                &self.ringer,
+                &mut self.events.sent,
+            );
+        }
+    }
+
+    /// Reads this process's mailbox: each record into its writer's
+    /// stash (reported from there in order), or the writer's switch
+    /// between its ring and the mailbox. Stops at a record from a writer
+    /// that attached but is not discovered yet (the next poll discovers
+    /// it first). Returns whether records were read.
+    fn read_mailbox(&mut self) -> bool {
+        if self.mailbox_broken {
+            return false;
+        }
+        let mut moved = false;
+        while let Some(sender) = self.mailbox.next_sender() {
+            let known = self.channels.get(&sender).is_some_and(|c| c.inc.is_some());
+            if !known && self.attached_unseen(sender) {
+                break;
+            }
+            let record = match self.mailbox.next() {
+                None => break,
+                Some(Err(Unreadable::Corrupt(why))) => {
+                    tracing::error!("this process's shared-memory mailbox is corrupt ({why}): it is read no more");
+                    self.mailbox_broken = true;
+                    break;
+                }
+                Some(Ok(record)) => record,
+            };
+            moved = true;
+            if !known {
+                tracing::warn!(
+                    "dropping a shared-memory mailbox record from universe rank {sender}, which did not attach (or prove the run's key)"
+                );
+                continue;
+            }
+            let channel = self.channels.get_mut(&sender).expect("known");
+            if channel.lost {
+                continue;
+            }
+            if record.seq != channel.mailbox_seq {
+                let expected = channel.mailbox_seq;
+                self.broke_protocol(
+                    sender,
+                    WireError::BadSequence {
+                        expected,
+                        got: record.seq,
+                    },
+                );
+                continue;
+            }
+            channel.mailbox_seq += 1;
+            let stashed = match record.body {
+                Body::RingOpen => {
+                    channel.ring_open_in = true;
+                    None
+                }
+                Body::RingClosed => {
+                    channel.ring_open_in = false;
+                    None
+                }
+                Body::BadFrame(e) => {
+                    self.broke_protocol(sender, e);
+                    continue;
+                }
+                Body::Frame(header, payload) => match classify(&header, LinkKind::Ring, true) {
+                    Ok(Class::Data) => Some(Stashed::Frame(header, payload)),
+                    Ok(Class::Bye) => Some(Stashed::Bye),
+                    Ok(Class::Abort(code)) => Some(Stashed::Abort(code)),
+                    Ok(Class::Handshake) => {
+                        let e = WireError::UnexpectedFrame {
+                            got: header.kind,
+                            state: "in a shared-memory mailbox",
+                        };
+                        self.broke_protocol(sender, e);
+                        continue;
+                    }
+                    Err(e) => {
+                        self.broke_protocol(sender, e);
+                        continue;
+                    }
+                },
+            };
+            channel.stash.extend(stashed);
+            self.report_stash(sender);
+        }
+        moved | self.mailbox.release()
+    }
+
+    /// Whether `rank`'s writer attached to this segment but this process
+    /// has not discovered it yet (nor refused it).
+    fn attached_unseen(&self, rank: u32) -> bool {
+        rank < self.universe.size()
+            && !self.refused.contains(&rank)
+            && self
+                .segment
+                .mapping()
+                .is_some_and(|m| m.writer(rank).is_some())
+    }
+
+    /// Reports what waits first in `peer`'s stash: its link frames at
+    /// once, its next data-path frame unless one from the stash or the
+    /// ring waits for its place.
+    fn report_stash(&mut self, peer: u32) {
+        let Some(channel) = self.channels.get_mut(&peer) else {
+            return;
+        };
+        if channel.stash_reported || channel.inc.as_ref().is_some_and(Incoming::awaits_place) {
+            return;
+        }
+        while let Some(first) = channel.stash.front() {
+            match first {
+                Stashed::Frame(header, _) => {
+                    self.events.frames.push_back((peer, *header));
+                    channel.stash_reported = true;
+                    return;
+                }
+                Stashed::Bye => channel.bye_received = true,
+                Stashed::Abort(code) => self
+                    .events
+                    .links
+                    .push(LinkEvent::Abort { peer, code: *code }),
+            }
+            channel.stash.pop_front();
+        }
+    }
+}
+
+impl Channel {
+    /// Frames for the peer go straight to the ring: it is open and no
+    /// frame waits for the mailbox before them.
+    #[inline(always)]
+    fn takes_ring_frames(&self) -> bool {
+        self.ring_open_out && self.mail.as_ref().is_none_or(|m| m.pending.is_empty())
+    }
+
+    /// The peer's ring is read: the peer writes to it, and none of its
+    /// mailbox records waits before what the ring holds.
+    #[inline(always)]
+    fn reads_ring(&self) -> bool {
+        self.ring_open_in && self.stash.is_empty()
+    }
+
+    fn has_output(&self) -> bool {
+        self.out.as_ref().is_some_and(Outgoing::has_output)
+            || self.mail.as_ref().is_some_and(|m| !m.pending.is_empty())
+    }
+}
+
+/// Writes what waits for `channel`'s mailbox, in order, as far as the
+/// mailbox takes it; hands the frames after a [`Pending::RingOpen`] to
+/// the ring. A frame needs the ring when there is no cap (`capped`
+/// false), the peer is pinned, or its payload is over
+/// [`mailbox::MAX_PAYLOAD`]: the ring is opened for it. Eager frames
+/// left waiting are copied, so their sends complete. Returns whether
+/// anything was written.
+fn drain_mail(channel: &mut Channel, capped: bool, ringer: &Ringer, sent: &mut Vec<ReqId>) -> bool {
+    let (Some(out), Some(mail)) = (channel.out.as_mut(), channel.mail.as_mut()) else {
+        return false;
+    };
+    let mut wrote = false;
+    while let Some(first) = mail.pending.front() {
+        let written = match first {
+            Pending::Frame(_) if channel.ring_open_out => {
+                let Some(Pending::Frame(t)) = mail.pending.pop_front() else {
+                    unreachable!("the first is a frame");
+                };
+                match out.write_now(t, ringer) {
+                    Ok(completes) => sent.extend(completes),
+                    Err(t) => out.enqueue(t),
+                }
+                continue;
+            }
+            Pending::Frame(t)
+                if !capped || channel.pinned || t.payload.len() > mailbox::MAX_PAYLOAD =>
+            {
+                mail.pending.push_front(Pending::RingOpen);
+                continue;
+            }
+            Pending::Frame(_) => {
+                let Some(Pending::Frame(t)) = mail.pending.pop_front() else {
+                    unreachable!("the first is a frame");
+                };
+                // SAFETY: a borrowed payload is valid until its request
+                // completes, reported only once the frame is written.
+                let payload = unsafe { payload_bytes(&t.payload) };
+                let written = mail.write(Kind::Frame, Some(&t.header), payload);
+                mail.pending.push_front(Pending::Frame(t));
+                written
+            }
+            Pending::RingOpen => mail.write(Kind::RingOpen, None, &[]),
+            Pending::RingClosed => mail.write(Kind::RingClosed, None, &[]),
+        };
+        if !written {
+            break;
+        }
+        wrote = true;
+        match mail.pending.pop_front() {
+            Some(Pending::Frame(t)) => sent.extend(t.completes),
+            Some(Pending::RingOpen) => channel.ring_open_out = true,
+            _ => {}
+        }
+    }
+    if wrote {
+        out.wake_peer(ringer);
+    }
+    if out.has_output() {
+        out.flush(ringer, sent);
+    }
+    for pending in mail.pending.iter_mut() {
+        if let Pending::Frame(t) = pending {
+            // SAFETY: valid until `completes` is reported, just after.
+            if t.copy_if_blocked && unsafe { t.payload.make_owned() } {
+                sent.extend(t.completes.take());
+            }
+        }
+    }
+    wrote
+}
+
+/// The bytes of a frame's payload (packed: gathered runs were packed
+/// before the frame was queued).
+///
+/// # Safety
+/// A borrowed payload's memory is valid.
+unsafe fn payload_bytes(payload: &TransmitPayload) -> &[u8] {
+    match payload {
+        TransmitPayload::None => &[],
+        // SAFETY: this function's contract.
+        TransmitPayload::Borrowed(region) => unsafe { region.as_slice() },
+        TransmitPayload::Owned(v) => v,
+        TransmitPayload::Gathered(_) => unreachable!("ShmTransport::send_frame packs runs"),
+    }
+}
+
+/// Copies a stashed frame's payload where the engine placed it.
+fn fill(sink: PayloadSink, payload: &[u8], filled: &mut Vec<(SinkToken, Option<Vec<u8>>)>) {
+    match sink {
+        PayloadSink::None => {}
+        PayloadSink::Region { region, token, .. } => {
+            let n = region.len.min(payload.len());
+            // SAFETY: the region is the posted receive buffer, valid
+            // until its request completes; `n` bytes fit both.
+            unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), region.ptr, n) };
+            filled.push((token, None));
+        }
+        PayloadSink::Owned { mut buf, token } => {
+            let n = buf.len().min(payload.len());
+            buf[..n].copy_from_slice(&payload[..n]);
+            filled.push((token, Some(buf)));
+        }
+    }
+}
+
+/// The ring this process writes to `peer`, unless the peer is lost or
+/// its frames go through the peer's mailbox now.
 #[inline(always)]
 fn live_out(channels: &mut PeerTable<Channel>, peer: u32) -> Option<&mut Outgoing> {
     channels
         .get_mut(&peer)
-        .filter(|c| !c.lost)
+        .filter(|c| !c.lost && c.takes_ring_frames())
         .and_then(|c| c.out.as_mut())
 }
 

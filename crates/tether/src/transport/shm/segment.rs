@@ -1,7 +1,10 @@
-//! The shared segment of one receiving process: a header, then one slot
-//! per universe rank, each a ring that only that rank writes.
+//! The shared segment of one receiving process: a header, the mailbox
+//! that every writer may write to, a table of slots, and one ring per
+//! universe rank that only that rank writes.
 //!
-//! Layout (offsets in bytes; `R` = ring capacity, a power of two):
+//! Layout (offsets in bytes; `R` = ring capacity, a power of two; `M` =
+//! [`MAILBOX_BYTES`]; `T` = the slot table, [`SLOT_ENTRY`] bytes a slot,
+//! rounded up to whole pages):
 //!
 //! | offset | what |
 //! |---|---|
@@ -10,8 +13,14 @@
 //! | 256 | attach generation: +1 each time a writer attaches |
 //! | 320 | the owner's [`Doorbell`] (its sleep flag) |
 //! | 512 | attached writers: bit i is set once slot i's writer attached (slots below [`ATTACHED_BITS`]) |
-//! | 4096 + i*(4096+R) | slot i: [`RingControl`], [`WriterInfo`] |
-//! | 8192 + i*(4096+R) | slot i: the ring's R bytes |
+//! | 4096 | the mailbox's [`MailboxControl`] (writers' lock, cursors) |
+//! | 8192 | the mailbox's M bytes |
+//! | 8192 + M + i*256 | slot i: [`RingControl`], [`WriterInfo`] |
+//! | 8192 + M + T + i*R | slot i: the ring's R bytes |
+//!
+//! Slots are packed 16 to a page, apart from their rings: a writer that
+//! sends through the mailbox only (`TETHER_MAX_LINKS`, `mailbox.rs`)
+//! costs the owner 256 bytes, not a page, and its ring no page at all.
 //!
 //! The segment is a memfd: it has no name in any file system, so nothing
 //! can be left behind in /dev/shm whatever happens to the processes (a
@@ -44,14 +53,24 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use memmap2::{MmapOptions, MmapRaw};
-use tether_ring::{Bytes, Doorbell, RingControl};
+use tether_ring::{Bytes, Doorbell, MailboxControl, RingControl};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"TTHRSHM2");
+const MAGIC: u64 = u64::from_le_bytes(*b"TTHRSHM3");
 pub const PAGE: usize = 4096;
 const GENERATION_AT: usize = 256;
 const DOORBELL_AT: usize = 320;
 const OWNER_NONCE_AT: usize = 128;
 const ATTACHED_AT: usize = 512;
+const MAILBOX_CONTROL_AT: usize = PAGE;
+const MAILBOX_AT: usize = 2 * PAGE;
+/// The mailbox's capacity: a burst of small frames from every peer
+/// without a ring of its own (about 500 frames of 64 bytes) before a
+/// writer waits for the owner to read.
+pub const MAILBOX_BYTES: usize = 64 * 1024;
+/// Bytes of one slot in the slot table: its ring's control (two lines)
+/// and its writer.
+const SLOT_ENTRY: usize = 256;
+const SLOTS_AT: usize = MAILBOX_AT + MAILBOX_BYTES;
 /// Slots whose attach is marked in the header's bitmap: the owner then
 /// looks at those slots only, so that a peer that never writes to this
 /// process costs it no page (reading a slot's state brings its page in).
@@ -84,6 +103,9 @@ pub struct WriterInfo {
     /// Its proof of the run's key (zero without a key), written before
     /// `state` becomes 1.
     proof: [AtomicU64; 4],
+    /// 1: the writer starts with its ring; 0: with the mailbox, until it
+    /// says otherwise there (`mailbox.rs`).
+    ring_open: AtomicU32,
 }
 
 /// The writer of a slot, as the owner sees it.
@@ -92,6 +114,8 @@ pub struct Writer {
     pub pid: u32,
     pub start: u64,
     pub segment_fd: u32,
+    /// It starts writing to its ring, not to the mailbox.
+    pub ring_open: bool,
 }
 
 /// Who attaches to whom: what a writer's proof of the key covers (see
@@ -248,8 +272,13 @@ impl RingBytes {
     }
 }
 
+/// Where the rings start: after the slot table, on a page.
+fn rings_at(slots: u32) -> usize {
+    SLOTS_AT + (slots as usize * SLOT_ENTRY).next_multiple_of(PAGE)
+}
+
 fn segment_len(slots: u32, ring_bytes: usize) -> usize {
-    PAGE + slots as usize * (PAGE + ring_bytes)
+    rings_at(slots) + slots as usize * ring_bytes
 }
 
 impl Mapping {
@@ -283,17 +312,30 @@ impl Mapping {
 
     fn slot_offset(&self, slot: u32) -> usize {
         assert!(slot < self.slots, "slot {slot} of {}", self.slots);
-        PAGE + slot as usize * (PAGE + self.ring_bytes)
+        SLOTS_AT + slot as usize * SLOT_ENTRY
     }
 
     pub fn ring(&self, slot: u32) -> (Shared<RingControl>, RingBytes) {
         let offset = self.slot_offset(slot);
         let bytes = RingBytes {
-            ptr: self.map.as_mut_ptr().wrapping_add(offset + PAGE),
+            ptr: self
+                .map
+                .as_mut_ptr()
+                .wrapping_add(rings_at(self.slots) + slot as usize * self.ring_bytes),
             len: self.ring_bytes,
             _map: self.map.clone(),
         };
         (self.at(offset), bytes)
+    }
+
+    /// The mailbox: its control words and its bytes.
+    pub fn mailbox(&self) -> (Shared<MailboxControl>, RingBytes) {
+        let bytes = RingBytes {
+            ptr: self.map.as_mut_ptr().wrapping_add(MAILBOX_AT),
+            len: MAILBOX_BYTES,
+            _map: self.map.clone(),
+        };
+        (self.at(MAILBOX_CONTROL_AT), bytes)
     }
 
     fn writer_info(&self, slot: u32) -> Shared<WriterInfo> {
@@ -307,6 +349,7 @@ impl Mapping {
             pid: info.pid.load(Ordering::Relaxed),
             start: info.start.load(Ordering::Relaxed),
             segment_fd: info.segment_fd.load(Ordering::Relaxed),
+            ring_open: info.ring_open.load(Ordering::Relaxed) == 1,
         })
     }
 
@@ -518,6 +561,8 @@ pub fn attach(
     info.pid.store(writer.pid, Ordering::Relaxed);
     info.start.store(writer.start, Ordering::Relaxed);
     info.segment_fd.store(writer.segment_fd, Ordering::Relaxed);
+    info.ring_open
+        .store(u32::from(writer.ring_open), Ordering::Relaxed);
     if let Some(key) = key {
         let owner = mapping.header().owner_rank;
         let proof = Attachment {
@@ -569,6 +614,7 @@ mod tests {
                 pid: std::process::id(),
                 start: 1,
                 segment_fd: 0,
+                ring_open: true,
             };
             let Ok(mapping) = attach(std::process::id(), segment.fd(), 7, 1, me, None) else {
                 panic!("attaching to this process's own segment failed");
@@ -587,6 +633,7 @@ mod tests {
             pid: std::process::id(),
             start: 5,
             segment_fd: 0,
+            ring_open: true,
         };
         attach(std::process::id(), segment.fd(), 9, 1, me, Some(&key)).unwrap();
         attach(std::process::id(), segment.fd(), 9, 2, me, None).unwrap();
@@ -620,12 +667,42 @@ mod tests {
             pid: std::process::id(),
             start: 1,
             segment_fd: 0,
+            ring_open: true,
         };
         assert!(segment.mapping().unwrap().attached_slots().is_empty());
         for slot in [1, 65, 69] {
             attach(std::process::id(), segment.fd(), 3, slot, me, None).unwrap();
         }
         assert_eq!(segment.mapping().unwrap().attached_slots(), [1, 65, 69]);
+    }
+
+    /// A writer that starts with the mailbox touches no page of its
+    /// ring, and the owner learns how it starts; slots share pages.
+    #[test]
+    fn a_mailbox_writer_costs_no_ring_page_and_slots_share_a_page() {
+        let mut segment = Segment::create().unwrap();
+        segment.init(4, 0, 40, 4096, false).unwrap();
+        let mut me = Writer {
+            pid: std::process::id(),
+            start: 1,
+            segment_fd: 0,
+            ring_open: false,
+        };
+        attach(std::process::id(), segment.fd(), 4, 3, me, None).unwrap();
+        me.ring_open = true;
+        attach(std::process::id(), segment.fd(), 4, 5, me, None).unwrap();
+        let owner = segment.mapping().unwrap();
+        assert!(!owner.writer(3).unwrap().ring_open);
+        assert!(owner.writer(5).unwrap().ring_open);
+        for slot in 0..40 {
+            assert_eq!(resident_pages(&owner.ring(slot).1), 0, "ring {slot}");
+        }
+        let (control, _) = owner.ring(0);
+        let (last, _) = owner.ring(15);
+        let (next, _) = owner.ring(16);
+        let page = |c: &Shared<RingControl>| c.ptr.as_ptr() as usize / PAGE;
+        assert_eq!(page(&control), page(&last));
+        assert_ne!(page(&control), page(&next));
     }
 
     #[test]
