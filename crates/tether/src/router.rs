@@ -514,7 +514,7 @@ impl Router {
     /// ring given back and written again counts once).
     pub fn links_peak(&self) -> u64 {
         let ucx = self.ucx.as_ref().map_or(0, UcxTransport::link_count);
-        let shm = self.shm.as_ref().map_or(0, ShmTransport::channel_count);
+        let shm = self.shm.as_ref().map_or(0, ShmTransport::rings_written);
         self.tcp.links_peak() + (shm + ucx) as u64
     }
 

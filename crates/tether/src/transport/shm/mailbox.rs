@@ -31,7 +31,7 @@ use tether_proto::wire::HEADER_LEN;
 use tether_proto::{FrameHeader, Transmit, WireError};
 use tether_ring::{Consumer, MailboxControl, Refused, RingControl};
 
-use super::segment::{RingBytes, Shared};
+use super::segment::{FileBytes, Mapping, RingBytes, Shared};
 use crate::host;
 use crate::settings::MAX_EAGER_LIMIT;
 
@@ -88,7 +88,7 @@ pub enum Pending {
 /// The writing side: one peer's mailbox, and what waits for it.
 pub struct MailboxOut {
     control: Shared<MailboxControl>,
-    bytes: RingBytes,
+    bytes: FileBytes,
     id: u64,
     rank: u32,
     /// Records written so far.
@@ -99,9 +99,10 @@ pub struct MailboxOut {
 }
 
 impl MailboxOut {
-    /// The mailbox (`control`, `bytes`) of a peer, written by this
-    /// process (universe rank `rank`, lock id `id`).
-    pub fn new(control: Shared<MailboxControl>, bytes: RingBytes, id: u64, rank: u32) -> Self {
+    /// The mailbox of a peer whose segment is `mapping`, written by
+    /// this process (universe rank `rank`, lock id `id`).
+    pub fn new(mapping: &Mapping, id: u64, rank: u32) -> Self {
+        let (control, bytes) = mapping.mailbox_for_writer();
         MailboxOut {
             control,
             bytes,
@@ -339,7 +340,18 @@ mod tests {
     use tether_proto::FrameKind;
 
     use super::*;
-    use crate::transport::shm::segment::Segment;
+    use crate::transport::shm::segment::{attach, Segment, Writer};
+
+    /// This process as a writer of its own segment (through /proc, as a
+    /// peer writes: the mailbox's bytes through the file).
+    fn me() -> Writer {
+        Writer {
+            pid: std::process::id(),
+            start: 1,
+            segment_fd: 0,
+            ring_open: false,
+        }
+    }
 
     fn eager(tag: i32) -> FrameHeader {
         let mut header = FrameHeader::new(FrameKind::Eager);
@@ -357,10 +369,8 @@ mod tests {
         let mapping = segment.init(1, 0, 3, 4096, false).unwrap();
         let (control, bytes) = mapping.mailbox();
         let mut reader = MailboxIn::new(control, bytes);
-        let writer = |rank| {
-            let (control, bytes) = mapping.mailbox();
-            MailboxOut::new(control, bytes, writer_id(100 + rank, 1), rank)
-        };
+        let peer = attach(std::process::id(), segment.fd(), 1, 1, me(), None).unwrap();
+        let writer = |rank| MailboxOut::new(&peer, writer_id(100 + rank, 1), rank);
         let (mut one, mut two) = (writer(1), writer(2));
         let payload: Vec<u8> = (0..MAX_PAYLOAD).map(|i| i as u8).collect();
         assert!(one.write(Kind::Frame, Some(&eager(5)), &payload[..3]));

@@ -416,6 +416,15 @@ impl ShmTransport {
         self.channels.len()
     }
 
+    /// Channels whose ring this process ever wrote (the most rings it
+    /// held at once is at most this).
+    pub fn rings_written(&self) -> usize {
+        self.channels
+            .values()
+            .filter(|c| c.out.as_ref().is_some_and(|o| o.frames() > 0))
+            .count()
+    }
+
     /// Retires the link to `peer`: gives its outgoing ring's pages back
     /// when the peer has read everything (`Outgoing::give_back`) and
     /// closes it: frames go through the peer's mailbox from now on, the
@@ -495,10 +504,16 @@ impl ShmTransport {
         let mut out = Outgoing::new(producer, mapping.doorbell(), bell_addr, unfenced);
         if !ring_open {
             out.start_closed();
+            // Claiming the slot mapped its page here, and the first read
+            // of the header mapped the pages around it that the owner
+            // has in memory (the kernel's fault-around): the mailbox's.
+            // A writer without its ring touches neither again (it writes
+            // records through the file).
+            mapping.slot_page(self.me_rank()).unmap_here();
+            mapping.mailbox_pages().unmap_here();
         }
-        let (mailbox_control, mailbox_bytes) = mapping.mailbox();
         let id = mailbox::writer_id(self.me.pid, self.me.start);
-        let mail = MailboxOut::new(mailbox_control, mailbox_bytes, id, self.me_rank());
+        let mail = MailboxOut::new(&mapping, id, self.me_rank());
         let channel = self.channel(peer, pid, start, registry);
         channel.out = Some(out);
         channel.mail = Some(mail);

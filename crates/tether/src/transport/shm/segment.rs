@@ -12,15 +12,19 @@
 //! | 128 | the owner's nonce (32 bytes, fresh per segment) |
 //! | 256 | attach generation: +1 each time a writer attaches |
 //! | 320 | the owner's [`Doorbell`] (its sleep flag) |
-//! | 512 | attached writers: bit i is set once slot i's writer attached (slots below [`ATTACHED_BITS`]) |
-//! | 4096 | the mailbox's [`MailboxControl`] (writers' lock, cursors) |
-//! | 8192 | the mailbox's M bytes |
-//! | 8192 + M + i*256 | slot i: [`RingControl`], [`WriterInfo`] |
-//! | 8192 + M + T + i*R | slot i: the ring's R bytes |
+//! | 384 | the mailbox's [`MailboxControl`] (writers' lock, cursors) |
+//! | 576 | attached writers: bit i is set once slot i's writer attached (slots below [`ATTACHED_BITS`]) |
+//! | 4096 | the mailbox's M bytes |
+//! | 4096 + M + i*256 | slot i: [`RingControl`], [`WriterInfo`] |
+//! | 4096 + M + T + i*R | slot i: the ring's R bytes |
 //!
 //! Slots are packed 16 to a page, apart from their rings: a writer that
 //! sends through the mailbox only (`TETHER_MAX_LINKS`, `mailbox.rs`)
 //! costs the owner 256 bytes, not a page, and its ring no page at all.
+//! It writes its records through the segment's file ([`FileBytes`]), so
+//! of the owner's segment it keeps only the header page mapped: what it
+//! needs per write (the mailbox's lock and cursors, the doorbell) is
+//! there.
 //!
 //! The segment is a memfd: it has no name in any file system, so nothing
 //! can be left behind in /dev/shm whatever happens to the processes (a
@@ -60,9 +64,9 @@ pub const PAGE: usize = 4096;
 const GENERATION_AT: usize = 256;
 const DOORBELL_AT: usize = 320;
 const OWNER_NONCE_AT: usize = 128;
-const ATTACHED_AT: usize = 512;
-const MAILBOX_CONTROL_AT: usize = PAGE;
-const MAILBOX_AT: usize = 2 * PAGE;
+const MAILBOX_CONTROL_AT: usize = 384;
+const ATTACHED_AT: usize = MAILBOX_CONTROL_AT + std::mem::size_of::<MailboxControl>();
+const MAILBOX_AT: usize = PAGE;
 /// The mailbox's capacity: a burst of small frames from every peer
 /// without a ring of its own (about 500 frames of 64 bytes) before a
 /// writer waits for the owner to read.
@@ -154,6 +158,8 @@ impl Attachment<'_> {
 /// A mapping of a segment (own or a peer's).
 pub struct Mapping {
     map: Arc<MmapRaw>,
+    /// A peer's segment file, kept open to write its mailbox with.
+    file: Option<Arc<File>>,
     slots: u32,
     ring_bytes: usize,
 }
@@ -176,6 +182,84 @@ impl<T> Deref for Shared<T> {
 
 // SAFETY: `T` is made of atomics; sharing it is what it is for.
 unsafe impl<T: Sync> Send for Shared<T> {}
+
+/// A mailbox's bytes as its writers see them: written with `pwrite(2)`
+/// to the segment's file, so that the pages a record lands on are not
+/// mapped into the writer (every page of every peer's mailbox it ever
+/// wrote to would count in its resident memory, as shared pages count
+/// in every process that maps them). Loads, word stores, and writes
+/// the file refuses, go through the mapping.
+///
+/// Order: the kernel copies the record on this thread before `pwrite`
+/// returns, so the Release store of the mailbox's head after it orders
+/// the record's bytes before the head, as it does this thread's own
+/// stores.
+pub struct FileBytes {
+    file: Option<Arc<File>>,
+    offset: u64,
+    bytes: RingBytes,
+}
+
+// SAFETY: as `RingBytes`, whose range the file's offsets name.
+unsafe impl Bytes for FileBytes {
+    fn capacity(&self) -> usize {
+        self.bytes.capacity()
+    }
+    unsafe fn store(&self, at: usize, src: *const u8, len: usize) {
+        use std::os::unix::fs::FileExt;
+        // SAFETY: `src` is valid for `len` reads (the trait's contract).
+        let data = unsafe { std::slice::from_raw_parts(src, len) };
+        let written = self
+            .file
+            .as_ref()
+            .is_some_and(|f| f.write_all_at(data, self.offset + at as u64).is_ok());
+        if !written {
+            // SAFETY: as the trait's contract.
+            unsafe { self.bytes.store(at, src, len) };
+        }
+    }
+    unsafe fn load(&self, at: usize, dst: *mut u8, len: usize) {
+        // SAFETY: as the trait's contract.
+        unsafe { self.bytes.load(at, dst, len) }
+    }
+    unsafe fn store_word(&self, at: usize, value: u64, order: Ordering) {
+        // SAFETY: as the trait's contract.
+        unsafe { self.bytes.store_word(at, value, order) }
+    }
+    unsafe fn load_word(&self, at: usize, order: Ordering) -> u64 {
+        // SAFETY: as the trait's contract.
+        unsafe { self.bytes.load_word(at, order) }
+    }
+}
+
+/// Whole pages of a mapping, which this process may stop mapping.
+pub struct Pages {
+    ptr: *mut u8,
+    len: usize,
+    _map: Arc<MmapRaw>,
+}
+
+// SAFETY: a plain memory range inside the mapping this value keeps alive.
+unsafe impl Send for Pages {}
+
+impl Pages {
+    /// Stops mapping the pages in this process (`MADV_DONTNEED` on a
+    /// shared mapping: the segment keeps them, and the next touch maps
+    /// them again, as they are), so that they no longer count in its
+    /// resident memory. No byte changes.
+    pub fn unmap_here(&self) {
+        // SAFETY: a page-aligned range inside the mapping this value
+        // keeps alive; on a shared mapping the advice only drops this
+        // process's page table entries.
+        let rc = unsafe { libc::madvise(self.ptr.cast(), self.len, libc::MADV_DONTNEED) };
+        if rc != 0 {
+            tracing::debug!(
+                "cannot unmap a segment's pages here: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}
 
 /// A ring's storage inside a mapping.
 pub struct RingBytes {
@@ -328,6 +412,37 @@ impl Mapping {
         (self.at(offset), bytes)
     }
 
+    /// The mailbox as a writer of another process writes it: its control
+    /// words, and its bytes written through the segment's file.
+    pub fn mailbox_for_writer(&self) -> (Shared<MailboxControl>, FileBytes) {
+        let (control, bytes) = self.mailbox();
+        let file = FileBytes {
+            file: self.file.clone(),
+            offset: MAILBOX_AT as u64,
+            bytes,
+        };
+        (control, file)
+    }
+
+    /// The mailbox's bytes, as pages of this mapping.
+    pub fn mailbox_pages(&self) -> Pages {
+        self.pages(MAILBOX_AT, MAILBOX_BYTES)
+    }
+
+    /// The page of the slot table that holds `slot`.
+    pub fn slot_page(&self, slot: u32) -> Pages {
+        let at = self.slot_offset(slot) / PAGE * PAGE;
+        self.pages(at, PAGE)
+    }
+
+    fn pages(&self, at: usize, len: usize) -> Pages {
+        Pages {
+            ptr: self.map.as_mut_ptr().wrapping_add(at),
+            len,
+            _map: self.map.clone(),
+        }
+    }
+
     /// The mailbox: its control words and its bytes.
     pub fn mailbox(&self) -> (Shared<MailboxControl>, RingBytes) {
         let bytes = RingBytes {
@@ -441,6 +556,7 @@ impl Segment {
         let map = Arc::new(MmapOptions::new().len(len).map_raw(&self.file)?);
         let mapping = Mapping {
             map,
+            file: None,
             slots,
             ring_bytes,
         };
@@ -515,6 +631,7 @@ pub fn attach(
     );
     let probe = Mapping {
         map,
+        file: None,
         slots: 0,
         ring_bytes: 0,
     };
@@ -545,6 +662,7 @@ pub fn attach(
     }
     let mapping = Mapping {
         map: probe.map.clone(),
+        file: Some(Arc::new(file)),
         slots,
         ring_bytes,
     };
