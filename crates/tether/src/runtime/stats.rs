@@ -21,8 +21,8 @@
 //!   bytes mapped, and of those the resident ones
 //!   (`transport/resources.rs`);
 //! - `links_peak`: the most dedicated links held at once (TCP
-//!   connections at their peak, plus the other transports' links, which
-//!   are never retired); `link_retires`: TCP connections closed by a
+//!   connections at their peak, plus the shared-memory rings ever
+//!   written and the UCX links); `link_retires`: TCP connections closed by a
 //!   retire (`TETHER_MAX_LINKS`), by either side;
 //! - `mailbox_bytes`, `mailbox_resident_bytes`: this process's
 //!   shared-memory mailbox, which every peer without a ring of its own

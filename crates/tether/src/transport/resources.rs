@@ -49,9 +49,9 @@ pub struct LinkUse {
     pub memory: LinkMemory,
     /// It holds resources of its own now (counted in `links`): a TCP
     /// connection, a UCX endpoint, a shared-memory ring pair not given
-    /// back. A channel whose rings were given back under
-    /// `TETHER_MAX_LINKS` still shows its memory (its control page and
-    /// the page its reader polls) but is not a link.
+    /// back. A shared-memory channel without rings (given back, or never
+    /// opened: its frames go through the mailbox under
+    /// `TETHER_MAX_LINKS`) still shows what it holds but is not a link.
     pub dedicated: bool,
 }
 
