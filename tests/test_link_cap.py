@@ -46,3 +46,21 @@ def test_without_a_cap_nothing_is_retired(python_package):
                       env=clean_env(TETHER_TRANSPORTS="tcp"))
     done = re.findall(r"ok retire (\d+) (\d+) (\d+) mailbox (\d+) (\d+)", proc.stdout)
     assert len(done) == 3 and all(retires == "0" for _, retires, *_ in done), proc.stdout + proc.stderr
+
+
+def test_more_writers_than_cores_share_one_mailbox_and_lose_nothing(python_package):
+    """Eleven processes on this two-core machine stream small messages
+    to one: they take its mailbox in turn and wait for room in it; every
+    message arrives once, intact, in its sender's order."""
+    script = str(ROOT / "tests" / "python" / "mailbox_fan_in.py")
+    proc = tether_run(["--name", "f", "-n", "12", sys.executable, script, "400"],
+                      env=clean_env(TETHER_TRANSPORTS="shm", TETHER_MAX_LINKS="1"))
+    text = proc.stdout + proc.stderr
+    done = {int(rank): (int(sent), int(read))
+            for rank, sent, read in re.findall(r"ok fan-in (\d+) (\d+) (\d+)", proc.stdout)}
+    assert sorted(done) == list(range(12)), text
+    # Each sender's 400 messages went through the mailbox (and the
+    # barrier's few frames), and rank 0 read all of them.
+    assert all(done[rank][0] >= 400 for rank in range(1, 12)), done
+    assert done[0][1] >= 11 * 400, done
+    assert " WARN " not in text and " ERROR " not in text, text

@@ -1261,6 +1261,9 @@ fn drain_mail(channel: &mut Channel, capped: bool, ringer: &Ringer, sent: &mut V
             Pending::RingClosed => mail.write(Kind::RingClosed, None, &[]),
         };
         if !written {
+            // The lock's holder, or the reader that frees room, may be
+            // waiting for this core.
+            std::thread::yield_now();
             break;
         }
         wrote = true;
