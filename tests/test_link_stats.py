@@ -75,6 +75,9 @@ def test_tcp_links_and_their_kernel_memory_agree_with_ss(built, program, tmp_pat
             assert abs(held - seen["link_kernel_bytes"]) <= 16 << 10, (held, seen)
             # A read buffer per link, grown past the handshake's 4 KiB.
             assert 2 * 4096 < seen["link_user_bytes"] < 4 << 20, seen
+            # The peak, read last, is at least what the links held when
+            # read just before (the socket queues aside, which move).
+            assert seen["link_bytes_peak"] >= seen["link_user_bytes"], seen
     finally:
         finish(procs, gate)
 
@@ -91,5 +94,6 @@ def test_shm_links_count_both_rings_of_each_peer(built, program, tmp_path):
             # beyond the rings is counted.
             assert 0 < seen["link_ring_resident_bytes"] <= seen["link_ring_bytes"], seen
             assert seen["link_kernel_bytes"] == 0, seen
+            assert seen["link_bytes_peak"] >= seen["link_user_bytes"] + seen["link_ring_resident_bytes"], seen
     finally:
         finish(procs, gate)

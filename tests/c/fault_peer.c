@@ -53,7 +53,8 @@ static int class_of(const char *name) {
     exit(2);
 }
 
-/* One line: every descriptor of this process and what it points to. */
+/* One line: every descriptor of this process and what it points to (a
+ * pidfd as pidfd:<the pid it watches>). */
 static void print_fds(const char *label) {
     DIR *d = opendir("/proc/self/fd");
     if (!d) return;
@@ -65,6 +66,15 @@ static void print_fds(const char *label) {
         snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
         ssize_t n = readlink(path, target, sizeof target - 1);
         target[n < 0 ? 0 : n] = 0;
+        if (!strcmp(target, "anon_inode:[pidfd]")) {
+            /* Which process it watches: its fdinfo's "Pid:" line. */
+            snprintf(path, sizeof path, "/proc/self/fdinfo/%s", e->d_name);
+            FILE *info = fopen(path, "r");
+            char line[128];
+            while (info && fgets(line, sizeof line, info))
+                if (!strncmp(line, "Pid:", 4)) snprintf(target, sizeof target, "pidfd:%d", atoi(line + 4));
+            if (info) fclose(info);
+        }
         printf(" %s=%s", e->d_name, target);
     }
     closedir(d);

@@ -76,6 +76,11 @@ pub use short_path::ShortPath;
 /// (a power of two).
 pub const TCP_POLL_EVERY: u32 = 64;
 
+/// How often progress samples what the links hold, for their peak
+/// (`link_bytes_peak`): a sample costs a look at every link (`mincore`
+/// per ring, `SO_MEMINFO` per socket).
+const BYTES_SAMPLE_PERIOD: Duration = Duration::from_millis(100);
+
 /// What exists before the universe is known: the TCP listener and the
 /// shared-memory segment, and the address that publishes them.
 pub struct Bound {
@@ -152,6 +157,11 @@ pub struct Router {
     link_full: u64,
     /// `TETHER_MAX_LINKS` and the epochs of use it retires by.
     cap: LinkCap,
+    /// The most bytes the links held at once, as sampled
+    /// ([`Router::link_bytes_peak`]).
+    link_bytes_peak: std::cell::Cell<u64>,
+    /// When the links' bytes are sampled next.
+    next_bytes_sample: Instant,
 }
 
 /// Runs `$call` on the transport the oldest reported frame came from
@@ -425,6 +435,8 @@ impl Router {
             route_retries: 0,
             link_full: 0,
             cap: LinkCap::new(settings.max_links() as usize),
+            link_bytes_peak: std::cell::Cell::new(0),
+            next_bytes_sample: Instant::now(),
         };
         router.start_file_inbox();
         router
@@ -1066,13 +1078,45 @@ impl Router {
         // The cap is looked at once per period at most: its clock is read
         // every few rounds of a busy poll and at each round of a wait
         // that may sleep.
-        if (epoll_round || wants_sleep) && self.cap.active() {
-            let shm = self.shm.as_ref().map_or(0, ShmTransport::channel_count);
-            if self.cap.may_exceed(self.tcp.connections() + shm) && self.cap.due(Instant::now()) {
-                self.hold_the_cap();
+        if epoll_round || wants_sleep {
+            let now = Instant::now();
+            if self.cap.active() {
+                let shm = self.shm.as_ref().map_or(0, ShmTransport::channel_count);
+                if self.cap.may_exceed(self.tcp.connections() + shm) && self.cap.due(now) {
+                    self.hold_the_cap();
+                }
+            }
+            if now >= self.next_bytes_sample {
+                self.next_bytes_sample = now + BYTES_SAMPLE_PERIOD;
+                self.sample_link_bytes();
             }
         }
         moved
+    }
+
+    /// Samples what the links hold now into their peak.
+    #[cold]
+    fn sample_link_bytes(&self) -> u64 {
+        let now: u64 = self
+            .links()
+            .iter()
+            .map(|link| {
+                let m = &link.memory;
+                m.user_bytes + m.kernel_bytes + m.ring_resident_bytes
+            })
+            .sum();
+        self.link_bytes_peak
+            .set(self.link_bytes_peak.get().max(now));
+        now
+    }
+
+    /// The most bytes the links held at once (user-space buffers, the
+    /// kernel's socket queues, resident ring pages), as sampled every
+    /// [`BYTES_SAMPLE_PERIOD`] of progress and at this call: a peak
+    /// between two samples may be missed.
+    pub fn link_bytes_peak(&self) -> u64 {
+        self.sample_link_bytes();
+        self.link_bytes_peak.get()
     }
 
     /// Gives up the peers the heartbeat thread found silent (or that gave
@@ -1218,8 +1262,8 @@ impl Router {
         self.link_full
     }
 
-    /// Every dedicated link (TCP connections, shared-memory ring pairs)
-    /// and what it holds, by peer.
+    /// Every link (TCP connections, shared-memory channels, UCX
+    /// endpoints) and what it holds, by peer.
     pub fn links(&self) -> Vec<crate::transport::resources::LinkUse> {
         let mut out = Vec::new();
         self.tcp.links(&mut out);

@@ -22,7 +22,10 @@
 //!   (`transport/resources.rs`);
 //! - `links_peak`: the most dedicated links held at once (TCP
 //!   connections at their peak, plus the shared-memory rings ever
-//!   written and the UCX links); `link_retires`: TCP connections closed by a
+//!   written and the UCX links); `link_bytes_peak`: the most bytes the
+//!   links held at once (`link_user_bytes + link_kernel_bytes +
+//!   link_ring_resident_bytes`), sampled every 100 ms of progress and
+//!   whenever the counters are read; `link_retires`: TCP connections closed by a
 //!   retire (`TETHER_MAX_LINKS`), by either side;
 //! - `mailbox_bytes`, `mailbox_resident_bytes`: this process's
 //!   shared-memory mailbox, which every peer without a ring of its own
@@ -161,6 +164,7 @@ impl Runtime {
         out.push(("links".to_string(), dedicated as u64));
         let router = self.transport.router();
         out.push(("links_peak".to_string(), router.links_peak()));
+        out.push(("link_bytes_peak".to_string(), router.link_bytes_peak()));
         out.push(("link_retires".to_string(), router.retires()));
         let (mailbox, mailbox_resident) = router.mailbox_footprint();
         out.push(("mailbox_bytes".to_string(), mailbox));
