@@ -1081,7 +1081,7 @@ impl Router {
         if epoll_round || wants_sleep {
             let now = Instant::now();
             if self.cap.active() {
-                let shm = self.shm.as_ref().map_or(0, ShmTransport::channel_count);
+                let shm = self.shm.as_ref().map_or(0, ShmTransport::open_ring_count);
                 if self.cap.may_exceed(self.tcp.connections() + shm) && self.cap.due(now) {
                     self.hold_the_cap();
                 }

@@ -214,6 +214,9 @@ pub struct ShmTransport {
     mailbox_broken: bool,
     /// Peers pinned before a channel to them existed.
     pinned: Vec<u32>,
+    /// Channels whose frames go to their ring (not the mailbox): the
+    /// links the cap may have to retire.
+    open_rings: usize,
     own_bell: Shared<Doorbell>,
     generation: Shared<AtomicU64>,
     generation_seen: u64,
@@ -286,6 +289,7 @@ impl ShmTransport {
             mailbox,
             mailbox_broken: false,
             pinned: Vec::new(),
+            open_rings: 0,
             own_bell,
             generation,
             generation_seen: 0,
@@ -410,10 +414,13 @@ impl ShmTransport {
         }
     }
 
-    /// Channels with an outgoing ring (an upper bound of
-    /// [`ShmTransport::open_links`], which costs a look at each).
-    pub fn channel_count(&self) -> usize {
-        self.channels.len()
+    /// Channels whose frames go to their ring: an upper bound of
+    /// [`ShmTransport::open_links`], which costs a look at each (with
+    /// the mailbox, a ring is opened only for a kernel's peers and large
+    /// frames, so under the cap this stays small and a kernel's progress
+    /// does not check the cap).
+    pub fn open_ring_count(&self) -> usize {
+        self.open_rings
     }
 
     /// Channels whose ring this process ever wrote (the most rings it
@@ -437,13 +444,17 @@ impl ShmTransport {
         let done = channel.out.as_mut().is_some_and(Outgoing::give_back);
         if done {
             if let Some(mail) = channel.mail.as_mut() {
-                channel.ring_open_out = false;
+                if channel.ring_open_out {
+                    channel.ring_open_out = false;
+                    self.open_rings -= 1;
+                }
                 mail.pending.push_back(Pending::RingClosed);
                 drain_mail(
                     channel,
                     self.config.mailbox,
                     &self.ringer,
                     &mut self.events.sent,
+                    &mut self.open_rings,
                 );
             }
         }
@@ -519,6 +530,7 @@ impl ShmTransport {
         channel.mail = Some(mail);
         channel.ring_open_out = ring_open;
         channel.pinned |= pinned;
+        self.open_rings += usize::from(ring_open);
         tracing::info!(
             "reaching {} over shm (pid {pid})",
             self.universe.describe(peer)
@@ -582,6 +594,7 @@ impl ShmTransport {
                 self.config.mailbox,
                 &self.ringer,
                 &mut self.events.sent,
+                &mut self.open_rings,
             );
             return Ok(());
         }
@@ -682,6 +695,7 @@ impl ShmTransport {
                     self.config.mailbox,
                     &self.ringer,
                     &mut self.events.sent,
+                    &mut self.open_rings,
                 );
             }
             if let Some(out) = channel.out.as_mut().filter(|o| o.has_output()) {
@@ -865,8 +879,10 @@ impl ShmTransport {
     /// is reported (the router reports the loss).
     pub fn abandon(&mut self, peer: u32) {
         if let Some(channel) = self.channels.get_mut(&peer) {
+            if channel.out.take().is_some() && channel.ring_open_out {
+                self.open_rings -= 1;
+            }
             channel.lost = true;
-            channel.out = None;
             channel.mail = None;
             channel.stash.clear();
             channel.pidfd = None;
@@ -878,8 +894,10 @@ impl ShmTransport {
             if channel.lost {
                 return;
             }
+            if channel.out.take().is_some() && channel.ring_open_out {
+                self.open_rings -= 1;
+            }
             channel.lost = true;
-            channel.out = None;
             channel.mail = None;
             channel.stash.clear();
             channel.pidfd = None;
@@ -1068,6 +1086,7 @@ impl ShmTransport {
                 self.config.mailbox,
                 &self.ringer,
                 &mut self.events.sent,
+                &mut self.open_rings,
             );
         }
     }
@@ -1222,8 +1241,14 @@ impl Channel {
 /// false), the peer is pinned, or its payload is over
 /// [`mailbox::MAX_PAYLOAD`]: the ring is opened for it. Eager frames
 /// left waiting are copied, so their sends complete. Returns whether
-/// anything was written.
-fn drain_mail(channel: &mut Channel, capped: bool, ringer: &Ringer, sent: &mut Vec<ReqId>) -> bool {
+/// anything was written; counts a ring opened in `open_rings`.
+fn drain_mail(
+    channel: &mut Channel,
+    capped: bool,
+    ringer: &Ringer,
+    sent: &mut Vec<ReqId>,
+    open_rings: &mut usize,
+) -> bool {
     let (Some(out), Some(mail)) = (channel.out.as_mut(), channel.mail.as_mut()) else {
         return false;
     };
@@ -1269,7 +1294,10 @@ fn drain_mail(channel: &mut Channel, capped: bool, ringer: &Ringer, sent: &mut V
         wrote = true;
         match mail.pending.pop_front() {
             Some(Pending::Frame(t)) => sent.extend(t.completes),
-            Some(Pending::RingOpen) => channel.ring_open_out = true,
+            Some(Pending::RingOpen) => {
+                channel.ring_open_out = true;
+                *open_rings += 1;
+            }
             _ => {}
         }
     }
