@@ -1080,7 +1080,10 @@ impl Router {
         // that may sleep.
         if epoll_round || wants_sleep {
             let now = Instant::now();
-            if self.cap.active() {
+            // Inside a kernel (`IN_KERNEL`) nothing is retired: the
+            // cap is held between kernels, as the hint paper's library
+            // does, so a kernel never pays for a retire.
+            if self.cap.active() && !self.policy.in_kernel() {
                 let shm = self.shm.as_ref().map_or(0, ShmTransport::open_ring_count);
                 if self.cap.may_exceed(self.tcp.connections() + shm) && self.cap.due(now) {
                     self.hold_the_cap();

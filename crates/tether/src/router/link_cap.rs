@@ -1,7 +1,7 @@
 //! The link cap (`TETHER_MAX_LINKS`, the hint paper's `max_rc_conn`): at
-//! most this many dedicated TCP connections per process. Beyond it, the
-//! least recently used idle connections that no communication kernel
-//! (`IN_KERNEL`) used are retired, through a goodbye both sides agree
+//! most this many dedicated TCP connections per process. Beyond it, and
+//! outside communication kernels (`IN_KERNEL`), the least recently used
+//! idle connections that no kernel used are retired, through a goodbye both sides agree
 //! on (`transport/tcp/retire.rs`), and dialled again on demand. A
 //! connection a kernel used is pinned: it stays, whatever the cap, so
 //! the cap may be exceeded while more peers than that are pinned, or
