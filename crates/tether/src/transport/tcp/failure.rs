@@ -78,14 +78,17 @@ impl TcpTransport {
         // The peer dials us while we dial it (after a retire, both sides
         // may have frames waiting): the loser drops its own attempt, with
         // our `Challenge` unread when we authenticate, which resets it.
-        let lost_a_race = dialled.is_some_and(|peer| {
+        // An incoming connection reset before its handshake ended is the
+        // same race seen from the winner's side (its dialler kept ours):
+        // routine under `TETHER_MAX_LINKS`, and nothing is lost with it.
+        let lost_a_race = dialled.is_none_or(|peer| {
             self.peers.get(&peer).is_some_and(|p| {
                 p.connecting.is_some_and(|t| t != token) || p.established.is_some()
             })
         }) && matches!(&error, ConnError::Io(e) if e.kind() == std::io::ErrorKind::ConnectionReset);
         match &error {
             ConnError::Io(e) if lost_a_race => {
-                tracing::debug!("connection from {remote} reset: {e}; the peer dropped it for ours")
+                tracing::debug!("connection with {remote} reset: {e}; the peer dropped it for another")
             }
             ConnError::Wire(w) => {
                 tracing::error!("protocol error from {remote}: {w}; connection closed")
