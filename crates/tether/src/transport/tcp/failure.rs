@@ -88,7 +88,9 @@ impl TcpTransport {
         }) && matches!(&error, ConnError::Io(e) if e.kind() == std::io::ErrorKind::ConnectionReset);
         match &error {
             ConnError::Io(e) if lost_a_race => {
-                tracing::debug!("connection with {remote} reset: {e}; the peer dropped it for another")
+                tracing::debug!(
+                    "connection with {remote} reset: {e}; the peer dropped it for another"
+                )
             }
             ConnError::Wire(w) => {
                 tracing::error!("protocol error from {remote}: {w}; connection closed")

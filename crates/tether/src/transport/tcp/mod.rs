@@ -65,11 +65,14 @@ const LISTENER: usize = 0;
 /// more than one epoll_wait saves.
 pub const DIRECT_POLL_MAX: usize = 2;
 
-/// Accepted connections that may wait for their handshake at once. One
-/// more closes the oldest of them: a legitimate peer's handshake follows
-/// its connect at once, so under a flood of connections that never
-/// complete one (idle, dribbling, hostile) it still gets through, and the
-/// memory they hold stays bounded (each holds a handshake-sized buffer).
+/// Accepted connections that may wait for their handshake at once, at
+/// least (or one per process of the universe, when it has more: every
+/// peer may dial at once, as after retires under `TETHER_MAX_LINKS`,
+/// where 128 processes on two cores overran 64). One more closes the
+/// oldest of them: a legitimate peer's handshake follows its connect at
+/// once, so under a flood of connections that never complete one (idle,
+/// dribbling, hostile) it still gets through, and the memory they hold
+/// stays bounded (each holds a handshake-sized buffer).
 pub const MAX_PENDING_HANDSHAKES: usize = 64;
 
 /// The listener, registered in the reactor, before the universe is known.
@@ -446,21 +449,23 @@ impl TcpTransport {
     }
 
     /// Closes the oldest accepted connections still in their handshake
-    /// while more than [`MAX_PENDING_HANDSHAKES`] are.
+    /// while more than [`MAX_PENDING_HANDSHAKES`] (or the universe's
+    /// size, if larger) are.
     fn bound_pending_accepts(&mut self) {
+        let most = MAX_PENDING_HANDSHAKES.max(self.universe.size() as usize);
         let entries = &self.entries;
         self.pending_accepts.retain(|token| {
             entries
                 .get(token)
                 .is_some_and(|e| e.link.state() == LinkState::AwaitingHello)
         });
-        while self.pending_accepts.len() > MAX_PENDING_HANDSHAKES {
+        while self.pending_accepts.len() > most {
             let Some(oldest) = self.pending_accepts.pop_front() else {
                 break;
             };
             if let Some(entry) = self.entries.get(&oldest) {
                 tracing::warn!(
-                    "closing the connection from {}: more than {MAX_PENDING_HANDSHAKES} connections wait for their handshake, and it waited longest",
+                    "closing the connection from {}: more than {most} connections wait for their handshake, and it waited longest",
                     entry.conn.remote
                 );
             }
