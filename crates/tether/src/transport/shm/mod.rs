@@ -172,8 +172,9 @@ struct Channel {
     pid: u32,
     start: u64,
     out: Option<Outgoing>,
-    /// This process's side of the peer's mailbox (beside `out`).
-    mail: Option<MailboxOut>,
+    /// This process's side of the peer's mailbox (beside `out`), boxed:
+    /// the channel stays small for the short path's lookups.
+    mail: Option<Box<MailboxOut>>,
     /// This process writes its frames to its ring in the peer's segment
     /// (else to the peer's mailbox).
     ring_open_out: bool,
@@ -325,7 +326,7 @@ impl ShmTransport {
                 memory.ring_resident_bytes += resident;
                 memory.user_bytes += user;
             }
-            memory.user_bytes += channel.mail.as_ref().map_or(0, MailboxOut::queued_bytes);
+            memory.user_bytes += channel.mail.as_deref().map_or(0, MailboxOut::queued_bytes);
             memory.user_bytes += channel
                 .stash
                 .iter()
@@ -363,7 +364,7 @@ impl ShmTransport {
     pub fn mailbox_records(&self) -> (u64, u64) {
         self.channels.values().fold((0, 0), |(sent, read), c| {
             (
-                sent + c.mail.as_ref().map_or(0, MailboxOut::records),
+                sent + c.mail.as_deref().map_or(0, MailboxOut::records),
                 read + c.mailbox_seq,
             )
         })
@@ -524,7 +525,7 @@ impl ShmTransport {
             mapping.mailbox_pages().unmap_here();
         }
         let id = mailbox::writer_id(self.me.pid, self.me.start);
-        let mail = MailboxOut::new(&mapping, id, self.me_rank());
+        let mail = Box::new(MailboxOut::new(&mapping, id, self.me_rank()));
         let channel = self.channel(peer, pid, start, registry);
         channel.out = Some(out);
         channel.mail = Some(mail);
