@@ -450,13 +450,7 @@ impl ShmTransport {
                     self.open_rings -= 1;
                 }
                 mail.pending.push_back(Pending::RingClosed);
-                drain_mail(
-                    channel,
-                    self.config.mailbox,
-                    &self.ringer,
-                    &mut self.events.sent,
-                    &mut self.open_rings,
-                );
+                self.drain_mail_of(peer);
             }
         }
         self.retires += u64::from(done);
@@ -590,13 +584,7 @@ impl ShmTransport {
                 return Err(NoResource(t));
             }
             mail.pending.push_back(Pending::Frame(t));
-            drain_mail(
-                channel,
-                self.config.mailbox,
-                &self.ringer,
-                &mut self.events.sent,
-                &mut self.open_rings,
-            );
+            self.drain_mail_of(peer);
             return Ok(());
         }
         let Some(out) = live_out(&mut self.channels, peer) else {
@@ -1082,14 +1070,22 @@ impl ShmTransport {
                 completes: None,
                 copy_if_blocked: false,
             }));
-            drain_mail(
-                channel,
-                self.config.mailbox,
-                &self.ringer,
-                &mut self.events.sent,
-                &mut self.open_rings,
-            );
+            self.drain_mail_of(peer);
         }
+    }
+
+    /// [`drain_mail`] for `peer`'s channel.
+    fn drain_mail_of(&mut self, peer: u32) -> bool {
+        let Some(channel) = self.channels.get_mut(&peer).filter(|c| !c.lost) else {
+            return false;
+        };
+        drain_mail(
+            channel,
+            self.config.mailbox,
+            &self.ringer,
+            &mut self.events.sent,
+            &mut self.open_rings,
+        )
     }
 
     /// Reads this process's mailbox: each record into its writer's
