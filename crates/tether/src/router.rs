@@ -353,8 +353,7 @@ impl Router {
             cma: settings.shm_cma(),
             membarrier: settings.shm_membarrier(),
             key: key.clone(),
-            populate: settings.max_links() == 0,
-            mailbox: settings.max_links() != 0,
+            capped: settings.max_links() != 0,
         };
         let mut shm_problem = bound.shm_problem;
         let shm = bound.shm.and_then(|prepared| {

@@ -353,6 +353,14 @@ mod tests {
         }
     }
 
+    /// A fresh segment of universe 1 with three slots, and the reading
+    /// end of its mailbox.
+    fn own_mailbox() -> (Segment, MailboxIn) {
+        let mut segment = Segment::create().unwrap();
+        let (control, bytes) = segment.init(1, 0, 3, 4096, false).unwrap().mailbox();
+        (segment, MailboxIn::new(control, bytes))
+    }
+
     fn eager(tag: i32) -> FrameHeader {
         let mut header = FrameHeader::new(FrameKind::Eager);
         header.context = 3;
@@ -365,10 +373,7 @@ mod tests {
     /// writer; past the mailbox's room a write is refused, not torn.
     #[test]
     fn records_of_two_writers_come_out_whole_and_numbered() {
-        let mut segment = Segment::create().unwrap();
-        let mapping = segment.init(1, 0, 3, 4096, false).unwrap();
-        let (control, bytes) = mapping.mailbox();
-        let mut reader = MailboxIn::new(control, bytes);
+        let (segment, mut reader) = own_mailbox();
         let peer = attach(std::process::id(), segment.fd(), 1, 1, me(), None).unwrap();
         let writer = |rank| MailboxOut::new(&peer, writer_id(100 + rank, 1), rank);
         let (mut one, mut two) = (writer(1), writer(2));
@@ -423,11 +428,8 @@ mod tests {
     /// there instead of reading garbage as frames.
     #[test]
     fn a_record_of_impossible_length_is_refused() {
-        let mut segment = Segment::create().unwrap();
-        let mapping = segment.init(1, 0, 2, 4096, false).unwrap();
-        let (control, bytes) = mapping.mailbox();
-        let mut reader = MailboxIn::new(control, bytes);
-        let (control, bytes) = mapping.mailbox();
+        let (segment, mut reader) = own_mailbox();
+        let (control, bytes) = segment.mapping().unwrap().mailbox();
         let mut own = [0u8; RECORD_HEADER];
         own[0..4].copy_from_slice(&100_000u32.to_le_bytes());
         // SAFETY: the mailbox's storage.

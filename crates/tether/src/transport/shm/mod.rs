@@ -99,15 +99,13 @@ pub struct ShmConfig {
     /// and the owner reads no ring whose writer did not
     /// (`segment.rs`).
     pub key: Option<Arc<tether_auth::Key>>,
-    /// Whether a writer faults its whole ring in when it attaches
-    /// (`RingBytes::populate_for_writing`): faster first lap, but every
-    /// peer ever written to holds a full ring. Off under
-    /// `TETHER_MAX_LINKS`, where pages come as they are written.
-    pub populate: bool,
-    /// Whether small frames to peers not pinned by a kernel go through
-    /// the peer's mailbox while this process's ring to it is closed
-    /// (`mailbox.rs`): under `TETHER_MAX_LINKS`.
-    pub mailbox: bool,
+    /// Under `TETHER_MAX_LINKS`: small frames to peers not pinned by a
+    /// kernel go through the peer's mailbox while this process's ring to
+    /// it is closed (`mailbox.rs`), and a ring's pages come as they are
+    /// written. Without a cap a writer faults its whole ring in when it
+    /// attaches (`RingBytes::populate_for_writing`): a faster first lap,
+    /// but every peer ever written to holds a full ring.
+    pub capped: bool,
 }
 
 /// What exists before the universe is known: the segment's descriptor and
@@ -396,13 +394,10 @@ impl ShmTransport {
         }
     }
 
-    /// Under a link cap (`TETHER_MAX_LINKS`) or not: with one, rings
-    /// attached from now on are not faulted in whole
-    /// ([`ShmConfig::populate`]) and frames to peers whose ring is closed
-    /// go through their mailbox ([`ShmConfig::mailbox`]).
+    /// Under a link cap (`TETHER_MAX_LINKS`) or not, from now on
+    /// ([`ShmConfig::capped`]).
     pub fn set_capped(&mut self, capped: bool) {
-        self.config.populate = !capped;
-        self.config.mailbox = capped;
+        self.config.capped = capped;
     }
 
     /// Frames to `peer` take its ring from now on, whatever the cap: a
@@ -484,7 +479,7 @@ impl ShmTransport {
         }
         let key = self.config.key.as_deref();
         let pinned = self.pinned.contains(&peer);
-        let ring_open = !self.config.mailbox || pinned;
+        let ring_open = !self.config.capped || pinned;
         let me = Writer {
             ring_open,
             ..self.me
@@ -500,7 +495,7 @@ impl ShmTransport {
             .reach(pid, start)
             .map_err(|e| AttachError::Unusable(format!("cannot reach its doorbell: {e}")))?;
         let (control, bytes) = mapping.ring(self.me_rank());
-        if self.config.populate {
+        if !self.config.capped {
             bytes.populate_for_writing();
         }
         // SAFETY: the slot was claimed for this process by `attach`, so
@@ -681,7 +676,7 @@ impl ShmTransport {
             if channel.mail.as_ref().is_some_and(|m| !m.pending.is_empty()) {
                 moved |= drain_mail(
                     channel,
-                    self.config.mailbox,
+                    self.config.capped,
                     &self.ringer,
                     &mut self.events.sent,
                     &mut self.open_rings,
@@ -1081,7 +1076,7 @@ impl ShmTransport {
         };
         drain_mail(
             channel,
-            self.config.mailbox,
+            self.config.capped,
             &self.ringer,
             &mut self.events.sent,
             &mut self.open_rings,
