@@ -35,6 +35,14 @@ use crate::request::{Gather, Region, ReqId};
 use crate::rma::{split_point, PutSource, RemoteKey, RmaKind, RmaOp, RmaOwner, RmaStatus};
 use crate::wire::{WireError, FLAG_REMOTE_KEY, FLAG_SPLIT, FLAG_WRITTEN};
 
+/// Gathered data whose runs average fewer bytes than this goes through the
+/// link instead of by remote memory: a cross-memory copy pins and copies
+/// each run of the sender's on its own, which for 512-byte runs ran at half
+/// the speed of a contiguous copy, where the sender packing the runs into
+/// the link (a ring: a copy in user space) and the receiver copying them out
+/// cost less (docs/journal/2026-11-28-fields-gather.md).
+pub const SHORTEST_REMOTE_RUN: usize = 4096;
+
 /// Where the data of a matched receive comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum RemoteRecv {
@@ -264,7 +272,9 @@ impl Engine {
                 && granted > 0
                 && granted <= self.remote_memory(peer)
         });
-        if key.is_none() && !split {
+        let short_runs =
+            runs.is_some_and(|g| g.len() < g.runs().saturating_mul(SHORTEST_REMOTE_RUN));
+        if (key.is_none() || short_runs) && !split {
             return false;
         }
         let first_len = if split { split_point(granted) } else { granted };

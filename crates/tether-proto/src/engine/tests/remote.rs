@@ -2,6 +2,7 @@
 //! of the test world, whose puts and gets are copies in this process.
 
 use super::*;
+use crate::engine::remote::SHORTEST_REMOTE_RUN;
 use crate::harness::RmaRecord;
 use crate::rma::{split_point, RemoteKey};
 use crate::wire::{FLAG_REMOTE_KEY, FLAG_SPLIT, FLAG_WRITTEN};
@@ -365,4 +366,38 @@ fn frames_that_waited_for_their_route_are_revisited() {
     assert_eq!(done(&mut w.engines[0], s).error, None);
     assert_eq!(dst, src);
     assert_eq!(w.rma_log.len(), 2, "{:?}", w.rma_log);
+}
+
+/// Gathered rendezvous data goes by remote memory only when its runs are
+/// long: short ones travel through the link, which the sender packs as it
+/// writes (`SHORTEST_REMOTE_RUN`).
+#[test]
+fn gathered_data_of_short_runs_goes_through_the_link() {
+    for (run, count) in [(512usize, 300usize), (SHORTEST_REMOTE_RUN, 40)] {
+        let src = pattern(2 * run * count, 9);
+        let gather = Gather::new(
+            (0..count)
+                .map(|i| Region::from_const(src[2 * run * i..].as_ptr(), run))
+                .collect(),
+        );
+        let want: Vec<u8> = (0..count)
+            .flat_map(|i| src[2 * run * i..2 * run * i + run].to_vec())
+            .collect();
+        let mut w = World::new(2);
+        w.enable_remote_memory(0, ALL_DONE);
+        let mut dst = vec![0u8; want.len()];
+        let r = w.engines[1].irecv(Some(0), 0, Some(6), region(&mut dst));
+        let s = w.engines[0].isend_gather(1, 0, 6, gather);
+        w.pump();
+        assert_eq!(done(&mut w.engines[1], r).error, None);
+        assert_eq!(done(&mut w.engines[0], s).error, None);
+        assert!(dst == want, "runs of {run} bytes arrived in order");
+        let put: usize = w.rma_log.iter().filter(|r| r.put).map(|r| r.bytes).sum();
+        let expected = if run < SHORTEST_REMOTE_RUN {
+            0
+        } else {
+            want.len()
+        };
+        assert_eq!(put, expected, "bytes put by remote memory, runs of {run}");
+    }
 }

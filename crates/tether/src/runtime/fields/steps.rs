@@ -399,22 +399,17 @@ impl Field {
     }
 }
 
-/// The region a producer sends `part` from, and the buffer it owns when
-/// the part is packed or copied.
 /// How a producer sends one part of a step.
 enum Outgoing {
     /// Straight from the local part: it is one range there.
     InPlace(Region),
-    /// Its runs, gathered by the transport from the local part.
+    /// Its runs, gathered by the transport as it moves them (tcp through a
+    /// small stage that stays in cache, shm into the ring or by
+    /// cross-memory copy): one copy fewer than packing them first.
     Gathered(Gather),
     /// Packed (or, for a blocking put, copied) into a buffer of the field.
     Packed(Vec<u8>),
 }
-
-/// Runs shorter than this on average are packed: the kernel pins and
-/// copies each iovec on its own, and at 512-byte runs that measured slower
-/// than packing, at 8 KiB runs faster (journal 2026-11-27-fields.md).
-const SHORTEST_GATHERED_RUN: usize = 4096;
 
 /// How `part` is sent from `local`: in place or gathered when the caller
 /// keeps its part until the step completes (`!copy`), else packed.
@@ -435,7 +430,7 @@ fn outgoing(
             ));
         }
         if let Some(runs) = part.byte_runs(size) {
-            if !runs.is_empty() && bytes / runs.len() >= SHORTEST_GATHERED_RUN {
+            if !runs.is_empty() {
                 let regions = runs
                     .into_iter()
                     .map(|(first, len)| Region::from_const(local[first..first + len].as_ptr(), len))

@@ -61,9 +61,32 @@ impl OutFrame {
     fn padded(&self) -> usize {
         line::padded(self.total())
     }
+}
 
-    fn payload_ptr(&self) -> *const u8 {
-        payload_ptr(&self.payload)
+/// Writes `len` bytes of `payload` from byte `from` on at the ring's write
+/// position; a gathered payload's runs are copied straight from the
+/// sender's memory, so a strided message is copied once into the ring.
+///
+/// # Safety
+/// The payload's memory is valid for reads; `len` bytes are writable.
+unsafe fn write_payload(
+    producer: &mut Producer<Shared<RingControl>, RingBytes>,
+    payload: &TransmitPayload,
+    from: usize,
+    len: usize,
+) {
+    if let TransmitPayload::Gathered(g) = payload {
+        let mut at = 0;
+        g.pieces_from(from, |ptr, n| {
+            let n = n.min(len - at);
+            // SAFETY: as this function's.
+            unsafe { producer.write_ahead(at, ptr, n) };
+            at += n;
+            at < len
+        });
+    } else {
+        // SAFETY: as this function's.
+        unsafe { producer.write_ahead(0, payload_ptr(payload).add(from), len) };
     }
 }
 
@@ -99,7 +122,9 @@ fn payload_ptr(payload: &TransmitPayload) -> *const u8 {
         TransmitPayload::None => std::ptr::null(),
         TransmitPayload::Borrowed(r) => r.ptr,
         TransmitPayload::Owned(v) => v.as_ptr(),
-        TransmitPayload::Gathered(_) => unreachable!("ShmTransport::send_frame packs runs"),
+        TransmitPayload::Gathered(_) => {
+            unreachable!("gathered frames are queued (`write_payload`)")
+        }
     }
 }
 
@@ -226,6 +251,9 @@ impl Outgoing {
     /// nearly always): no queueing, and the request it completes is
     /// returned. Otherwise gives `t` back, untouched, for `enqueue`.
     pub fn write_now(&mut self, t: Transmit, ringer: &Ringer) -> Result<Option<ReqId>, Transmit> {
+        if matches!(t.payload, TransmitPayload::Gathered(_)) {
+            return Err(t);
+        }
         let payload = payload_ptr(&t.payload);
         // SAFETY: a borrowed payload is valid until its request completes,
         // after this; an owned one lives in `t`.
@@ -506,10 +534,7 @@ impl Outgoing {
                 // is reported, which happens only after it is written or
                 // copied; owned payloads live in the frame. `n` bytes are
                 // writable; the padding after the payload is left as is.
-                unsafe {
-                    self.producer
-                        .write_ahead(0, frame.payload_ptr().add(from), data)
-                };
+                unsafe { write_payload(&mut self.producer, &frame.payload, from, data) };
             }
             // SAFETY: `n` bytes are writable.
             unsafe { self.producer.advance(n) };
@@ -1284,11 +1309,64 @@ mod tests {
     fn owned_sink(len: usize) -> PayloadSink {
         let mut engine = tether_proto::Engine::new(tether_proto::EngineConfig {
             me: 0,
-            eager_limit: 4096,
+            eager_limit: 1 << 20,
         });
         let mut header = eager(0);
         header.payload_len = len as u64;
         engine.on_header(1, &header).expect("an eager frame")
+    }
+
+    /// A payload larger than the ring, gathered from short runs: the
+    /// writer copies the runs straight into the ring as it drains, and the
+    /// reader gets them in order.
+    #[test]
+    fn a_gathered_payload_streams_through_the_ring_from_its_runs() {
+        let (_segment, mut out, mut inc, ringer) = channel();
+        let src: Vec<u8> = (0..40_000u32).map(|i| (i * 13 + i / 251) as u8).collect();
+        let runs: Vec<Region> = (0..120)
+            .map(|i| Region::from_const(src[i * 300 + 7..].as_ptr(), 100 + i % 3))
+            .collect();
+        // SAFETY: the runs lie in `src`.
+        let want: Vec<u8> = runs
+            .iter()
+            .flat_map(|r| unsafe { r.as_slice() }.to_vec())
+            .collect();
+        assert!(want.len() > 2 * RING);
+        let t = Transmit {
+            peer: 0,
+            header: eager(9),
+            payload: TransmitPayload::Gathered(tether_proto::Gather::new(runs)),
+            completes: None,
+            copy_if_blocked: false,
+        };
+        let t = out
+            .write_now(t, &ringer)
+            .expect_err("a gathered frame is queued");
+        out.enqueue(t);
+        let mut filled = Vec::new();
+        for _ in 0..100 {
+            out.flush(&ringer, &mut Vec::new());
+            let mut delivered = Vec::new();
+            inc.read(&mut delivered).unwrap();
+            for d in delivered {
+                match d {
+                    Delivered::Frame(h) => {
+                        assert_eq!(h.payload_len, want.len() as u64);
+                        inc.place(owned_sink(want.len()), &mut filled).unwrap();
+                    }
+                    d @ Delivered::Filled(..) => filled.push(d),
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+            if !filled.is_empty() {
+                break;
+            }
+        }
+        assert!(!out.has_output(), "the frame was written");
+        match filled.as_slice() {
+            [Delivered::Filled(_, Some(bytes))] => assert!(bytes == &want, "the runs in order"),
+            other => panic!("expected the payload, got {other:?}"),
+        }
     }
 
     #[test]

@@ -560,12 +560,6 @@ impl ShmTransport {
     /// behind what waits, unless [`LINK_QUEUE_FRAMES`] wait already. A
     /// frame for a lost peer is dropped.
     fn send_frame(&mut self, mut t: Transmit) -> Result<(), NoResource> {
-        if let TransmitPayload::Gathered(g) = &t.payload {
-            // The ring takes contiguous bytes: runs are packed (a
-            // cross-memory write gathers them instead, `remote.rs`).
-            // SAFETY: the runs are valid until `completes` is reported.
-            t.payload = TransmitPayload::Owned(unsafe { g.to_vec() });
-        }
         let peer = t.peer;
         if let Some(channel) = self
             .channels
@@ -575,6 +569,11 @@ impl ShmTransport {
             let Some(mail) = channel.mail.as_mut() else {
                 return Ok(());
             };
+            if let TransmitPayload::Gathered(g) = &t.payload {
+                // Mailbox records take contiguous bytes: runs are packed.
+                // SAFETY: the runs are valid until `completes` is reported.
+                t.payload = TransmitPayload::Owned(unsafe { g.to_vec() });
+            }
             if mail.pending.len() >= LINK_QUEUE_FRAMES {
                 return Err(NoResource(t));
             }
