@@ -529,8 +529,14 @@ impl Router {
         self.tcp.links_peak() + (shm + ucx) as u64
     }
 
-    /// The shared-memory mailbox's bytes and resident bytes (0 without
-    /// shared memory).
+    /// Bytes of the read buffers TCP connections share, kept between
+    /// reads.
+    pub fn tcp_shared_read_bytes(&self) -> u64 {
+        self.tcp.shared_read_bytes()
+    }
+
+    /// This process's shared-memory mailbox: bytes mapped and resident
+    /// (0 without shared memory).
     pub fn mailbox_footprint(&self) -> (u64, u64) {
         self.shm
             .as_ref()

@@ -27,6 +27,10 @@
 //!   link_ring_resident_bytes`), sampled every 100 ms of progress and
 //!   whenever the counters are read; `link_retires`: TCP connections closed by a
 //!   retire (`TETHER_MAX_LINKS`), by either side;
+//! - `tcp_shared_read_bytes`: the read buffers this process's TCP
+//!   connections share, kept between reads (a connection holds one only
+//!   while part of a frame waits in it, counted then in its
+//!   `link_user_bytes`); their pages come when first read into;
 //! - `mailbox_bytes`, `mailbox_resident_bytes`: this process's
 //!   shared-memory mailbox, which every peer without a ring of its own
 //!   writes to (`TETHER_MAX_LINKS`), and its pages present now;
@@ -166,6 +170,10 @@ impl Runtime {
         out.push(("links_peak".to_string(), router.links_peak()));
         out.push(("link_bytes_peak".to_string(), router.link_bytes_peak()));
         out.push(("link_retires".to_string(), router.retires()));
+        out.push((
+            "tcp_shared_read_bytes".to_string(),
+            router.tcp_shared_read_bytes(),
+        ));
         let (mailbox, mailbox_resident) = router.mailbox_footprint();
         out.push(("mailbox_bytes".to_string(), mailbox));
         out.push(("mailbox_resident_bytes".to_string(), mailbox_resident));

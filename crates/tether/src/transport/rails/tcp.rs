@@ -165,6 +165,15 @@ impl MultiRail<TcpTransport> {
         self.rails().iter().map(|rail| rail.retires).sum()
     }
 
+    /// Bytes of the read buffers each rail's connections share, summed
+    /// (`tcp/conn.rs`'s `ReadBuffers`).
+    pub fn shared_read_bytes(&self) -> u64 {
+        self.rails()
+            .iter()
+            .map(TcpTransport::shared_read_bytes)
+            .sum()
+    }
+
     /// The most connections open at once on each rail, summed.
     pub fn links_peak(&self) -> u64 {
         self.rails().iter().map(|rail| rail.links_peak).sum()

@@ -19,6 +19,10 @@ use tether_proto::{
 
 /// Size of the staging buffer reads go through.
 const READ_BUFFER: usize = 256 * 1024;
+/// Read buffers a transport keeps for its connections to share
+/// ([`ReadBuffers`]): one serves every connection whose reads end on a
+/// frame's boundary; a few more, connections caught mid-frame at once.
+const SPARE_READ_BUFFERS: usize = 2;
 
 /// Read buffer of a connection whose handshake has not completed: enough
 /// for the handshake's frames, so that a connection that never completes
@@ -163,6 +167,38 @@ impl ReadBuffer {
     }
 }
 
+/// The read buffers a transport's connections share. A connection holds
+/// one only while bytes of an unfinished frame wait in it: when a read
+/// ends on a frame's boundary (nearly always, for small messages) the
+/// buffer goes back here for the next connection to read. So the pages a
+/// read touches are touched once for all connections, not once per
+/// connection: with 127 connections open for an all-to-all, about 4 KiB
+/// each (journal 2026-11-28-link-cap.md, "TCP connections share their
+/// read buffers").
+#[derive(Default)]
+pub(crate) struct ReadBuffers {
+    free: Vec<ReadBuffer>,
+}
+
+impl ReadBuffers {
+    fn take(&mut self) -> ReadBuffer {
+        self.free
+            .pop()
+            .unwrap_or_else(|| ReadBuffer::new(READ_BUFFER))
+    }
+
+    fn give(&mut self, buffer: ReadBuffer) {
+        if buffer.len() == READ_BUFFER && self.free.len() < SPARE_READ_BUFFERS {
+            self.free.push(buffer);
+        }
+    }
+
+    /// Bytes the kept buffers span (their pages come when first read into).
+    pub fn bytes(&self) -> u64 {
+        (self.free.len() * READ_BUFFER) as u64
+    }
+}
+
 impl std::ops::Deref for ReadBuffer {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -187,7 +223,12 @@ pub(crate) struct Conn {
     pub stream: TcpStream,
     pub remote: SocketAddr,
     out: VecDeque<OutFrame>,
-    rbuf: ReadBuffer,
+    /// The read buffer, held while bytes wait in it (`rstart..rend`),
+    /// else back with the transport's [`ReadBuffers`].
+    rbuf: Option<ReadBuffer>,
+    /// The handshake is done: reads go through the shared, full-size
+    /// buffers (before, through a small one of its own).
+    grown: bool,
     rstart: usize,
     rend: usize,
     read: ReadState,
@@ -230,7 +271,8 @@ impl Conn {
                     }
             })
             .sum();
-        (self.rbuf.len() + reading + queued + self.stage.capacity()) as u64
+        let rbuf = self.rbuf.as_deref().map_or(0, <[u8]>::len);
+        (rbuf + reading + queued + self.stage.capacity()) as u64
     }
 
     /// Bytes handed to this connection and not yet taken by the peer:
@@ -252,7 +294,8 @@ impl Conn {
             stream,
             remote,
             out: VecDeque::new(),
-            rbuf: ReadBuffer::new(HANDSHAKE_READ_BUFFER),
+            rbuf: None,
+            grown: false,
             rstart: 0,
             rend: 0,
             read: ReadState::Header,
@@ -266,15 +309,20 @@ impl Conn {
     /// The handshake is done: the read buffer takes its full size, with
     /// what it holds still unread kept.
     pub fn grow(&mut self) {
-        if self.rbuf.len() >= READ_BUFFER {
+        if self.grown {
             return;
         }
-        let mut rbuf = ReadBuffer::new(READ_BUFFER);
-        let unread = self.rend - self.rstart;
-        rbuf[..unread].copy_from_slice(&self.rbuf[self.rstart..self.rend]);
-        self.rbuf = rbuf;
-        self.rstart = 0;
-        self.rend = unread;
+        self.grown = true;
+        if let Some(small) = self.rbuf.take() {
+            if self.rstart < self.rend {
+                let mut rbuf = ReadBuffer::new(READ_BUFFER);
+                let unread = self.rend - self.rstart;
+                rbuf[..unread].copy_from_slice(&small[self.rstart..self.rend]);
+                self.rbuf = Some(rbuf);
+                self.rstart = 0;
+                self.rend = unread;
+            }
+        }
         self.drained = false;
     }
 
@@ -466,6 +514,26 @@ impl Conn {
         &mut self,
         link: &mut Link,
         incoming: &mut Vec<Incoming>,
+        buffers: &mut ReadBuffers,
+    ) -> Result<bool, ConnError> {
+        let result = self.read_into_buffer(link, incoming, buffers);
+        if self.rstart == self.rend {
+            self.rstart = 0;
+            self.rend = 0;
+            if let Some(rbuf) = self.rbuf.take() {
+                buffers.give(rbuf);
+            }
+        }
+        result
+    }
+
+    /// [`Conn::read_ready`]'s reading, with a read buffer taken when
+    /// needed (the caller gives it back when it ends up empty).
+    fn read_into_buffer(
+        &mut self,
+        link: &mut Link,
+        incoming: &mut Vec<Incoming>,
+        buffers: &mut ReadBuffers,
     ) -> Result<bool, ConnError> {
         if matches!(self.read, ReadState::AwaitPlace) {
             return Ok(false);
@@ -500,17 +568,25 @@ impl Conn {
                     }
                 }
                 _ => {
+                    let grown = self.grown;
+                    let rbuf = self.rbuf.get_or_insert_with(|| {
+                        if grown {
+                            buffers.take()
+                        } else {
+                            ReadBuffer::new(HANDSHAKE_READ_BUFFER)
+                        }
+                    });
                     if self.rstart == self.rend {
                         self.rstart = 0;
                         self.rend = 0;
-                    } else if self.rend == self.rbuf.len() {
-                        self.rbuf.copy_within(self.rstart..self.rend, 0);
+                    } else if self.rend == rbuf.len() {
+                        rbuf.copy_within(self.rstart..self.rend, 0);
                         self.rend -= self.rstart;
                         self.rstart = 0;
                     }
-                    match self.stream.read(&mut self.rbuf[self.rend..]) {
+                    match self.stream.read(&mut rbuf[self.rend..]) {
                         Ok(n) if n > 0 => {
-                            self.drained = self.rend + n < self.rbuf.len();
+                            self.drained = self.rend + n < rbuf.len();
                             self.moved += n as u64;
                             self.rend += n;
                             continue;
@@ -539,6 +615,7 @@ impl Conn {
         link: &mut Link,
         incoming: &mut Vec<Incoming>,
     ) -> Result<bool, ConnError> {
+        let rbuf: &[u8] = self.rbuf.as_deref().unwrap_or(&[]);
         loop {
             let avail = self.rend - self.rstart;
             match &mut self.read {
@@ -546,7 +623,7 @@ impl Conn {
                     if avail < HEADER_LEN {
                         return Ok(false);
                     }
-                    let bytes: [u8; HEADER_LEN] = self.rbuf[self.rstart..self.rstart + HEADER_LEN]
+                    let bytes: [u8; HEADER_LEN] = rbuf[self.rstart..self.rstart + HEADER_LEN]
                         .try_into()
                         .expect("header length");
                     self.rstart += HEADER_LEN;
@@ -586,8 +663,7 @@ impl Conn {
                     header,
                 } => {
                     let n = avail.min(buf.len() - *filled);
-                    buf[*filled..*filled + n]
-                        .copy_from_slice(&self.rbuf[self.rstart..self.rstart + n]);
+                    buf[*filled..*filled + n].copy_from_slice(&rbuf[self.rstart..self.rstart + n]);
                     *filled += n;
                     self.rstart += n;
                     if *filled < buf.len() {
@@ -610,7 +686,7 @@ impl Conn {
                         region
                             .ptr
                             .add(*filled)
-                            .copy_from_nonoverlapping(self.rbuf[self.rstart..].as_ptr(), n)
+                            .copy_from_nonoverlapping(rbuf[self.rstart..].as_ptr(), n)
                     };
                     *filled += n;
                     self.rstart += n;
@@ -626,8 +702,7 @@ impl Conn {
                 }
                 ReadState::Owned { buf, filled, token } => {
                     let n = avail.min(buf.len() - *filled);
-                    buf[*filled..*filled + n]
-                        .copy_from_slice(&self.rbuf[self.rstart..self.rstart + n]);
+                    buf[*filled..*filled + n].copy_from_slice(&rbuf[self.rstart..self.rstart + n]);
                     *filled += n;
                     self.rstart += n;
                     if *filled < buf.len() {
@@ -708,21 +783,24 @@ mod tests {
 
     use super::*;
 
-    fn link() -> Link {
-        let config = LinkConfig {
+    fn link_config(rank: u32) -> LinkConfig {
+        LinkConfig {
             hello: Hello {
                 universe_id: 1,
-                universe_rank: 0,
+                universe_rank: rank,
                 capabilities: 0,
                 program: "a".into(),
-                program_rank: 0,
+                program_rank: rank,
             },
             handshake_timeout: Duration::from_secs(10),
             goodbye_timeout: Duration::from_secs(10),
             max_eager: 1 << 20,
             auth: None,
-        };
-        Link::acceptor(config, Instant::now())
+        }
+    }
+
+    fn link() -> Link {
+        Link::acceptor(link_config(0), Instant::now())
     }
 
     /// A connection whose peer wrote 20 bytes and closed, both queued.
@@ -818,6 +896,118 @@ mod tests {
         );
     }
 
+    /// An answering link whose handshake with a dialer is done, and the
+    /// dialer, which stamps the frames the test writes.
+    fn open_links() -> (Link, Link) {
+        let now = Instant::now();
+        let mut dialer = Link::connector(link_config(0), 1, now);
+        let mut answerer = Link::acceptor(link_config(1), now);
+        let pipe = |from: &mut Link, to: &mut Link| {
+            while let Some(frame) = from.poll_transmit() {
+                match to.on_header(&frame.header.encode()).unwrap() {
+                    Inbound::Control(h) => to.on_control(&h, &frame.payload).unwrap(),
+                    Inbound::Deliver(h) => panic!("a control frame was delivered: {h:?}"),
+                }
+            }
+        };
+        pipe(&mut dialer, &mut answerer);
+        while answerer.poll_event().is_some() {}
+        answerer.accept_hello();
+        pipe(&mut answerer, &mut dialer);
+        (dialer, answerer)
+    }
+
+    /// A grown connection and the peer's end of its stream.
+    fn grown_conn() -> (Conn, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (ours, remote) = listener.accept().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let mut conn = Conn::new(TcpStream::from_std(ours), remote);
+        conn.grow();
+        (conn, peer)
+    }
+
+    /// Reads what `conn` has, placing each frame's payload in a buffer of
+    /// its own; returns the payloads filled.
+    fn read_all(conn: &mut Conn, link: &mut Link, buffers: &mut ReadBuffers) -> Vec<Vec<u8>> {
+        let mut engine = tether_proto::Engine::new(tether_proto::EngineConfig {
+            me: 1,
+            eager_limit: 4096,
+        });
+        let mut filled = Vec::new();
+        std::thread::sleep(Duration::from_millis(20));
+        conn.may_have_data();
+        loop {
+            let mut incoming = Vec::new();
+            let more = conn.read_ready(link, &mut incoming, buffers).unwrap();
+            for item in incoming {
+                match item {
+                    Incoming::Frame(header) => conn.place(engine.on_header(0, &header).unwrap()),
+                    Incoming::Filled(_, Some(bytes)) => filled.push(bytes),
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+            if !more && !matches!(conn.read, ReadState::AwaitPlace) {
+                return filled;
+            }
+        }
+    }
+
+    /// Connections hold a read buffer only while part of a frame waits in
+    /// it; otherwise they share the transport's.
+    #[test]
+    fn connections_share_read_buffers_between_frames() {
+        let (mut dialer_a, mut link_a) = open_links();
+        let (mut dialer_b, mut link_b) = open_links();
+        let mut buffers = ReadBuffers::default();
+        let (mut a, mut peer_a) = grown_conn();
+        let (mut b, mut peer_b) = grown_conn();
+        let frame = |dialer: &mut Link, payload: &[u8]| {
+            let mut header = FrameHeader::new(tether_proto::FrameKind::Eager);
+            header.payload_len = payload.len() as u64;
+            header.msg_size = payload.len() as u64;
+            dialer.stamp(&mut header).unwrap();
+            let mut bytes = header.encode().to_vec();
+            bytes.extend_from_slice(payload);
+            bytes
+        };
+        peer_a.write_all(&frame(&mut dialer_a, b"one")).unwrap();
+        assert_eq!(
+            read_all(&mut a, &mut link_a, &mut buffers),
+            [b"one".to_vec()]
+        );
+        assert!(
+            a.rbuf.is_none(),
+            "a read that ended on a frame's end holds no buffer"
+        );
+        assert_eq!(buffers.free.len(), 1);
+
+        let split = frame(&mut dialer_b, b"two halves");
+        peer_b.write_all(&split[..HEADER_LEN - 5]).unwrap();
+        assert!(read_all(&mut b, &mut link_b, &mut buffers).is_empty());
+        assert!(b.rbuf.is_some(), "part of a header waits in the buffer");
+        assert!(
+            buffers.free.is_empty(),
+            "the shared buffer went to the reader mid-frame"
+        );
+
+        peer_a.write_all(&frame(&mut dialer_a, b"three")).unwrap();
+        assert_eq!(
+            read_all(&mut a, &mut link_a, &mut buffers),
+            [b"three".to_vec()]
+        );
+        assert_eq!(buffers.free.len(), 1, "another buffer, kept once read");
+
+        peer_b.write_all(&split[HEADER_LEN - 5..]).unwrap();
+        assert_eq!(
+            read_all(&mut b, &mut link_b, &mut buffers),
+            [b"two halves".to_vec()]
+        );
+        assert!(b.rbuf.is_none());
+        assert_eq!(buffers.free.len(), SPARE_READ_BUFFERS);
+    }
+
     /// Part of a header and the end of stream arrive before the read
     /// (a peer killed mid-write; the fault harness's cut-and-close): one
     /// edge-triggered event announced both, so a short read must not be
@@ -831,12 +1021,12 @@ mod tests {
         // poll, which reads again, relies on).
         let mut blind = cut_after_20_bytes();
         assert!(matches!(
-            blind.read_ready(&mut link, &mut incoming),
+            blind.read_ready(&mut link, &mut incoming, &mut ReadBuffers::default()),
             Ok(false)
         ));
         let mut conn = cut_after_20_bytes();
         conn.hung_up();
-        match conn.read_ready(&mut link, &mut incoming) {
+        match conn.read_ready(&mut link, &mut incoming, &mut ReadBuffers::default()) {
             Err(ConnError::Eof { mid_frame: true }) => {}
             other => panic!("expected the end of stream mid-frame, got {other:?}"),
         }

@@ -56,7 +56,7 @@ use crate::transport::reactor::{Ready, TokenSpace};
 use crate::transport::resources::{socket_kernel_bytes, LinkMemory, LinkUse};
 use crate::transport::retry::Retry;
 use crate::universe::Universe;
-use conn::{Conn, ConnError, Incoming};
+use conn::{Conn, ConnError, Incoming, ReadBuffers};
 
 /// The listener's index in the transport's tokens.
 const LISTENER: usize = 0;
@@ -207,6 +207,8 @@ pub struct TcpTransport {
     pub events: Events,
     /// What the last read delivered (kept to reuse its memory).
     incoming: Vec<Incoming>,
+    /// The read buffers the connections share (`conn.rs`).
+    read_buffers: ReadBuffers,
     /// Connect tries after a first one failed (counters).
     pub connect_retries: u64,
     /// Connections closed by a retire (counters).
@@ -277,10 +279,17 @@ impl TcpTransport {
             config,
             events: Events::default(),
             incoming: Vec::new(),
+            read_buffers: ReadBuffers::default(),
             connect_retries: 0,
             retires: 0,
             links_peak: 0,
         }
+    }
+
+    /// Bytes of the read buffers the connections share, kept between
+    /// reads (a connection holding one mid-frame counts it as its own).
+    pub fn shared_read_bytes(&self) -> u64 {
+        self.read_buffers.bytes()
     }
 
     /// The established links and what each holds (`resources.rs`).
@@ -507,7 +516,10 @@ impl TcpTransport {
                 return;
             }
             let mut incoming = std::mem::take(&mut self.incoming);
-            let result = entry.conn.read_ready(&mut entry.link, &mut incoming);
+            let result =
+                entry
+                    .conn
+                    .read_ready(&mut entry.link, &mut incoming, &mut self.read_buffers);
             for item in incoming.drain(..) {
                 if self.entries.contains_key(&token) {
                     self.on_incoming(token, item);
