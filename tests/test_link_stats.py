@@ -77,7 +77,7 @@ def test_tcp_links_and_their_kernel_memory_agree_with_ss(built, program, tmp_pat
             # the transport's (one suffices for reads that end on a
             # frame's end, and a few are kept), counted apart.
             assert seen["link_user_bytes"] < 4 * 4096, seen
-            assert 0 < seen["tcp_shared_read_bytes"] <= 2 * (256 << 10), seen
+            assert 0 < seen["tcp_shared_bytes"] <= 2 * (256 << 10), seen
             # The peak, read last, is at least what the links held when
             # read just before (the socket queues aside, which move).
             assert seen["link_bytes_peak"] >= seen["link_user_bytes"], seen

@@ -26,7 +26,7 @@ int main(int argc, char **argv) {
     }
     const char *names[] = {"links", "tcp.links", "shm.links", "link_user_bytes", "link_kernel_bytes",
                            "link_ring_bytes", "link_ring_resident_bytes", "link_bytes_peak",
-                           "tcp_shared_read_bytes"};
+                           "tcp_shared_bytes"};
     printf("pid %d\n", (int)getpid());
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         int64_t value = 0;

@@ -116,9 +116,16 @@ impl Gather {
         self.len == 0
     }
 
-    /// Runs in the message.
+    /// Runs this message's bytes lie in (a slice of a gather counts the
+    /// runs it reaches into, not all of the gather's).
     pub fn runs(&self) -> usize {
-        self.shared.runs.len()
+        if self.len == 0 {
+            return 0;
+        }
+        let starts = &self.shared.starts;
+        let first = starts.partition_point(|&s| s <= self.start) - 1;
+        let end = starts.partition_point(|&s| s < self.start + self.len);
+        end - first
     }
 
     /// The first `len` bytes of the message.
@@ -341,6 +348,13 @@ mod gather_tests {
         ];
         let g = Gather::new(runs);
         assert_eq!((g.len(), g.runs()), (35, 4));
+        assert_eq!(
+            g.slice(12, 10).runs(),
+            2,
+            "bytes 12..22: runs 50.. and 70.."
+        );
+        assert_eq!(g.slice(0, 10).runs(), 1);
+        assert_eq!(g.slice(20, 0).runs(), 0);
         let want: Vec<u8> = (10..20).chain(50..55).chain(70..90).collect();
         // SAFETY: the runs point into `data`, alive throughout.
         assert_eq!(unsafe { g.to_vec() }, want);

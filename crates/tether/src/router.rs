@@ -529,10 +529,10 @@ impl Router {
         self.tcp.links_peak() + (shm + ucx) as u64
     }
 
-    /// Bytes of the read buffers TCP connections share, kept between
-    /// reads.
-    pub fn tcp_shared_read_bytes(&self) -> u64 {
-        self.tcp.shared_read_bytes()
+    /// Bytes of the read buffers and stages TCP connections share, kept
+    /// between uses.
+    pub fn tcp_shared_bytes(&self) -> u64 {
+        self.tcp.shared_buffer_bytes()
     }
 
     /// This process's shared-memory mailbox: bytes mapped and resident

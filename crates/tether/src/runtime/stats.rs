@@ -27,10 +27,11 @@
 //!   link_ring_resident_bytes`), sampled every 100 ms of progress and
 //!   whenever the counters are read; `link_retires`: TCP connections closed by a
 //!   retire (`TETHER_MAX_LINKS`), by either side;
-//! - `tcp_shared_read_bytes`: the read buffers this process's TCP
-//!   connections share, kept between reads (a connection holds one only
-//!   while part of a frame waits in it, counted then in its
-//!   `link_user_bytes`); their pages come when first read into;
+//! - `tcp_shared_bytes`: the read buffers and write stages this
+//!   process's TCP connections share, kept between uses (a connection
+//!   holds a read buffer only while part of a frame waits in it, a stage
+//!   only while staged bytes wait to be written, counted then in its
+//!   `link_user_bytes`); a read buffer's pages come when first read into;
 //! - `mailbox_bytes`, `mailbox_resident_bytes`: this process's
 //!   shared-memory mailbox, which every peer without a ring of its own
 //!   writes to (`TETHER_MAX_LINKS`), and its pages present now;
@@ -170,10 +171,7 @@ impl Runtime {
         out.push(("links_peak".to_string(), router.links_peak()));
         out.push(("link_bytes_peak".to_string(), router.link_bytes_peak()));
         out.push(("link_retires".to_string(), router.retires()));
-        out.push((
-            "tcp_shared_read_bytes".to_string(),
-            router.tcp_shared_read_bytes(),
-        ));
+        out.push(("tcp_shared_bytes".to_string(), router.tcp_shared_bytes()));
         let (mailbox, mailbox_resident) = router.mailbox_footprint();
         out.push(("mailbox_bytes".to_string(), mailbox));
         out.push(("mailbox_resident_bytes".to_string(), mailbox_resident));

@@ -165,12 +165,12 @@ impl MultiRail<TcpTransport> {
         self.rails().iter().map(|rail| rail.retires).sum()
     }
 
-    /// Bytes of the read buffers each rail's connections share, summed
-    /// (`tcp/conn.rs`'s `ReadBuffers`).
-    pub fn shared_read_bytes(&self) -> u64 {
+    /// Bytes of the buffers each rail's connections share, summed
+    /// (`tcp/conn.rs`'s `SharedBuffers`).
+    pub fn shared_buffer_bytes(&self) -> u64 {
         self.rails()
             .iter()
-            .map(TcpTransport::shared_read_bytes)
+            .map(TcpTransport::shared_buffer_bytes)
             .sum()
     }
 

@@ -19,10 +19,11 @@ use tether_proto::{
 
 /// Size of the staging buffer reads go through.
 const READ_BUFFER: usize = 256 * 1024;
-/// Read buffers a transport keeps for its connections to share
-/// ([`ReadBuffers`]): one serves every connection whose reads end on a
-/// frame's boundary; a few more, connections caught mid-frame at once.
-const SPARE_READ_BUFFERS: usize = 2;
+/// Read buffers and stages a transport keeps for its connections to
+/// share ([`SharedBuffers`]): one of each serves every connection whose
+/// reads end on a frame's boundary and whose staged bytes were all
+/// written; a few more, connections caught in between at once.
+const SPARE_BUFFERS: usize = 2;
 
 /// Read buffer of a connection whose handshake has not completed: enough
 /// for the handshake's frames, so that a connection that never completes
@@ -37,7 +38,7 @@ const DIRECT_READ_MIN: usize = 32 * 1024;
 /// Frames gathered into one `writev`.
 const MAX_IOVECS: usize = 64;
 /// A gathered payload whose runs average fewer bytes than this is packed
-/// into the connection's stage, a piece at a time, and written from there:
+/// into a stage, a piece at a time, and written from there:
 /// the kernel copies each iovec on its own, and for 512-byte runs that cost
 /// twice the copy of the same bytes in one piece, where the pack into a
 /// stage that stays in cache costs little (journal 2026-11-28-fields-gather.md).
@@ -83,7 +84,8 @@ struct OutFrame {
     completes: Option<ReqId>,
     copy_if_blocked: bool,
     /// The payload bytes `[start, end)` packed in the connection's stage
-    /// (a gathered payload of short runs; see [`STAGED_RUN`]).
+    /// (a gathered payload of short runs; see [`STAGED_RUN`]), while it
+    /// holds one.
     staged: Option<(usize, usize)>,
 }
 
@@ -167,35 +169,53 @@ impl ReadBuffer {
     }
 }
 
-/// The read buffers a transport's connections share. A connection holds
-/// one only while bytes of an unfinished frame wait in it: when a read
-/// ends on a frame's boundary (nearly always, for small messages) the
-/// buffer goes back here for the next connection to read. So the pages a
-/// read touches are touched once for all connections, not once per
-/// connection: with 127 connections open for an all-to-all, about 4 KiB
-/// each (journal 2026-11-28-link-cap.md, "TCP connections share their
-/// read buffers").
+/// The buffers a transport's connections share, so that the pages they
+/// touch are touched once for all connections, not once per connection.
+///
+/// - Read buffers: a connection holds one only while bytes of an
+///   unfinished frame wait in it; when a read ends on a frame's boundary
+///   (nearly always, for small messages) the buffer comes back here. With
+///   127 connections open for an all-to-all that was about 4 KiB each
+///   (journal 2026-11-28-link-cap.md, "TCP connections share their read
+///   buffers").
+/// - Stages: a connection holds one only while staged bytes wait to be
+///   written (the socket took part of a piece).
 #[derive(Default)]
-pub(crate) struct ReadBuffers {
-    free: Vec<ReadBuffer>,
+pub(crate) struct SharedBuffers {
+    reads: Vec<ReadBuffer>,
+    stages: Vec<Vec<u8>>,
 }
 
-impl ReadBuffers {
-    fn take(&mut self) -> ReadBuffer {
-        self.free
+impl SharedBuffers {
+    fn take_read(&mut self) -> ReadBuffer {
+        self.reads
             .pop()
             .unwrap_or_else(|| ReadBuffer::new(READ_BUFFER))
     }
 
-    fn give(&mut self, buffer: ReadBuffer) {
-        if buffer.len() == READ_BUFFER && self.free.len() < SPARE_READ_BUFFERS {
-            self.free.push(buffer);
+    fn give_read(&mut self, buffer: ReadBuffer) {
+        if buffer.len() == READ_BUFFER && self.reads.len() < SPARE_BUFFERS {
+            self.reads.push(buffer);
         }
     }
 
-    /// Bytes the kept buffers span (their pages come when first read into).
+    fn take_stage(&mut self) -> Vec<u8> {
+        self.stages
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(STAGE_BYTES))
+    }
+
+    fn give_stage(&mut self, stage: Vec<u8>) {
+        if self.stages.len() < SPARE_BUFFERS {
+            self.stages.push(stage);
+        }
+    }
+
+    /// Bytes the kept buffers span (a read buffer's pages come when first
+    /// read into).
     pub fn bytes(&self) -> u64 {
-        (self.free.len() * READ_BUFFER) as u64
+        let stages: usize = self.stages.iter().map(Vec::capacity).sum();
+        (self.reads.len() * READ_BUFFER + stages) as u64
     }
 }
 
@@ -224,7 +244,7 @@ pub(crate) struct Conn {
     pub remote: SocketAddr,
     out: VecDeque<OutFrame>,
     /// The read buffer, held while bytes wait in it (`rstart..rend`),
-    /// else back with the transport's [`ReadBuffers`].
+    /// else back with the transport's [`SharedBuffers`].
     rbuf: Option<ReadBuffer>,
     /// The handshake is done: reads go through the shared, full-size
     /// buffers (before, through a small one of its own).
@@ -246,8 +266,8 @@ pub(crate) struct Conn {
     /// Bytes read and written so far (a busy poll's sign of movement).
     pub moved: u64,
     /// Where the front gathered payload of short runs is packed, a piece
-    /// at a time (allocated at the first such payload).
-    stage: Vec<u8>,
+    /// at a time: held while staged bytes wait to be written.
+    stage: Option<Vec<u8>>,
 }
 
 impl Conn {
@@ -272,7 +292,8 @@ impl Conn {
             })
             .sum();
         let rbuf = self.rbuf.as_deref().map_or(0, <[u8]>::len);
-        (rbuf + reading + queued + self.stage.capacity()) as u64
+        let stage = self.stage.as_ref().map_or(0, Vec::capacity);
+        (rbuf + reading + queued + stage) as u64
     }
 
     /// Bytes handed to this connection and not yet taken by the peer:
@@ -302,7 +323,7 @@ impl Conn {
             drained: false,
             hung_up: false,
             moved: 0,
-            stage: Vec::new(),
+            stage: None,
         }
     }
 
@@ -364,9 +385,37 @@ impl Conn {
 
     /// Writes what the socket takes. Requests whose frames were handed
     /// over (written, or copied because the socket was full) go to `done`.
-    pub fn flush(&mut self, done: &mut Vec<ReqId>) -> Result<(), ConnError> {
+    pub fn flush(
+        &mut self,
+        done: &mut Vec<ReqId>,
+        shared: &mut SharedBuffers,
+    ) -> Result<(), ConnError> {
+        let result = self.write_queued(done, shared);
+        if !self.stage_holds_unwritten() {
+            if let Some(stage) = self.stage.take() {
+                shared.give_stage(stage);
+            }
+            self.out.iter_mut().for_each(|frame| frame.staged = None);
+        }
+        result
+    }
+
+    /// Whether the stage holds bytes the socket has not taken yet.
+    fn stage_holds_unwritten(&self) -> bool {
+        self.out.iter().any(|frame| {
+            let from = frame.written.saturating_sub(HEADER_LEN);
+            frame.staged_runs().is_some() && frame.staged.is_some_and(|(_, end)| from < end)
+        })
+    }
+
+    /// [`Conn::flush`]'s writing, with a stage taken when needed.
+    fn write_queued(
+        &mut self,
+        done: &mut Vec<ReqId>,
+        shared: &mut SharedBuffers,
+    ) -> Result<(), ConnError> {
         while !self.out.is_empty() {
-            match self.write_front() {
+            match self.write_front(shared) {
                 Ok(0) => return Err(ConnError::Eof { mid_frame: true }),
                 Ok(mut n) => {
                     self.moved += n as u64;
@@ -404,7 +453,7 @@ impl Conn {
     /// small frame (a latency-bound message) goes out as one contiguous
     /// write, so that the kernel copies one segment instead of two;
     /// otherwise up to [`MAX_IOVECS`] pieces go out in one vectored write.
-    fn write_front(&mut self) -> io::Result<usize> {
+    fn write_front(&mut self, shared: &mut SharedBuffers) -> io::Result<usize> {
         if let (1, Some(frame)) = (self.out.len(), self.out.front()) {
             let total = frame.total();
             let gathered = matches!(frame.payload, TransmitPayload::Gathered(_));
@@ -415,7 +464,8 @@ impl Conn {
                 return send(&self.stream, &[IoSlice::new(&small[..total])]);
             }
         }
-        self.restage();
+        self.restage(shared);
+        let stage: &[u8] = self.stage.as_deref().unwrap_or(&[]);
         let mut slices = [IoSlice::new(&[]); MAX_IOVECS];
         let mut used = 0;
         for frame in self.out.iter() {
@@ -435,7 +485,7 @@ impl Conn {
                 used += 1;
             }
             if let (Some((start, end)), Some(_)) = (staged, frame.staged_runs()) {
-                slices[used] = IoSlice::new(&self.stage[from - start..end - start]);
+                slices[used] = IoSlice::new(&stage[from - start..end - start]);
                 used += 1;
                 if end < frame.payload.len() {
                     break;
@@ -466,7 +516,7 @@ impl Conn {
 
     /// Packs the next piece of the first gathered payload of short runs
     /// into the stage, unless the stage holds its next bytes already.
-    fn restage(&mut self) {
+    fn restage(&mut self, shared: &mut SharedBuffers) {
         let Conn { out, stage, .. } = self;
         let Some(frame) = out.iter_mut().find(|f| f.staged_runs().is_some()) else {
             return;
@@ -481,8 +531,8 @@ impl Conn {
         if covered || from >= g.len() {
             return;
         }
+        let stage = stage.get_or_insert_with(|| shared.take_stage());
         stage.clear();
-        stage.reserve_exact(STAGE_BYTES);
         g.pieces_from(from, |ptr, len| {
             let n = len.min(STAGE_BYTES - stage.len());
             // SAFETY: the runs are valid until `completes` is reported.
@@ -514,14 +564,14 @@ impl Conn {
         &mut self,
         link: &mut Link,
         incoming: &mut Vec<Incoming>,
-        buffers: &mut ReadBuffers,
+        shared: &mut SharedBuffers,
     ) -> Result<bool, ConnError> {
-        let result = self.read_into_buffer(link, incoming, buffers);
+        let result = self.read_into_buffer(link, incoming, shared);
         if self.rstart == self.rend {
             self.rstart = 0;
             self.rend = 0;
             if let Some(rbuf) = self.rbuf.take() {
-                buffers.give(rbuf);
+                shared.give_read(rbuf);
             }
         }
         result
@@ -533,7 +583,7 @@ impl Conn {
         &mut self,
         link: &mut Link,
         incoming: &mut Vec<Incoming>,
-        buffers: &mut ReadBuffers,
+        shared: &mut SharedBuffers,
     ) -> Result<bool, ConnError> {
         if matches!(self.read, ReadState::AwaitPlace) {
             return Ok(false);
@@ -571,7 +621,7 @@ impl Conn {
                     let grown = self.grown;
                     let rbuf = self.rbuf.get_or_insert_with(|| {
                         if grown {
-                            buffers.take()
+                            shared.take_read()
                         } else {
                             ReadBuffer::new(HANDSHAKE_READ_BUFFER)
                         }
@@ -882,18 +932,21 @@ mod tests {
             got
         });
         let mut done = Vec::new();
+        let mut shared = SharedBuffers::default();
+        let mut held_while_blocked = false;
         let deadline = Instant::now() + Duration::from_secs(30);
         while conn.has_output() {
-            conn.flush(&mut done).unwrap();
+            conn.flush(&mut done, &mut shared).unwrap();
+            held_while_blocked |= conn.stage.is_some();
             assert!(Instant::now() < deadline, "the frames were not written");
             std::thread::sleep(Duration::from_micros(200));
         }
         let got = reader.join().unwrap();
         assert!(got == expected, "the stream differs from the frames");
-        assert!(
-            conn.stage.capacity() >= STAGE_BYTES,
-            "short runs were staged"
-        );
+        assert!(held_while_blocked, "a stage is held while its bytes wait");
+        assert!(conn.stage.is_none(), "and given back once they are written");
+        assert_eq!(shared.stages.len(), 1);
+        assert!(shared.stages[0].capacity() >= STAGE_BYTES);
     }
 
     /// An answering link whose handshake with a dialer is done, and the
@@ -930,7 +983,7 @@ mod tests {
 
     /// Reads what `conn` has, placing each frame's payload in a buffer of
     /// its own; returns the payloads filled.
-    fn read_all(conn: &mut Conn, link: &mut Link, buffers: &mut ReadBuffers) -> Vec<Vec<u8>> {
+    fn read_all(conn: &mut Conn, link: &mut Link, shared: &mut SharedBuffers) -> Vec<Vec<u8>> {
         let mut engine = tether_proto::Engine::new(tether_proto::EngineConfig {
             me: 1,
             eager_limit: 4096,
@@ -940,7 +993,7 @@ mod tests {
         conn.may_have_data();
         loop {
             let mut incoming = Vec::new();
-            let more = conn.read_ready(link, &mut incoming, buffers).unwrap();
+            let more = conn.read_ready(link, &mut incoming, shared).unwrap();
             for item in incoming {
                 match item {
                     Incoming::Frame(header) => conn.place(engine.on_header(0, &header).unwrap()),
@@ -960,7 +1013,7 @@ mod tests {
     fn connections_share_read_buffers_between_frames() {
         let (mut dialer_a, mut link_a) = open_links();
         let (mut dialer_b, mut link_b) = open_links();
-        let mut buffers = ReadBuffers::default();
+        let mut buffers = SharedBuffers::default();
         let (mut a, mut peer_a) = grown_conn();
         let (mut b, mut peer_b) = grown_conn();
         let frame = |dialer: &mut Link, payload: &[u8]| {
@@ -981,14 +1034,14 @@ mod tests {
             a.rbuf.is_none(),
             "a read that ended on a frame's end holds no buffer"
         );
-        assert_eq!(buffers.free.len(), 1);
+        assert_eq!(buffers.reads.len(), 1);
 
         let split = frame(&mut dialer_b, b"two halves");
         peer_b.write_all(&split[..HEADER_LEN - 5]).unwrap();
         assert!(read_all(&mut b, &mut link_b, &mut buffers).is_empty());
         assert!(b.rbuf.is_some(), "part of a header waits in the buffer");
         assert!(
-            buffers.free.is_empty(),
+            buffers.reads.is_empty(),
             "the shared buffer went to the reader mid-frame"
         );
 
@@ -997,7 +1050,7 @@ mod tests {
             read_all(&mut a, &mut link_a, &mut buffers),
             [b"three".to_vec()]
         );
-        assert_eq!(buffers.free.len(), 1, "another buffer, kept once read");
+        assert_eq!(buffers.reads.len(), 1, "another buffer, kept once read");
 
         peer_b.write_all(&split[HEADER_LEN - 5..]).unwrap();
         assert_eq!(
@@ -1005,7 +1058,7 @@ mod tests {
             [b"two halves".to_vec()]
         );
         assert!(b.rbuf.is_none());
-        assert_eq!(buffers.free.len(), SPARE_READ_BUFFERS);
+        assert_eq!(buffers.reads.len(), SPARE_BUFFERS);
     }
 
     /// Part of a header and the end of stream arrive before the read
@@ -1021,12 +1074,12 @@ mod tests {
         // poll, which reads again, relies on).
         let mut blind = cut_after_20_bytes();
         assert!(matches!(
-            blind.read_ready(&mut link, &mut incoming, &mut ReadBuffers::default()),
+            blind.read_ready(&mut link, &mut incoming, &mut SharedBuffers::default()),
             Ok(false)
         ));
         let mut conn = cut_after_20_bytes();
         conn.hung_up();
-        match conn.read_ready(&mut link, &mut incoming, &mut ReadBuffers::default()) {
+        match conn.read_ready(&mut link, &mut incoming, &mut SharedBuffers::default()) {
             Err(ConnError::Eof { mid_frame: true }) => {}
             other => panic!("expected the end of stream mid-frame, got {other:?}"),
         }

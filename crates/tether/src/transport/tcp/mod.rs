@@ -56,7 +56,7 @@ use crate::transport::reactor::{Ready, TokenSpace};
 use crate::transport::resources::{socket_kernel_bytes, LinkMemory, LinkUse};
 use crate::transport::retry::Retry;
 use crate::universe::Universe;
-use conn::{Conn, ConnError, Incoming, ReadBuffers};
+use conn::{Conn, ConnError, Incoming, SharedBuffers};
 
 /// The listener's index in the transport's tokens.
 const LISTENER: usize = 0;
@@ -207,8 +207,8 @@ pub struct TcpTransport {
     pub events: Events,
     /// What the last read delivered (kept to reuse its memory).
     incoming: Vec<Incoming>,
-    /// The read buffers the connections share (`conn.rs`).
-    read_buffers: ReadBuffers,
+    /// The read buffers and stages the connections share (`conn.rs`).
+    shared_buffers: SharedBuffers,
     /// Connect tries after a first one failed (counters).
     pub connect_retries: u64,
     /// Connections closed by a retire (counters).
@@ -279,17 +279,17 @@ impl TcpTransport {
             config,
             events: Events::default(),
             incoming: Vec::new(),
-            read_buffers: ReadBuffers::default(),
+            shared_buffers: SharedBuffers::default(),
             connect_retries: 0,
             retires: 0,
             links_peak: 0,
         }
     }
 
-    /// Bytes of the read buffers the connections share, kept between
-    /// reads (a connection holding one mid-frame counts it as its own).
-    pub fn shared_read_bytes(&self) -> u64 {
-        self.read_buffers.bytes()
+    /// Bytes of the read buffers and stages the connections share, kept
+    /// between uses (a connection holding one counts it as its own).
+    pub fn shared_buffer_bytes(&self) -> u64 {
+        self.shared_buffers.bytes()
     }
 
     /// The established links and what each holds (`resources.rs`).
@@ -486,7 +486,9 @@ impl TcpTransport {
         let Some(entry) = self.entries.get_mut(&token) else {
             return;
         };
-        let result = entry.conn.flush(&mut self.events.sent);
+        let result = entry
+            .conn
+            .flush(&mut self.events.sent, &mut self.shared_buffers);
         match result {
             Ok(()) if entry.closing.is_some() && !entry.conn.has_output() => {
                 self.close(token, None)
@@ -519,7 +521,7 @@ impl TcpTransport {
             let result =
                 entry
                     .conn
-                    .read_ready(&mut entry.link, &mut incoming, &mut self.read_buffers);
+                    .read_ready(&mut entry.link, &mut incoming, &mut self.shared_buffers);
             for item in incoming.drain(..) {
                 if self.entries.contains_key(&token) {
                     self.on_incoming(token, item);
