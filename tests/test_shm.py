@@ -6,6 +6,7 @@ of a transfer, and no trace left in /dev/shm whatever happens."""
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -146,3 +147,13 @@ def test_writers_fence_only_for_readers_that_sleep_without_the_barrier(built, pr
                        "--name", "beta", "-n", "3", prog, "stream", "1000"],
                       env=clean_env(TETHER_TRANSPORTS="shm"), timeout=300)
     assert proc.stdout.count("ok stream") == 5
+
+
+def test_an_answer_to_a_peer_that_reached_us_first_needs_no_address(built):
+    """A peer that opened a ring into this process's segment is reached
+    back at once: the first answer to it settles its route without the
+    rendezvous (`route_waits` 0; tests/python/first_contact.py)."""
+    script = str(Path(__file__).parent / "python" / "first_contact.py")
+    proc = tether_run(["--name", "f", "-n", "4", sys.executable, script],
+                      env=clean_env(TETHER_TRANSPORTS="shm"))
+    assert proc.stdout.count("ok first contact") == 4, proc.stdout + proc.stderr

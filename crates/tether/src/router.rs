@@ -153,6 +153,9 @@ pub struct Router {
     liveness: Liveness,
     /// Lookups of a pending route after its first (counters).
     route_retries: u64,
+    /// Routes that waited for their peer (its address or its segment)
+    /// instead of settling at their first try (counters).
+    route_waits: u64,
     /// Times a settled link gave a frame back as full (counters).
     link_full: u64,
     /// `TETHER_MAX_LINKS` and the epochs of use it retires by.
@@ -432,6 +435,7 @@ impl Router {
             losing: Vec::new(),
             liveness,
             route_retries: 0,
+            route_waits: 0,
             link_full: 0,
             cap: LinkCap::new(settings.max_links() as usize),
             link_bytes_peak: std::cell::Cell::new(0),
@@ -819,6 +823,11 @@ impl Router {
         let Some(shm) = self.shm.as_mut() else {
             return Err(Miss::Cannot(self.shm_problem.clone()));
         };
+        // The peer attached to this process's segment first, and this
+        // process attached back: no address to wait for.
+        if shm.reaches(peer) {
+            return Ok(());
+        }
         let problem = match self.addresses.get(peer) {
             Ok(address) => {
                 if address.host != self.host {
@@ -877,6 +886,7 @@ impl Router {
                 self.route_retries += 1;
             }
             _ => {
+                self.route_waits += 1;
                 let (retry, deadline) = self.policy.after_first_try(now);
                 self.peers.set_route(
                     peer,
@@ -1064,6 +1074,13 @@ impl Router {
             if let Some(at) = self.next_pending() {
                 let left = at.saturating_duration_since(now);
                 timeout = Some(timeout.map_or(left, |t| t.min(left)));
+            }
+            // A route settled now has frames waiting for it, which the
+            // caller offers after this round: sleeping first would hold
+            // them back until something else woke this process (up to
+            // the caller's longest sleep, 100 ms).
+            if !self.events.reached.is_empty() {
+                timeout = Some(Duration::ZERO);
             }
         }
         if let Some(by) = self.file.as_ref().and_then(FileTransport::wake_by) {
@@ -1289,6 +1306,12 @@ impl Router {
     /// lookups of a peer's shared memory or address after the first.
     pub fn connect_retries(&self) -> u64 {
         self.tcp.connect_retries() + self.route_retries
+    }
+
+    /// Routes that could not be settled at their first try: the peer's
+    /// address was not known yet, or its segment not ready.
+    pub fn route_waits(&self) -> u64 {
+        self.route_waits
     }
 
     /// The transport that carries messages to `peer` (`"self"` for this

@@ -40,6 +40,9 @@
 //! - `blocked_ns`: time spent in waits that did not complete at once;
 //! - `connect_retries`: connection set-up tries after a first that found
 //!   the peer not there yet (its address, listener or shared memory);
+//! - `route_waits`: peers whose route waited (for the peer's address in
+//!   the rendezvous, or its segment) instead of settling at once; a peer
+//!   that reached this process first through shared memory needs none;
 //! - `link_full`: times a full link gave a frame back (back-pressure),
 //!   to wait in its peer's queue;
 //! - `unexpected_now`, `unexpected_max`: messages waiting for their
@@ -118,6 +121,10 @@ impl Runtime {
         out.push((
             "connect_retries".to_string(),
             self.transport.router().connect_retries(),
+        ));
+        out.push((
+            "route_waits".to_string(),
+            self.transport.router().route_waits(),
         ));
         out.push(("link_full".to_string(), self.transport.router().link_full()));
         out.push((
