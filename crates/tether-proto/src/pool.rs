@@ -1,6 +1,7 @@
 //! Byte buffers kept for reuse: the engine's buffers of eager messages
-//! that arrive before their receive, and the runtime's scratch buffers of
-//! collectives. Both are needed again and again at the same sizes, and an
+//! that arrive before their receive, the runtime's scratch buffers of
+//! collectives, TCP's stages for gathered runs. All are needed again and
+//! again at the same sizes, and an
 //! allocation, zeroing and free each time cost about a tenth of a small
 //! collective's instructions.
 
@@ -45,6 +46,11 @@ impl BufferPool {
             }
             None => vec![0; len],
         }
+    }
+
+    /// Bytes the kept buffers hold (their capacities).
+    pub fn bytes(&self) -> usize {
+        self.free.iter().map(Vec::capacity).sum()
     }
 
     /// Keeps `buf` for a later [`BufferPool::take`], within the bounds.

@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 
 use mio::net::TcpStream;
 use tether_proto::link::{ControlFrame, Inbound, Link, LinkError};
+use tether_proto::pool::BufferPool;
 use tether_proto::wire::HEADER_LEN;
 use tether_proto::{
     classify, Class, FrameHeader, Gather, LinkKind, PayloadSink, Region, ReqId, SinkToken,
@@ -116,6 +117,18 @@ impl OutFrame {
         }
     }
 
+    /// The stage's range when it holds this frame's payload bytes from
+    /// `from` on.
+    fn staged_at(&self, from: usize) -> Option<(usize, usize)> {
+        self.staged
+            .filter(|&(start, end)| start <= from && from < end)
+    }
+
+    /// Payload bytes written so far.
+    fn payload_written(&self) -> usize {
+        self.written.saturating_sub(HEADER_LEN)
+    }
+
     /// The payload's runs when they are short enough to go through the
     /// stage.
     fn staged_runs(&self) -> Option<&Gather> {
@@ -182,10 +195,18 @@ impl ReadBuffer {
 ///   buffers").
 /// - Stages: a connection holds one only while staged bytes wait to be
 ///   written (the socket took part of a piece).
-#[derive(Default)]
 pub(crate) struct SharedBuffers {
     reads: Vec<ReadBuffer>,
-    stages: Vec<Vec<u8>>,
+    stages: BufferPool,
+}
+
+impl Default for SharedBuffers {
+    fn default() -> SharedBuffers {
+        SharedBuffers {
+            reads: Vec::new(),
+            stages: BufferPool::new(SPARE_BUFFERS, STAGE_BYTES),
+        }
+    }
 }
 
 impl SharedBuffers {
@@ -201,23 +222,10 @@ impl SharedBuffers {
         }
     }
 
-    fn take_stage(&mut self) -> Vec<u8> {
-        self.stages
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(STAGE_BYTES))
-    }
-
-    fn give_stage(&mut self, stage: Vec<u8>) {
-        if self.stages.len() < SPARE_BUFFERS {
-            self.stages.push(stage);
-        }
-    }
-
     /// Bytes the kept buffers span (a read buffer's pages come when first
     /// read into).
     pub fn bytes(&self) -> u64 {
-        let stages: usize = self.stages.iter().map(Vec::capacity).sum();
-        (self.reads.len() * READ_BUFFER + stages) as u64
+        (self.reads.len() * READ_BUFFER + self.stages.bytes()) as u64
     }
 }
 
@@ -393,9 +401,9 @@ impl Conn {
         shared: &mut SharedBuffers,
     ) -> Result<(), ConnError> {
         let result = self.write_queued(done, shared);
-        if !self.stage_holds_unwritten() {
+        if self.stage.is_some() && !self.stage_holds_unwritten() {
             if let Some(stage) = self.stage.take() {
-                shared.give_stage(stage);
+                shared.stages.give(stage);
             }
             self.out.iter_mut().for_each(|frame| frame.staged = None);
         }
@@ -405,8 +413,7 @@ impl Conn {
     /// Whether the stage holds bytes the socket has not taken yet.
     fn stage_holds_unwritten(&self) -> bool {
         self.out.iter().any(|frame| {
-            let from = frame.written.saturating_sub(HEADER_LEN);
-            frame.staged_runs().is_some() && frame.staged.is_some_and(|(_, end)| from < end)
+            frame.staged_runs().is_some() && frame.staged_at(frame.payload_written()).is_some()
         })
     }
 
@@ -474,10 +481,8 @@ impl Conn {
             if used + 2 > MAX_IOVECS {
                 break;
             }
-            let from = frame.written.saturating_sub(HEADER_LEN);
-            let staged = frame
-                .staged
-                .filter(|&(start, end)| start <= from && from < end);
+            let from = frame.payload_written();
+            let staged = frame.staged_at(from);
             if frame.staged_runs().is_some() && staged.is_none() && from < frame.payload.len() {
                 // The stage holds an earlier frame's bytes.
                 break;
@@ -523,17 +528,15 @@ impl Conn {
         let Some(frame) = out.iter_mut().find(|f| f.staged_runs().is_some()) else {
             return;
         };
-        let from = frame.written.saturating_sub(HEADER_LEN);
-        let covered = frame
-            .staged
-            .is_some_and(|(start, end)| start <= from && from < end);
+        let from = frame.payload_written();
+        let covered = frame.staged_at(from).is_some();
         let Some(g) = frame.staged_runs() else {
             return;
         };
         if covered || from >= g.len() {
             return;
         }
-        let stage = stage.get_or_insert_with(|| shared.take_stage());
+        let stage = stage.get_or_insert_with(|| shared.stages.take(STAGE_BYTES));
         stage.clear();
         g.pieces_from(from, |ptr, len| {
             let n = len.min(STAGE_BYTES - stage.len());
@@ -947,8 +950,7 @@ mod tests {
         assert!(got == expected, "the stream differs from the frames");
         assert!(held_while_blocked, "a stage is held while its bytes wait");
         assert!(conn.stage.is_none(), "and given back once they are written");
-        assert_eq!(shared.stages.len(), 1);
-        assert!(shared.stages[0].capacity() >= STAGE_BYTES);
+        assert_eq!(shared.stages.bytes(), STAGE_BYTES, "one stage kept");
     }
 
     /// An answering link whose handshake with a dialer is done, and the
